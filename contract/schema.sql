@@ -1,0 +1,38 @@
+-- The benchmark database: one schema for all four workloads of the ceiling benchmark API.
+-- Every stack and the stand use exactly this file; nothing else creates tables.
+-- Source 000's `status` table is kept verbatim (uuid PK, smallint, timestamptz + index on updated_at).
+
+create extension if not exists pg_stat_statements;
+
+-- status workload (source 000)
+create table if not exists status (
+  id         uuid primary key,
+  status     smallint not null,
+  updated_at timestamptz not null default now()
+);
+create index if not exists status_updated_at_idx on status(updated_at);
+
+-- bank workload (source 001, made sound: a pool, an index, atomic transfers, a conserved sum)
+create table if not exists clients (
+  id      bigserial primary key,
+  balance bigint not null check (balance >= 0)
+);
+create table if not exists transfers (
+  id         bigserial primary key,
+  from_id    bigint not null references clients(id),
+  to_id      bigint not null references clients(id),
+  amount     bigint not null check (amount > 0),
+  created_at timestamptz not null default now()
+);
+
+-- rows workload (sources 002 `/orders` and 003 `/people`): a read of N rows as JSON
+create table if not exists orders (
+  id          bigint primary key,
+  customer    text not null,
+  item        text not null,
+  quantity    integer not null,
+  price_cents bigint not null,
+  created_at  timestamptz not null
+);
+
+-- ping workload (source 004) needs no table.

@@ -1,0 +1,357 @@
+//! The validated plan model. Every field has a default that reproduces source 000's method.
+
+use crate::template::Template;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A validated plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Short name, used in result directories and reports.
+    pub name: String,
+    /// One line about what the plan reproduces.
+    pub description: String,
+    /// Source benchmark id (`"000"`…`"004"`), if the plan reproduces one.
+    pub source: Option<String>,
+    /// Where the plan file lives; relative data paths resolve against it.
+    pub file: PathBuf,
+    /// What to send load to.
+    pub target: Target,
+    /// How the generator behaves.
+    pub load: LoadSettings,
+    /// Warm-up stages run before the measured stages (not analysed).
+    pub warmup: Vec<Stage>,
+    /// The measured load profile.
+    pub stages: Vec<Stage>,
+    /// Named CSV data sources referenced by request templates.
+    pub data: BTreeMap<String, DataSource>,
+    /// The weighted request mix.
+    pub requests: Vec<RequestSpec>,
+    /// Service-level objective used to judge shelves and searches.
+    pub slo: Slo,
+    /// Shelf analysis settings.
+    pub analysis: AnalysisSettings,
+    /// Stand settings (database, stacks, limits).
+    pub stand: StandSettings,
+    /// Capacity-search settings.
+    pub search: SearchSettings,
+    /// Factor applied by `--quick` to every duration (1.0 = the source's timings).
+    pub quick_scale: f64,
+    /// The factor this plan was scaled by (1.0 unless [`Plan::scaled`] was applied).
+    pub scaled_by: f64,
+}
+
+/// The load model, derived from the stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// Rate-driven: a schedule of intended send times; latency from the intended time.
+    Open,
+    /// Concurrency-driven: N connections, each send-wait-send.
+    Closed,
+}
+
+/// Inter-arrival distribution for the open model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced intended send times.
+    Uniform,
+    /// Exponential inter-arrival times (a Poisson process) with the stage's rate.
+    Poisson,
+}
+
+/// What the load goes to.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    /// Base URL (`http://127.0.0.1:8080`); `ceiling run` fills it from the stand.
+    pub url: Option<String>,
+    /// Stacks `ceiling run` measures, in order.
+    pub stacks: Vec<String>,
+}
+
+/// Generator settings.
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    /// Open (rate) or closed (concurrency) model.
+    pub model: Model,
+    /// Arrival process for the open model.
+    pub arrivals: Arrivals,
+    /// Reuse connections (HTTP keep-alive). Off = a new TCP connection per request.
+    pub keep_alive: bool,
+    /// Upper bound on concurrent connections in the open model.
+    pub max_connections: usize,
+    /// Per-request timeout; a request past it counts as `timeout`.
+    pub timeout: Duration,
+    /// Seed for data row choice, request mix and Poisson arrivals.
+    pub seed: u64,
+    /// Requests allowed to wait for a free connection before the generator reports overload.
+    pub max_backlog: usize,
+    /// Repetitions of every closed-model level (source 003 used 5).
+    pub repetitions: u32,
+}
+
+/// One stage of the load profile.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// Open model: rate changes linearly from `from` to `to` RPS.
+    Ramp { from: f64, to: f64, duration: Duration },
+    /// Open model: constant rate; a shelf the analysis judges.
+    Hold { rate: f64, duration: Duration },
+    /// Closed model: `connections` loops for a duration or a request count.
+    Closed { connections: usize, duration: Option<Duration>, requests: Option<u64> },
+}
+
+impl Stage {
+    /// The stage's duration (for closed stages bounded by a request count: `None`).
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            Stage::Ramp { duration, .. } | Stage::Hold { duration, .. } => Some(*duration),
+            Stage::Closed { duration, .. } => *duration,
+        }
+    }
+    /// True for stages the analysis judges as shelves (holds and closed levels).
+    pub fn is_shelf(&self) -> bool {
+        !matches!(self, Stage::Ramp { .. })
+    }
+    /// A short label: `ramp 0→1500`, `hold 1500`, `c=50`.
+    pub fn label(&self) -> String {
+        match self {
+            Stage::Ramp { from, to, .. } => format!("ramp {from:.0}→{to:.0}"),
+            Stage::Hold { rate, .. } => format!("hold {rate:.0}"),
+            Stage::Closed { connections, .. } => format!("c={connections}"),
+        }
+    }
+}
+
+/// A CSV file of values requests draw from.
+#[derive(Debug, Clone)]
+pub struct DataSource {
+    /// Resolved path. A path starting with `@data/` is resolved against the stand's data directory
+    /// at run time (see [`DataSource::needs_stand`]).
+    pub path: PathBuf,
+    /// True when the path is in the stand's data directory (`@data/...`).
+    pub needs_stand: bool,
+}
+
+/// One named request of the mix.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    /// Name used as the histogram tag and in reports.
+    pub name: String,
+    /// Relative weight in the mix.
+    pub weight: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Path and query template, e.g. `/status/${status_ids.id}`.
+    pub path: Template,
+    /// Extra headers (values may be templates).
+    pub headers: Vec<(String, Template)>,
+    /// Body template.
+    pub body: Option<Template>,
+    /// Expected status codes; any other status counts as an error. Empty = any 2xx.
+    pub expect: Vec<u16>,
+}
+
+impl RequestSpec {
+    /// Whether `status` is what this request expects.
+    pub fn expects(&self, status: u16) -> bool {
+        if self.expect.is_empty() {
+            (200..300).contains(&status)
+        } else {
+            self.expect.contains(&status)
+        }
+    }
+}
+
+/// A latency limit at a percentile.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PercentileLimit {
+    /// Percentile, e.g. 99.0 or 99.9.
+    pub percentile: f64,
+    /// Latency that must not be exceeded at that percentile.
+    #[serde(with = "duration_ms")]
+    pub limit: Duration,
+}
+
+/// The service-level objective.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Slo {
+    /// Overall percentile limits (source 000: p99 ≤ 350 ms).
+    pub limits: Vec<PercentileLimit>,
+    /// Error rate must be strictly below this fraction (source 000: 1%).
+    pub max_error_rate: f64,
+    /// Per-request percentile limits.
+    pub per_request: BTreeMap<String, Vec<PercentileLimit>>,
+}
+
+impl Slo {
+    /// `p99≤350ms, errors<1%` style description.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .limits
+            .iter()
+            .map(|l| format!("{}≤{}", pct_name(l.percentile), crate::format_duration(l.limit)))
+            .collect();
+        for (name, ls) in &self.per_request {
+            for l in ls {
+                parts.push(format!("{name}:{}≤{}", pct_name(l.percentile), crate::format_duration(l.limit)));
+            }
+        }
+        parts.push(format!("errors<{}%", self.max_error_rate * 100.0));
+        parts.join(", ")
+    }
+}
+
+/// `99.0 → "p99"`, `99.9 → "p99.9"`.
+pub fn pct_name(p: f64) -> String {
+    if (p - p.round()).abs() < 1e-9 {
+        format!("p{}", p as u64)
+    } else {
+        format!("p{p}")
+    }
+}
+
+/// How shelves are judged (source 000's method by default).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AnalysisSettings {
+    /// Dropped from the start of every shelf.
+    #[serde(with = "duration_ms")]
+    pub trim_head: Duration,
+    /// Dropped from the end of every shelf.
+    #[serde(with = "duration_ms")]
+    pub trim_tail: Duration,
+    /// A shelf's kept window must be at least this long to be valid.
+    #[serde(with = "duration_ms")]
+    pub min_window: Duration,
+    /// Per-second achieved throughput must stay within ±this fraction of its mean.
+    pub stability: f64,
+    /// Recommended working load as a fraction of the ceiling.
+    pub working_load: f64,
+    /// A shelf whose schedule lag p99 exceeds this is generator-bound (invalid).
+    #[serde(with = "duration_ms")]
+    pub max_schedule_lag: Duration,
+    /// A shelf where the generator's own CPU exceeds this % of one core is generator-bound.
+    pub max_generator_cpu: f64,
+}
+
+/// Embedded stand settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StandSettings {
+    /// PostgreSQL major version wanted (`None` = whatever the system has).
+    pub postgres_version: Option<u32>,
+    /// `postgresql.conf` settings (source 000's by default).
+    pub postgres_settings: BTreeMap<String, String>,
+    /// Seed for the data.
+    pub seed: u64,
+    /// Overrides of the stacks' `[settings]`: pool size.
+    pub pool_size: Option<u32>,
+    /// Overrides of the stacks' `[settings]`: workers.
+    pub workers: Option<u32>,
+    /// Overrides of the stacks' `[limits]`: CPUs.
+    pub cpus: Option<f64>,
+    /// Overrides of the stacks' `[limits]`: memory in MiB.
+    pub memory_mb: Option<u64>,
+    /// CPU limit for PostgreSQL (None = unlimited).
+    pub postgres_cpus: Option<f64>,
+    /// Pause between stacks, letting the machine settle.
+    #[serde(with = "duration_ms")]
+    pub cooldown: Duration,
+    /// Run `ceiling verify` before measuring each stack.
+    pub verify: bool,
+}
+
+/// Capacity search settings (`ceiling search`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SearchSettings {
+    /// First probe rate.
+    pub start_rate: f64,
+    /// Bracketing growth factor (2.0 = doubling).
+    pub growth: f64,
+    /// Bisection stops when the bracket is within ±this fraction of its midpoint.
+    pub tolerance: f64,
+    /// Length of each probe shelf (trimming included).
+    #[serde(with = "duration_ms")]
+    pub probe: Duration,
+    /// Dropped from the start of each probe.
+    #[serde(with = "duration_ms")]
+    pub probe_trim: Duration,
+    /// Length of the confirming shelf.
+    #[serde(with = "duration_ms")]
+    pub confirm: Duration,
+    /// Idle time between probes so queues drain.
+    #[serde(with = "duration_ms")]
+    pub drain: Duration,
+    /// Repetitions of the whole search.
+    pub repeat: u32,
+    /// Hard bound on the search's total time.
+    #[serde(with = "duration_ms")]
+    pub max_time: Duration,
+    /// Never probe above this rate.
+    pub max_rate: f64,
+}
+
+impl Plan {
+    /// True when the stages are open-model.
+    pub fn is_open(&self) -> bool {
+        self.load.model == Model::Open
+    }
+
+    /// Total duration of warm-up + measured stages (closed stages bounded by count contribute 0).
+    pub fn total_duration(&self) -> Duration {
+        self.warmup.iter().chain(&self.stages).filter_map(Stage::duration).sum()
+    }
+
+    /// A copy with every duration multiplied by `factor` (rates and counts unchanged). Used by
+    /// `--quick`; the report says the run was scaled.
+    pub fn scaled(&self, factor: f64) -> Plan {
+        let s = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() * factor);
+        let sc = |st: &Stage| match st {
+            Stage::Ramp { from, to, duration } => Stage::Ramp { from: *from, to: *to, duration: s(*duration) },
+            Stage::Hold { rate, duration } => Stage::Hold { rate: *rate, duration: s(*duration) },
+            Stage::Closed { connections, duration, requests } => {
+                Stage::Closed { connections: *connections, duration: duration.map(s), requests: *requests }
+            }
+        };
+        let mut p = self.clone();
+        p.warmup = self.warmup.iter().map(sc).collect();
+        p.stages = self.stages.iter().map(sc).collect();
+        p.analysis.trim_head = s(p.analysis.trim_head);
+        p.analysis.trim_tail = s(p.analysis.trim_tail);
+        p.analysis.min_window = s(p.analysis.min_window);
+        p.stand.cooldown = s(p.stand.cooldown);
+        p.search.probe = s(p.search.probe);
+        p.search.probe_trim = s(p.search.probe_trim);
+        p.search.confirm = s(p.search.confirm);
+        p.search.drain = s(p.search.drain);
+        p.search.max_time = s(p.search.max_time);
+        p.scaled_by = self.scaled_by * factor;
+        p
+    }
+}
+
+/// Serde helper: durations as milliseconds (f64) in JSON.
+pub mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    /// Serialize as fractional milliseconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+    /// Deserialize from fractional milliseconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+    }
+}
+
+impl Plan {
+    /// `"open"` or `"closed"`.
+    pub fn model_name(&self) -> &'static str {
+        match self.load.model {
+            Model::Open => "open",
+            Model::Closed => "closed",
+        }
+    }
+}
