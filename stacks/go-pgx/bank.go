@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -179,7 +178,7 @@ func (a *API) runTransfer(ctx context.Context, t transferDTO) (err error) {
 		return errConflict("insufficient funds")
 	}
 	if payee > maxBalance-t.Amount {
-		return errConflict(fmt.Sprintf("the payee's balance would exceed 2^62"))
+		return errConflict("the payee's balance would exceed 2^62")
 	}
 
 	if _, err = tx.Exec(ctx, sqlTransferMove, t.From, t.To, t.Amount); err != nil {
