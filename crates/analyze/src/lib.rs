@@ -1,0 +1,1 @@
+//! Pure analysis of recorded runs: shelves, validity, RPS@p99<=SLO, search statistics

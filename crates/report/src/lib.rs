@@ -1,0 +1,1 @@
+//! Reports: terminal tables, summary.md, run.json, CSV, self-contained HTML

@@ -1,0 +1,1 @@
+//! The embedded stand: PostgreSQL, reference stacks under cgroup limits, resource sampling
