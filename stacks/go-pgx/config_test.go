@@ -1,0 +1,52 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPPort != 8080 || c.DBPort != 5432 || c.PoolSize != 64 || c.QueryTimeout != 5*time.Second {
+		t.Errorf("unexpected defaults: %+v", c)
+	}
+	if c.ListenAddr() != "127.0.0.1:8080" {
+		t.Errorf("ListenAddr = %q", c.ListenAddr())
+	}
+}
+
+func TestLoadConfigFromEnv(t *testing.T) {
+	c, err := loadConfig(envMap(map[string]string{
+		"HTTP_PORT": "18080", "DB_HOST": "db.local", "DB_PORT": "6543", "DB_NAME": "bench",
+		"DB_USER": "u", "DB_PASSWORD": "p@ss/w:rd", "DB_POOL_SIZE": "100", "WORKERS": "4",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPPort != 18080 || c.PoolSize != 100 || c.Workers != 4 {
+		t.Errorf("got %+v", c)
+	}
+	url := c.DatabaseURL()
+	for _, want := range []string{"postgres://u:p%40ss%2Fw%3Ard@db.local:6543/bench?", "sslmode=disable"} {
+		if !strings.Contains(url, want) {
+			t.Errorf("DatabaseURL %q lacks %q", url, want)
+		}
+	}
+}
+
+func TestLoadConfigRejectsBadNumbers(t *testing.T) {
+	for _, kv := range [][2]string{
+		{"HTTP_PORT", "x"}, {"HTTP_PORT", "0"}, {"HTTP_PORT", "70000"},
+		{"DB_PORT", "-1"}, {"DB_POOL_SIZE", "0"}, {"DB_POOL_SIZE", "many"}, {"QUERY_TIMEOUT_MS", "0"},
+	} {
+		if _, err := loadConfig(envMap(map[string]string{kv[0]: kv[1]})); err == nil {
+			t.Errorf("%s=%s accepted", kv[0], kv[1])
+		}
+	}
+}
