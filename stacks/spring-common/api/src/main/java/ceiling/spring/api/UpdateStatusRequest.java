@@ -1,0 +1,4 @@
+package ceiling.spring.api;
+
+/** Body of {@code PUT /status/{id}}. */
+public record UpdateStatusRequest(Integer status) {}

@@ -1,0 +1,23 @@
+package ceiling.spring.mvcr2dbc;
+
+import ceiling.spring.api.Inputs;
+import ceiling.spring.api.OrderDto;
+import ceiling.spring.r2dbc.OrderRepository;
+import java.util.List;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+
+@RestController
+public class OrderController {
+    private final OrderRepository orders;
+
+    public OrderController(OrderRepository orders) {
+        this.orders = orders;
+    }
+
+    @GetMapping("/orders")
+    public List<OrderDto> list(@RequestParam(required = false) String limit) {
+        return orders.first(Inputs.limit(limit)).collectList().block();
+    }
+}

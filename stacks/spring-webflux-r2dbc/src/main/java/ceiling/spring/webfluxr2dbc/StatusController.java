@@ -1,0 +1,55 @@
+package ceiling.spring.webfluxr2dbc;
+
+import ceiling.spring.api.ApiException;
+import ceiling.spring.api.CreateStatusRequest;
+import ceiling.spring.api.Inputs;
+import ceiling.spring.api.StatusDto;
+import ceiling.spring.api.UpdateStatusRequest;
+import ceiling.spring.r2dbc.StatusRepository;
+import java.util.UUID;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.ResponseStatus;
+import org.springframework.web.bind.annotation.RestController;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+@RestController
+@RequestMapping("/status")
+public class StatusController {
+    private final StatusRepository statuses;
+
+    public StatusController(StatusRepository statuses) {
+        this.statuses = statuses;
+    }
+
+    @GetMapping("/{id}")
+    public Mono<StatusDto> get(@PathVariable String id) {
+        UUID uuid = Inputs.uuid(id);
+        return statuses.findById(uuid).switchIfEmpty(Mono.error(() -> ApiException.notFound("no status with id " + uuid)));
+    }
+
+    @GetMapping
+    public Flux<StatusDto> getMany(@RequestParam(required = false) String ids) {
+        return statuses.findByIds(Inputs.ids(ids));
+    }
+
+    @PostMapping
+    @ResponseStatus(HttpStatus.CREATED)
+    public Mono<StatusDto> create(@RequestBody CreateStatusRequest body) {
+        var status = Inputs.newStatus(body);
+        return statuses.insert(status).switchIfEmpty(Mono.error(() -> ApiException.conflict("status " + status.id() + " exists")));
+    }
+
+    @PutMapping("/{id}")
+    public Mono<StatusDto> update(@PathVariable String id, @RequestBody UpdateStatusRequest body) {
+        UUID uuid = Inputs.uuid(id);
+        return statuses.update(uuid, Inputs.status(body)).switchIfEmpty(Mono.error(() -> ApiException.notFound("no status with id " + uuid)));
+    }
+}
