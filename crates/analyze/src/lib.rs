@@ -1,1 +1,42 @@
-//! Pure analysis of recorded runs: shelves, validity, RPS@p99<=SLO, search statistics
+//! Pure analysis of recorded runs: shelves, validity, RPS@p99≤SLO, closed-model repetitions and
+//! search statistics. No I/O, no processes.
+//!
+//! # Use during a run
+//! ```text
+//! let mut acc = RunAccumulator::new(&plan, "go-pgx");
+//! for each Second s (in order, warm-up included):  acc.push_second(&s);
+//! for each ResourceSample r (any time):             acc.push_resource(r);   // or extend_resources(vec)
+//! let analysis: StackAnalysis = acc.finish();       // shelves, verdicts, ceiling, levels
+//! ```
+//! The method is source 000's: per shelf, drop `trim_head` and `trim_tail`; valid when every
+//! latency limit holds, errors < max, throughput stable (rule in [`ShelfCriteria`]) and the
+//! window is long enough; generator-bound shelves are invalid, not failed; RPS@p99≤SLO is the
+//! mean throughput of the last valid shelf, 0 when none passed.
+
+mod closed;
+mod criteria;
+mod hist;
+mod layout;
+mod resources;
+mod run;
+mod search;
+mod shelf;
+mod stats;
+mod verdict;
+
+pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
+pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
+pub use hist::{percentile_ms, Percentiles};
+pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
+pub use resources::{window_of, ResourceWindow};
+pub use run::{Ceiling, RunAccumulator, StackAnalysis};
+pub use search::{
+    ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict, SearchOutcome,
+    SearchRepeat,
+};
+pub use shelf::{outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability};
+pub use stats::{mean, stddev, t_975, Estimate};
+pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
+
+#[cfg(test)]
+mod tests;

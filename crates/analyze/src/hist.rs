@@ -1,0 +1,127 @@
+//! Latency summaries of merged histograms, and a compact (sparse) histogram copy used to delay
+//! seconds whose fate (kept or trimmed) is not yet known.
+
+use ceiling_metrics::{new_histogram, MAX_LATENCY_US};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Microseconds → milliseconds.
+pub(crate) fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// The latency at percentile `p` (0–100) in ms, `None` for an empty histogram.
+pub fn percentile_ms(h: &Histogram<u64>, p: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| ms(h.value_at_quantile(p / 100.0)))
+}
+
+/// Standard latency percentiles of one merged window, milliseconds. All zero when `count` is 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Number of recorded values.
+    pub count: u64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Maximum, ms.
+    pub max_ms: f64,
+}
+
+impl Percentiles {
+    /// Reads the standard percentiles from a histogram (values in µs).
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let q = |p: f64| ms(h.value_at_quantile(p));
+        Percentiles {
+            count: h.len(),
+            mean_ms: h.mean() / 1000.0,
+            p50_ms: q(0.50),
+            p90_ms: q(0.90),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            max_ms: ms(h.max()),
+        }
+    }
+    /// The stored value for a standard percentile (50, 90, 95, 99, 99.9, 100 = max).
+    pub fn get(&self, p: f64) -> Option<f64> {
+        let eq = |a: f64| (p - a).abs() < 1e-9;
+        if eq(50.0) {
+            Some(self.p50_ms)
+        } else if eq(90.0) {
+            Some(self.p90_ms)
+        } else if eq(95.0) {
+            Some(self.p95_ms)
+        } else if eq(99.0) {
+            Some(self.p99_ms)
+        } else if eq(99.9) {
+            Some(self.p999_ms)
+        } else if eq(100.0) {
+            Some(self.max_ms)
+        } else {
+            None
+        }
+    }
+}
+
+/// A histogram stored as its non-zero buckets `(highest equivalent value, count)`. A one-second
+/// histogram at a few thousand RPS has a few hundred buckets (a few KB) instead of the dense
+/// ~190 KB, so a delay line of seconds stays small.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sparse(Vec<(u64, u64)>);
+
+impl Sparse {
+    pub(crate) fn of(h: &Histogram<u64>) -> Self {
+        Sparse(h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect())
+    }
+    /// Adds the stored counts into `dst` (same bucket as the original values, exactly).
+    pub(crate) fn add_to(&self, dst: &mut Histogram<u64>) {
+        for &(v, c) in &self.0 {
+            dst.saturating_record_n(v.clamp(1, MAX_LATENCY_US), c);
+        }
+    }
+    #[allow(dead_code)]
+    pub(crate) fn to_histogram(&self) -> Histogram<u64> {
+        let mut h = new_histogram();
+        self.add_to(&mut h);
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ceiling_metrics::record_us;
+
+    #[test]
+    fn sparse_round_trip_is_exact() {
+        let mut h = new_histogram();
+        for i in 1..5000u64 {
+            record_us(&mut h, i * 37 % 400_000 + 1);
+        }
+        record_us(&mut h, 3_000_000);
+        let s = Sparse::of(&h);
+        let back = s.to_histogram();
+        assert_eq!(back.len(), h.len());
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(back.value_at_quantile(q), h.value_at_quantile(q));
+        }
+        assert_eq!(back.max(), h.max());
+        let p = Percentiles::of(&h);
+        assert_eq!(p.count, 5000);
+        assert_eq!(p.get(99.0), Some(p.p99_ms));
+        assert_eq!(p.get(75.0), None);
+        assert_eq!(percentile_ms(&new_histogram(), 99.0), None);
+    }
+}

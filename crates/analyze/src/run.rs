@@ -1,0 +1,405 @@
+//! A whole run of one stack: online accumulation of every shelf, then the stack's analysis and
+//! its ceiling (RPS@p99≤SLO, source 000's "mean throughput of the last valid shelf").
+
+use crate::closed::{aggregate_levels, LevelAggregate};
+use crate::criteria::{LoadModel, ShelfCriteria};
+use crate::layout::{shelf_specs, ShelfSpec};
+use crate::search::SearchOutcome;
+use crate::shelf::{ShelfAccumulator, ShelfResult};
+use crate::verdict::{fmt_ms, Verdict};
+use ceiling_metrics::{ResourceSample, Second};
+use ceiling_plan::Plan;
+use serde::{Deserialize, Serialize};
+
+/// Accumulates a run online. Feed every [`Second`] as it arrives (in order; warm-up included)
+/// with [`RunAccumulator::push_second`], resource samples with
+/// [`RunAccumulator::push_resource`] as they arrive or all at once afterwards with
+/// [`RunAccumulator::extend_resources`], then call [`RunAccumulator::finish`].
+///
+/// Memory: only the shelves whose stage is running hold histograms (two per request name plus
+/// schedule lag); a finished shelf keeps its percentiles and a few numbers per kept second.
+/// Resource samples (a few per second) are kept for the whole run.
+pub struct RunAccumulator {
+    stack: String,
+    criteria: ShelfCriteria,
+    shelves: Vec<ShelfAccumulator>,
+    resources: Vec<ResourceSample>,
+    last_t: Option<u32>,
+    seconds: u64,
+    warnings: Vec<String>,
+}
+
+impl RunAccumulator {
+    /// The shelves of `plan` (one pass over its stages), for `stack`.
+    pub fn new(plan: &Plan, stack: &str) -> Self {
+        Self::with_passes(plan, stack, 1)
+    }
+
+    /// For generators that run closed-model repetitions as `passes` consecutive passes over the
+    /// measured stages within one run (stage indices keep counting: `pass · n + i`).
+    pub fn with_passes(plan: &Plan, stack: &str, passes: u32) -> Self {
+        let names = plan.requests.iter().map(|r| r.name.clone()).collect();
+        Self::from_specs(stack, ShelfCriteria::from_plan(plan), names, shelf_specs(plan, passes))
+    }
+
+    /// For one repetition run on its own (a separate generator run per repetition): every shelf is
+    /// tagged with `repetition`. Combine the results with [`StackAnalysis::combine`].
+    pub fn for_repetition(plan: &Plan, stack: &str, repetition: u32) -> Self {
+        let mut a = Self::new(plan, stack);
+        for s in &mut a.shelves {
+            let mut spec = s.spec().clone();
+            spec.repetition = repetition;
+            *s = ShelfAccumulator::new(spec, a.criteria.clone(), plan.requests.iter().map(|r| r.name.clone()).collect());
+        }
+        a
+    }
+
+    /// From explicit shelves (e.g. probes of a capacity search).
+    pub fn from_specs(stack: &str, criteria: ShelfCriteria, request_names: Vec<String>, specs: Vec<ShelfSpec>) -> Self {
+        let shelves =
+            specs.into_iter().map(|s| ShelfAccumulator::new(s, criteria.clone(), request_names.clone())).collect();
+        RunAccumulator {
+            stack: stack.to_string(),
+            criteria,
+            shelves,
+            resources: Vec::new(),
+            last_t: None,
+            seconds: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The shelves being accumulated, in order.
+    pub fn specs(&self) -> impl Iterator<Item = &ShelfSpec> {
+        self.shelves.iter().map(ShelfAccumulator::spec)
+    }
+
+    /// The criteria shelves are judged by.
+    pub fn criteria(&self) -> &ShelfCriteria {
+        &self.criteria
+    }
+
+    /// Adds one second. Returns the indices of shelves this second completed (their results are
+    /// available from [`RunAccumulator::completed`] right away, e.g. for live progress).
+    pub fn push_second(&mut self, s: &Second) -> Vec<usize> {
+        if let Some(l) = self.last_t {
+            if s.t <= l && !self.warnings.iter().any(|w| w.starts_with("seconds out of order")) {
+                self.warnings.push(format!("seconds out of order (t={} after t={l}); the analysis assumes order", s.t));
+            }
+        }
+        self.last_t = Some(s.t);
+        self.seconds += 1;
+        let mut done = Vec::new();
+        for (i, sh) in self.shelves.iter_mut().enumerate() {
+            if sh.push(s) {
+                done.push(i);
+            }
+        }
+        done
+    }
+
+    /// Adds one resource sample.
+    pub fn push_resource(&mut self, r: ResourceSample) {
+        self.resources.push(r);
+    }
+
+    /// Adds resource samples collected separately.
+    pub fn extend_resources(&mut self, rs: impl IntoIterator<Item = ResourceSample>) {
+        self.resources.extend(rs);
+    }
+
+    /// Results of the shelves finished so far (judged with the resource samples seen so far).
+    pub fn completed(&self) -> Vec<ShelfResult> {
+        self.shelves.iter().filter_map(|s| s.result(&self.resources)).collect()
+    }
+
+    /// Ends the run: open shelves are closed (their trimmed tails dropped), every shelf judged,
+    /// and the stack's ceiling computed.
+    pub fn finish(mut self) -> StackAnalysis {
+        for s in &mut self.shelves {
+            s.finish();
+        }
+        let shelves: Vec<ShelfResult> = self.shelves.iter().filter_map(|s| s.result(&self.resources)).collect();
+        let mut a = StackAnalysis::from_shelves(&self.stack, self.criteria, shelves);
+        if self.seconds == 0 {
+            a.warnings.insert(0, "no seconds were recorded".into());
+        }
+        if !self.resources.iter().any(|r| r.who == "stack") && self.seconds > 0 {
+            a.warnings.push("no resource samples of the stack: CPU and RAM are unknown".into());
+        }
+        let mut w = self.warnings;
+        w.append(&mut a.warnings);
+        a.warnings = w;
+        a
+    }
+}
+
+/// RPS@p99≤SLO for one stack and what it costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// Mean achieved throughput of the last valid shelf (closed model: last valid level, mean over
+    /// its repetitions); 0 when no shelf passed.
+    pub rps: f64,
+    /// Whether a valid shelf exists.
+    pub found: bool,
+    /// Index of that shelf (open model) or level (closed model).
+    pub index: Option<usize>,
+    /// Its label (`hold 3000`, `c=50`).
+    pub label: Option<String>,
+    /// Its offered rate (open model), RPS.
+    pub offered_rps: Option<f64>,
+    /// Latency at the ceiling, ms.
+    pub p50_ms: Option<f64>,
+    /// p95 at the ceiling, ms.
+    pub p95_ms: Option<f64>,
+    /// p99 at the ceiling, ms.
+    pub p99_ms: Option<f64>,
+    /// Error rate at the ceiling.
+    pub error_rate: Option<f64>,
+    /// Stack CPU over the ceiling's window, % of one core.
+    pub stack_cpu_pct: Option<f64>,
+    /// Stack RSS over the window, MiB.
+    pub stack_rss_mb: Option<f64>,
+    /// PostgreSQL CPU over the window, % of one core.
+    pub postgres_cpu_pct: Option<f64>,
+    /// PostgreSQL RSS over the window, MiB.
+    pub postgres_rss_mb: Option<f64>,
+    /// Stack CPU µs per request at the ceiling.
+    pub cpu_us_per_request: Option<f64>,
+    /// Recommended working load as a fraction of the ceiling (the plan's `working_load`).
+    pub working_load_fraction: f64,
+    /// `working_load_fraction × rps`.
+    pub working_load_rps: f64,
+    /// True when a shelf after the ceiling (or, with no ceiling, any shelf) failed: the ceiling
+    /// is bracketed from above. False means the stack may sustain more than the plan offered.
+    pub bracketed: bool,
+    /// First failed shelf/level after the ceiling.
+    pub failed_after: Option<usize>,
+    /// Invalid shelves/levels after the ceiling (e.g. generator-bound).
+    pub invalid_after: Vec<usize>,
+    /// Failed shelves/levels *before* the ceiling (a non-monotonic run: worth a second look).
+    pub failed_before: Vec<usize>,
+    /// One sentence: how the number came about.
+    pub summary: String,
+}
+
+/// Everything the analysis says about one stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackAnalysis {
+    /// Stack name.
+    pub stack: String,
+    /// Load model.
+    pub model: LoadModel,
+    /// `RPS@p99≤350ms`.
+    pub metric: String,
+    /// The rules applied.
+    pub criteria: ShelfCriteria,
+    /// Every shelf in run order (closed model: every level × repetition).
+    pub shelves: Vec<ShelfResult>,
+    /// Closed model: levels aggregated over repetitions (empty for the open model).
+    #[serde(default)]
+    pub levels: Vec<LevelAggregate>,
+    /// The ceiling.
+    pub ceiling: Ceiling,
+    /// Capacity search results, when the stack was searched rather than stepped.
+    #[serde(default)]
+    pub search: Option<SearchOutcome>,
+    /// Things a reader should know.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+struct Candidate {
+    index: usize,
+    label: String,
+    verdict: Verdict,
+}
+
+impl StackAnalysis {
+    /// Builds the analysis from judged shelves: closed-model levels, the ceiling, warnings.
+    pub fn from_shelves(stack: &str, criteria: ShelfCriteria, shelves: Vec<ShelfResult>) -> Self {
+        let levels = if criteria.model == LoadModel::Closed { aggregate_levels(&shelves) } else { Vec::new() };
+        let ceiling = ceiling_of(&criteria, &shelves, &levels);
+        let mut warnings = Vec::new();
+        if ceiling.found && !ceiling.bracketed {
+            warnings.push(format!(
+                "ceiling not bracketed: no shelf after `{}` failed, so the stack may sustain more than the plan offered",
+                ceiling.label.as_deref().unwrap_or("?")
+            ));
+        }
+        if !ceiling.failed_before.is_empty() {
+            warnings.push("non-monotonic: a shelf failed before the last valid one".into());
+        }
+        let gb: Vec<String> = shelves.iter().filter(|s| s.is_generator_bound()).map(|s| s.label.clone()).collect();
+        if !gb.is_empty() {
+            warnings.push(format!(
+                "generator-bound (invalid, not failed): {} — give the generator more CPU/connections or lower the rate",
+                gb.join(", ")
+            ));
+        }
+        for l in &levels {
+            if !l.with_errors.is_empty() {
+                warnings.push(format!(
+                    "{}: repetitions {:?} had errors (source 003 kept only error-free runs; both aggregates reported)",
+                    l.label, l.with_errors
+                ));
+            }
+        }
+        StackAnalysis {
+            stack: stack.to_string(),
+            model: criteria.model,
+            metric: criteria.metric_name(),
+            criteria,
+            shelves,
+            levels,
+            ceiling,
+            search: None,
+            warnings,
+        }
+    }
+
+    /// Joins analyses of separately run repetitions of the same plan and stack: shelves are
+    /// concatenated (renumbered) and levels, ceiling and warnings recomputed.
+    pub fn combine(parts: Vec<StackAnalysis>) -> Option<StackAnalysis> {
+        let first = parts.first()?;
+        let stack = first.stack.clone();
+        let criteria = first.criteria.clone();
+        let mut warnings: Vec<String> = Vec::new();
+        let mut shelves = Vec::new();
+        for p in parts {
+            for w in p.warnings {
+                if !w.starts_with("ceiling not bracketed") && !w.contains("repetitions") && !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+            for mut s in p.shelves {
+                s.shelf = shelves.len();
+                shelves.push(s);
+            }
+        }
+        let mut a = StackAnalysis::from_shelves(&stack, criteria, shelves);
+        warnings.append(&mut a.warnings);
+        a.warnings = warnings;
+        Some(a)
+    }
+
+    /// The shelf the ceiling came from (open model).
+    pub fn ceiling_shelf(&self) -> Option<&ShelfResult> {
+        match self.model {
+            LoadModel::Open => self.ceiling.index.and_then(|i| self.shelves.iter().find(|s| s.shelf == i)),
+            LoadModel::Closed => None,
+        }
+    }
+}
+
+fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggregate]) -> Ceiling {
+    let cands: Vec<Candidate> = match c.model {
+        LoadModel::Open => {
+            shelves.iter().map(|s| Candidate { index: s.shelf, label: s.label.clone(), verdict: s.verdict }).collect()
+        }
+        LoadModel::Closed => {
+            levels.iter().map(|l| Candidate { index: l.level, label: l.label.clone(), verdict: l.verdict }).collect()
+        }
+    };
+    let last = cands.iter().rposition(|x| x.verdict == Verdict::Valid);
+    let mut ce = Ceiling {
+        rps: 0.0,
+        found: false,
+        index: None,
+        label: None,
+        offered_rps: None,
+        p50_ms: None,
+        p95_ms: None,
+        p99_ms: None,
+        error_rate: None,
+        stack_cpu_pct: None,
+        stack_rss_mb: None,
+        postgres_cpu_pct: None,
+        postgres_rss_mb: None,
+        cpu_us_per_request: None,
+        working_load_fraction: c.working_load,
+        working_load_rps: 0.0,
+        bracketed: false,
+        failed_after: None,
+        invalid_after: Vec::new(),
+        failed_before: Vec::new(),
+        summary: String::new(),
+    };
+    let Some(pos) = last else {
+        ce.bracketed = cands.iter().any(|x| x.verdict == Verdict::Failed);
+        ce.failed_after = cands.iter().find(|x| x.verdict == Verdict::Failed).map(|x| x.index);
+        ce.invalid_after = cands.iter().filter(|x| x.verdict == Verdict::Invalid).map(|x| x.index).collect();
+        ce.summary = match cands.iter().find(|x| x.verdict == Verdict::Failed) {
+            Some(f) => {
+                let why = shelves
+                    .iter()
+                    .find(|s| (c.model == LoadModel::Open && s.shelf == f.index) || (c.model == LoadModel::Closed && s.level == f.index && s.verdict == Verdict::Failed))
+                    .map(|s| s.reasons_text())
+                    .unwrap_or_default();
+                format!("0: no shelf passed; the first failed shelf was `{}` ({why})", f.label)
+            }
+            None if cands.is_empty() => "0: the plan has no shelves".into(),
+            None => "0: no shelf could be judged (all invalid)".into(),
+        };
+        return ce;
+    };
+    let cand = &cands[pos];
+    ce.found = true;
+    ce.index = Some(cand.index);
+    ce.label = Some(cand.label.clone());
+    ce.failed_after = cands[pos + 1..].iter().find(|x| x.verdict == Verdict::Failed).map(|x| x.index);
+    ce.bracketed = ce.failed_after.is_some();
+    ce.invalid_after = cands[pos + 1..].iter().filter(|x| x.verdict == Verdict::Invalid).map(|x| x.index).collect();
+    ce.failed_before = cands[..pos].iter().filter(|x| x.verdict == Verdict::Failed).map(|x| x.index).collect();
+    match c.model {
+        LoadModel::Open => {
+            let s = shelves.iter().find(|s| s.shelf == cand.index).expect("candidate from shelves");
+            ce.rps = s.achieved_rps;
+            ce.offered_rps = Some(s.offered_rps);
+            ce.p50_ms = Some(s.latency.p50_ms);
+            ce.p95_ms = Some(s.latency.p95_ms);
+            ce.p99_ms = Some(s.latency.p99_ms);
+            ce.error_rate = Some(s.error_rate);
+            ce.stack_cpu_pct = s.stack.as_ref().map(|w| w.cpu_pct_mean);
+            ce.stack_rss_mb = s.stack.as_ref().map(|w| w.rss_mb_mean);
+            ce.postgres_cpu_pct = s.postgres.as_ref().map(|w| w.cpu_pct_mean);
+            ce.postgres_rss_mb = s.postgres.as_ref().map(|w| w.rss_mb_mean);
+            ce.cpu_us_per_request = s.cpu_us_per_request;
+        }
+        LoadModel::Closed => {
+            let l = levels.iter().find(|l| l.level == cand.index).expect("candidate from levels");
+            if let Some(a) = &l.all {
+                ce.rps = a.throughput_rps.mean;
+                ce.p50_ms = Some(a.p50_ms.mean);
+                ce.p95_ms = Some(a.p95_ms.mean);
+                ce.p99_ms = Some(a.p99_ms.mean);
+                ce.error_rate = Some(a.error_rate.mean);
+                ce.stack_cpu_pct = a.stack_cpu_pct.as_ref().map(|e| e.mean);
+                ce.stack_rss_mb = a.stack_rss_mb.as_ref().map(|e| e.mean);
+                ce.postgres_cpu_pct = a.postgres_cpu_pct.as_ref().map(|e| e.mean);
+                ce.cpu_us_per_request = a.cpu_us_per_request.as_ref().map(|e| e.mean);
+            }
+            let pg_rss: Vec<f64> = shelves
+                .iter()
+                .filter(|s| s.level == l.level)
+                .filter_map(|s| s.postgres.as_ref().map(|w| w.rss_mb_mean))
+                .collect();
+            ce.postgres_rss_mb = (!pg_rss.is_empty()).then(|| pg_rss.iter().sum::<f64>() / pg_rss.len() as f64);
+        }
+    }
+    ce.working_load_rps = ce.rps * c.working_load;
+    ce.summary = format!(
+        "{:.0} RPS: mean throughput of `{}`, the last valid {} (p99 {} ms){}",
+        ce.rps,
+        cand.label,
+        if c.model == LoadModel::Open { "shelf" } else { "level" },
+        ce.p99_ms.map(fmt_ms).unwrap_or_else(|| "–".into()),
+        match (ce.failed_after, ce.invalid_after.is_empty()) {
+            (Some(i), _) => format!("; `{}` failed", cands.iter().find(|x| x.index == i).map(|x| x.label.as_str()).unwrap_or("?")),
+            (None, false) => "; later shelves invalid, not failed: not bracketed".into(),
+            (None, true) if pos + 1 == cands.len() => "; it was the last shelf: not bracketed".into(),
+            (None, true) => String::new(),
+        }
+    );
+    ce
+}

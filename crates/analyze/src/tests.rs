@@ -1,0 +1,611 @@
+//! Tests on synthetic runs: seconds built with known histograms.
+
+use crate::*;
+use ceiling_metrics::{record_us, Outcome, Phase, ResourceSample, Second};
+use ceiling_plan::{parse_plan, Plan};
+use std::path::Path;
+
+/// What one request name does in one second: `n` requests at `lat_us`, the first `err` of them
+/// ending with a 5xx.
+#[derive(Clone, Copy)]
+struct Tag {
+    n: u64,
+    lat_us: u64,
+    err: u64,
+}
+
+fn tag(n: u64, lat_ms: f64) -> Tag {
+    Tag { n, lat_us: (lat_ms * 1000.0) as u64, err: 0 }
+}
+
+#[derive(Clone)]
+struct Sec {
+    offered: u64,
+    tags: Vec<Tag>,
+    lag_us: u64,
+    gen_cpu: f64,
+    overflow: u64,
+}
+
+fn sec(offered: u64, tags: Vec<Tag>) -> Sec {
+    Sec { offered, tags, lag_us: 100, gen_cpu: 20.0, overflow: 0 }
+}
+
+fn build(t: u32, phase: Phase, stage: usize, s: &Sec) -> Second {
+    let mut out = Second::new(t, phase, stage, s.tags.len());
+    out.offered = s.offered;
+    out.sent = s.offered;
+    for (i, tg) in s.tags.iter().enumerate() {
+        for k in 0..tg.n {
+            record_us(&mut out.tags[i].latency, tg.lat_us);
+            record_us(&mut out.tags[i].service, tg.lat_us / 2);
+            out.tags[i].counts.add(if k < tg.err { Outcome::Status5xx } else { Outcome::Ok });
+        }
+    }
+    let total: u64 = s.tags.iter().map(|t| t.n).sum();
+    for _ in 0..total.max(1) {
+        record_us(&mut out.lag, s.lag_us);
+    }
+    out.generator_cpu = s.gen_cpu;
+    out.overflow = s.overflow;
+    out
+}
+
+/// Generates every second of `plan` (integer stage boundaries): `f(phase, stage, t, t_in_stage)`.
+fn run_plan(plan: &Plan, passes: u32, mut f: impl FnMut(Phase, usize, u32, u32) -> Option<Sec>) -> Vec<Second> {
+    let mut out = Vec::new();
+    for sp in stage_spans(plan, passes) {
+        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
+        for t in a..b {
+            if let Some(s) = f(sp.phase, sp.index, t, t - a) {
+                out.push(build(t, sp.phase, sp.index, &s));
+            }
+        }
+    }
+    out
+}
+
+const OPEN: &str = r#"
+name = "t"
+[[warmup]]
+hold = 100
+duration = "5s"
+[[stages]]
+ramp = { from = 0, to = 100 }
+duration = "10s"
+[[stages]]
+hold = 100
+duration = "40s"
+[[stages]]
+hold = 200
+duration = "40s"
+[[stages]]
+hold = 300
+duration = "40s"
+[[requests]]
+name = "get"
+weight = 99
+path = "/a"
+[[requests]]
+name = "post"
+weight = 1
+method = "post"
+path = "/b"
+[slo]
+p99 = "350ms"
+errors = "1%"
+[analysis]
+trim_head = "5s"
+trim_tail = "5s"
+min_window = "20s"
+"#;
+
+fn open_plan(extra: &str) -> Plan {
+    let text = OPEN.replace("[analysis]", &format!("{extra}\n[analysis]"));
+    parse_plan(&text, Path::new("t.toml")).unwrap()
+}
+
+/// Healthy second at `rate`: 99% get at 10 ms, 1% post at 20 ms, achieved = offered.
+fn healthy(rate: u64) -> Sec {
+    sec(rate, vec![tag(rate * 99 / 100, 10.0), tag(rate / 100, 20.0)])
+}
+
+fn analyse(plan: &Plan, seconds: &[Second], res: Vec<ResourceSample>) -> StackAnalysis {
+    let mut acc = RunAccumulator::new(plan, "s");
+    for s in seconds {
+        acc.push_second(s);
+    }
+    acc.extend_resources(res);
+    acc.finish()
+}
+
+fn rate_of(stage: usize) -> u64 {
+    [0, 100, 200, 300][stage]
+}
+
+#[test]
+fn layout_follows_the_plan() {
+    let p = open_plan("");
+    let sp = stage_spans(&p, 1);
+    assert_eq!(sp.len(), 5);
+    assert_eq!((sp[0].phase, sp[0].start_s, sp[0].end_s), (Phase::Warmup, Some(0.0), Some(5.0)));
+    assert_eq!((sp[2].index, sp[2].start_s, sp[2].end_s), (1, Some(15.0), Some(55.0)));
+    let sh = shelf_specs(&p, 1);
+    assert_eq!(sh.len(), 3, "holds only, ramps are not shelves");
+    assert_eq!(sh[0].planned_window(), Some((20.0, 50.0)));
+    assert_eq!(sh[0].planned_kept_seconds(), Some(30.0));
+    assert_eq!(sh[2].stage, Some((Phase::Measure, 3)));
+}
+
+#[test]
+fn trimming_keeps_only_the_window() {
+    let p = open_plan("");
+    // Head and tail of every shelf are terrible (10 s latency, 50% errors); the window is clean.
+    let secs = run_plan(&p, 1, |ph, st, _t, k| {
+        if ph == Phase::Warmup || st == 0 {
+            return Some(sec(50, vec![tag(50, 5000.0), tag(0, 1.0)]));
+        }
+        let r = rate_of(st);
+        if k < 5 || k >= 35 {
+            Some(sec(r, vec![Tag { n: r, lat_us: 10_000_000, err: r / 2 }, tag(0, 1.0)]))
+        } else {
+            Some(healthy(r))
+        }
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves.len(), 3);
+    let s = &a.shelves[0];
+    assert_eq!(s.window.kept_s, 30.0);
+    assert_eq!((s.window.kept_start_s, s.window.kept_end_s), (Some(20.0), Some(50.0)));
+    assert_eq!(s.window.seen_s, 40.0);
+    assert_eq!(s.requests, 30 * 100);
+    assert_eq!(s.errors, 0);
+    assert!((s.latency.p99_ms - 10.0).abs() < 0.05, "{}", s.latency.p99_ms);
+    assert!(s.latency.max_ms < 25.0);
+    assert_eq!(s.verdict, Verdict::Valid, "{}", s.reasons_text());
+    assert!(a.shelves.iter().all(|s| s.is_valid()));
+    // Last valid shelf = hold 300, not bracketed.
+    assert_eq!(a.ceiling.index, Some(2));
+    assert!((a.ceiling.rps - 300.0).abs() < 1e-9);
+    assert!(!a.ceiling.bracketed);
+    assert!(a.warnings.iter().any(|w| w.contains("not bracketed")));
+}
+
+#[test]
+fn latency_rule_and_last_valid_shelf() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        if st == 2 {
+            Some(sec(r, vec![tag(r * 99 / 100, 400.0), tag(r / 100, 20.0)]))
+        } else if st == 3 {
+            Some(sec(r, vec![tag(r * 99 / 100, 900.0), tag(r / 100, 20.0)]))
+        } else {
+            Some(healthy(r))
+        }
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Valid);
+    assert_eq!(a.shelves[1].verdict, Verdict::Failed);
+    match &a.shelves[1].reasons[0] {
+        Reason::Latency { request, percentile, measured_ms, limit_ms } => {
+            assert_eq!(*request, None);
+            assert_eq!(*percentile, 99.0);
+            assert!((*measured_ms - 400.0).abs() < 0.5);
+            assert_eq!(*limit_ms, 350.0);
+        }
+        r => panic!("unexpected {r:?}"),
+    }
+    assert!((a.ceiling.rps - 100.0).abs() < 1e-9);
+    assert_eq!(a.ceiling.label.as_deref(), Some("hold 100"));
+    assert!(a.ceiling.bracketed);
+    assert_eq!(a.ceiling.failed_after, Some(1));
+    assert!((a.ceiling.working_load_rps - 70.0).abs() < 1e-9);
+    assert!(a.ceiling.p99_ms.unwrap() < 11.0);
+    assert_eq!(a.metric, "RPS@p99≤350ms");
+}
+
+#[test]
+fn last_valid_even_after_a_failure_and_the_zero_case() {
+    let p = open_plan("");
+    // valid, failed, valid: the ceiling is the last valid one (source 000), flagged non-monotonic.
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        if st == 2 {
+            Some(sec(r, vec![tag(r, 500.0), tag(0, 1.0)]))
+        } else {
+            Some(healthy(r))
+        }
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.ceiling.index, Some(2));
+    assert_eq!(a.ceiling.failed_before, vec![1]);
+    assert!(a.warnings.iter().any(|w| w.contains("non-monotonic")));
+
+    // Nothing passes: "0", bracketed from above by the first shelf.
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        Some(sec(r, vec![tag(r, 411.0), tag(0, 1.0)]))
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.ceiling.rps, 0.0);
+    assert!(!a.ceiling.found);
+    assert!(a.ceiling.bracketed);
+    assert!(a.ceiling.summary.starts_with("0: no shelf passed"), "{}", a.ceiling.summary);
+    assert!(a.ceiling.summary.contains("p99 411 ms > 350 ms"), "{}", a.ceiling.summary);
+}
+
+#[test]
+fn error_rate_rule_is_strict() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, k| {
+        let r = rate_of(st).max(10);
+        let mut s = healthy(r);
+        // shelf 0: 0.5% errors (ok); shelf 1: exactly 1% (fails: must be < 1%); shelf 2: 3%.
+        s.tags[0].err = match st {
+            1 => (k % 2 == 0) as u64,
+            2 => r / 100,
+            3 => r * 3 / 100,
+            _ => 0,
+        };
+        Some(s)
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Valid, "{}", a.shelves[0].reasons_text());
+    assert!((a.shelves[0].error_rate - 0.005).abs() < 1e-9);
+    assert_eq!(a.shelves[0].outcomes.get("5xx"), Some(&15));
+    assert_eq!(a.shelves[1].verdict, Verdict::Failed);
+    assert!(matches!(a.shelves[1].reasons[0], Reason::Errors { errors: 60, requests: 6000, .. }), "{:?}", a.shelves[1].reasons);
+    assert!(a.shelves[1].reasons_text().contains("errors 1% ≥ 1%"), "{}", a.shelves[1].reasons_text());
+    assert_eq!(a.shelves[2].verdict, Verdict::Failed);
+    assert_eq!(a.shelves[1].per_request[0].errors, 60);
+    assert_eq!(a.ceiling.index, Some(0));
+}
+
+#[test]
+fn stability_rule_compares_blocks_with_offered() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, k| {
+        let r = rate_of(st).max(10);
+        match st {
+            // Per-second noise of ±20% that evens out within 10 s blocks: stable.
+            1 => {
+                let a = if k % 2 == 0 { 120 } else { 80 };
+                Some(sec(100, vec![tag(a, 10.0), tag(0, 1.0)]))
+            }
+            // Offered itself noisy (Poisson-like) and achieved following it: stable.
+            2 => {
+                let o = if k % 3 == 0 { 260 } else { 170 };
+                Some(sec(o, vec![tag(o, 10.0), tag(0, 1.0)]))
+            }
+            // A 10 s stall at 70% then catching up at 130%: window mean fine, blocks not.
+            3 => {
+                let a = if (5..15).contains(&k) { 210 } else if (15..25).contains(&k) { 390 } else { 300 };
+                Some(sec(300, vec![tag(a, 10.0), tag(0, 1.0)]))
+            }
+            _ => Some(healthy(r)),
+        }
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Valid, "{}", a.shelves[0].reasons_text());
+    assert_eq!(a.shelves[0].stability.blocks_achieved_rps, vec![100.0, 100.0, 100.0]);
+    assert_eq!(a.shelves[1].verdict, Verdict::Valid, "{}", a.shelves[1].reasons_text());
+    let s = &a.shelves[2];
+    assert_eq!(s.verdict, Verdict::Failed);
+    assert!(s.stability.window_deviation.abs() < 1e-9);
+    assert!((s.stability.worst_block_deviation.abs() - 0.3).abs() < 1e-9, "{:?}", s.stability);
+    assert!(matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail.contains("block at t=")), "{:?}", s.reasons);
+
+    // Achieved well below offered over the whole window (the stack cannot keep up).
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        if st == 2 {
+            Some(sec(200, vec![tag(180, 10.0), tag(0, 1.0)]))
+        } else {
+            Some(healthy(r))
+        }
+    });
+    let a = analyse(&p, &secs, vec![]);
+    let s = &a.shelves[1];
+    assert!((s.stability.window_deviation + 0.1).abs() < 1e-9);
+    assert!(matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail == "achieved vs offered"));
+    assert!((s.offered_rps - 200.0).abs() < 1e-9 && (s.achieved_rps - 180.0).abs() < 1e-9);
+}
+
+#[test]
+fn window_too_short_is_invalid() {
+    let mut p = open_plan("");
+    p.analysis.min_window = std::time::Duration::from_secs(31);
+    let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
+    let a = analyse(&p, &secs, vec![]);
+    assert!(a.shelves.iter().all(|s| s.verdict == Verdict::Invalid));
+    assert!(matches!(a.shelves[0].reasons[0], Reason::WindowTooShort { kept_s, min_s } if kept_s == 30.0 && min_s == 31.0));
+    assert_eq!(a.ceiling.rps, 0.0);
+    assert!(!a.ceiling.bracketed);
+    assert!(a.ceiling.summary.contains("all invalid"));
+}
+
+#[test]
+fn generator_bound_shelves_are_invalid_not_failed() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        let mut s = healthy(r);
+        match st {
+            1 => s.lag_us = 25_000, // lag p99 25 ms > 10 ms
+            2 => {
+                s.gen_cpu = 97.0; // > 90% of a core
+                s.tags[0].lat_us = 900_000; // also over the SLO: still invalid, not failed
+            }
+            3 => s.overflow = 3,
+            _ => {}
+        }
+        Some(s)
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Invalid);
+    assert!(matches!(a.shelves[0].reasons[0], Reason::GeneratorLag { .. }));
+    assert!((a.shelves[0].lag_p99_ms - 25.0).abs() < 0.1);
+    assert_eq!(a.shelves[1].verdict, Verdict::Invalid);
+    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::GeneratorCpu { mean_pct, .. } if *mean_pct == 97.0)));
+    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::Latency { .. })));
+    assert_eq!(a.shelves[2].verdict, Verdict::Invalid);
+    assert!(matches!(a.shelves[2].reasons[0], Reason::BacklogOverflow { refused: 90 }));
+    assert!(a.shelves.iter().all(|s| s.is_generator_bound()));
+    assert_eq!(a.ceiling.rps, 0.0);
+    assert!(!a.ceiling.bracketed);
+    assert!(a.warnings.iter().any(|w| w.contains("generator-bound")));
+}
+
+#[test]
+fn per_request_limits() {
+    let p = open_plan("requests = { post = { p99 = \"50ms\" } }");
+    assert_eq!(p.slo.per_request.len(), 1);
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        // get 99/s at 10 ms, post 1/s at 80 ms on shelf 1: overall p99 stays 10 ms.
+        let post = if st == 2 { 80.0 } else { 20.0 };
+        Some(sec(r, vec![tag(r * 99 / 100, 10.0), tag(r / 100, post)]))
+    });
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Valid);
+    let s = &a.shelves[1];
+    assert!(s.latency.p99_ms < 11.0);
+    assert_eq!(s.verdict, Verdict::Failed);
+    assert!(matches!(&s.reasons[0], Reason::Latency { request: Some(r), .. } if r == "post"));
+    assert_eq!(s.slo_checks.len(), 2);
+    assert!(s.slo_checks[0].ok && !s.slo_checks[1].ok);
+    assert!((s.request("post").unwrap().latency.p99_ms - 80.0).abs() < 0.1);
+    assert!(s.reasons[0].to_string().starts_with("post p99 80."), "{}", s.reasons[0]);
+    assert!(a.criteria.describe().contains("post:p99≤50ms"));
+}
+
+#[test]
+fn resources_over_the_window_and_cpu_per_request() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
+    let mut res = Vec::new();
+    for t in 1..=135 {
+        // Stack: 150% CPU inside shelf 0's window, 400% elsewhere; RSS 100 MiB.
+        let cpu = if (21..=50).contains(&t) { 150.0 } else { 400.0 };
+        res.push(ResourceSample { t: t as f64, who: "stack".into(), cpu_pct: cpu, rss_bytes: 100 << 20, cgroup_memory_bytes: Some(120 << 20) });
+        res.push(ResourceSample { t: t as f64, who: "postgres".into(), cpu_pct: 50.0, rss_bytes: 300 << 20, cgroup_memory_bytes: None });
+    }
+    // Online (pushed while seconds arrive) and afterwards give the same result.
+    let offline = analyse(&p, &secs, res.clone());
+    let mut acc = RunAccumulator::new(&p, "s");
+    let mut it = res.into_iter().peekable();
+    for s in &secs {
+        acc.push_second(s);
+        while let Some(r) = it.next_if(|r| r.t <= s.t as f64 + 1.0) {
+            acc.push_resource(r);
+        }
+    }
+    let online = acc.finish();
+    assert_eq!(online, offline);
+    let s = &online.shelves[0];
+    let st = s.stack.as_ref().unwrap();
+    assert_eq!(st.samples, 30);
+    assert!((st.cpu_pct_mean - 150.0).abs() < 1e-9);
+    assert!((st.rss_mb_mean - 100.0).abs() < 1e-9);
+    assert_eq!(st.cgroup_mb_mean, Some(120.0));
+    // 1.5 cores × 30 s / 3000 requests = 15 ms = 15000 µs per request.
+    assert!((s.cpu_us_per_request.unwrap() - 15_000.0).abs() < 1e-6);
+    assert!((s.postgres_cpu_us_per_request.unwrap() - 5_000.0).abs() < 1e-6);
+    // The ceiling (hold 300) reports its own window's resources.
+    assert!((online.ceiling.stack_cpu_pct.unwrap() - 400.0).abs() < 1e-9);
+    assert!((online.ceiling.postgres_rss_mb.unwrap() - 300.0).abs() < 1e-9);
+}
+
+#[test]
+fn completed_shelves_are_available_online() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
+    let mut acc = RunAccumulator::new(&p, "s");
+    let mut first_done_at = None;
+    for s in &secs {
+        let done = acc.push_second(s);
+        if done.contains(&0) {
+            first_done_at = Some(s.t);
+        }
+    }
+    assert_eq!(first_done_at, Some(55), "shelf 0 ends when the next stage starts");
+    assert_eq!(acc.completed().len(), 2, "the last shelf closes at finish");
+    assert_eq!(acc.finish().shelves.len(), 3);
+}
+
+#[test]
+fn interrupted_run_marks_incomplete_and_not_reached() {
+    let p = open_plan("");
+    let secs: Vec<Second> =
+        run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10)))).into_iter().filter(|s| s.t < 70).collect();
+    let a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[0].verdict, Verdict::Valid);
+    assert_eq!(a.shelves[1].verdict, Verdict::Invalid);
+    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::Incomplete { .. })));
+    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::WindowTooShort { .. })));
+    assert_eq!(a.shelves[2].reasons, vec![Reason::NotReached]);
+    assert_eq!(a.ceiling.index, Some(0));
+    assert!(!a.ceiling.bracketed);
+}
+
+const CLOSED: &str = r#"
+name = "c"
+[load]
+repetitions = 3
+[[warmup]]
+connections = 4
+requests = 500
+[[stages]]
+connections = 10
+duration = "30s"
+[[stages]]
+connections = 50
+duration = "30s"
+[[requests]]
+name = "people"
+path = "/people"
+[slo]
+p99 = "100ms"
+[analysis]
+trim_head = "2s"
+trim_tail = "3s"
+min_window = "20s"
+"#;
+
+fn closed_plan() -> Plan {
+    parse_plan(CLOSED, Path::new("c.toml")).unwrap()
+}
+
+#[test]
+fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
+    let p = closed_plan();
+    assert_eq!(p.load.repetitions, 3);
+    // Warm-up of unknown length (request-bounded): measured stages start after it, so the
+    // layout has no planned times; stages are found by their index.
+    assert_eq!(shelf_specs(&p, 1)[0].start_s, None);
+    let tput = [[100u64, 110, 120], [400, 440, 480]];
+    let mut parts = Vec::new();
+    for rep in 0..3u32 {
+        let mut acc = RunAccumulator::for_repetition(&p, "mvc", rep);
+        let mut t = 0u32;
+        for _ in 0..7 {
+            acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
+            t += 1;
+        }
+        for (lvl, tp) in tput.iter().enumerate() {
+            for k in 0..30u32 {
+                let n = tp[rep as usize];
+                let mut s = sec(n, vec![tag(n, 5.0 * (lvl + 1) as f64 + rep as f64)]);
+                // Trimmed seconds are awful; rep 1 of level 0 has one error inside its window.
+                if k < 2 || k >= 27 {
+                    s.tags[0].lat_us = 5_000_000;
+                } else if lvl == 0 && rep == 1 && k == 10 {
+                    s.tags[0].err = 1;
+                }
+                acc.push_second(&build(t, Phase::Measure, lvl, &s));
+                t += 1;
+            }
+        }
+        parts.push(acc.finish());
+    }
+    let a = StackAnalysis::combine(parts).unwrap();
+    assert_eq!(a.model, LoadModel::Closed);
+    assert_eq!(a.shelves.len(), 6);
+    assert_eq!(a.shelves[0].window.kept_s, 25.0, "30 s − 2 s head − 3 s tail (tail via the delay line)");
+    assert_eq!(a.shelves[0].window.stage_start_s, Some(7.0), "observed start");
+    assert!(a.shelves.iter().all(|s| s.latency.max_ms < 100.0), "trimmed seconds never merged");
+    assert_eq!(a.levels.len(), 2);
+    let l0 = &a.levels[0];
+    assert_eq!(l0.repetitions, vec![0, 1, 2]);
+    assert_eq!(l0.with_errors, vec![1]);
+    let all = l0.all.as_ref().unwrap();
+    assert_eq!(all.n, 3);
+    assert!((all.throughput_rps.mean - 110.0).abs() < 1e-9);
+    assert_eq!((all.throughput_rps.min, all.throughput_rps.max), (100.0, 120.0));
+    assert!((all.throughput_rps.stddev - 10.0).abs() < 1e-9);
+    // t(0.975, 2) = 4.303; 4.303 × 10 / √3 = 24.8434
+    assert!((all.throughput_rps.ci95.unwrap() - 24.8434).abs() < 1e-3);
+    assert!((all.p99_ms.mean - 6.0).abs() < 0.01, "{:?}", all.p99_ms);
+    let ef = l0.error_free.as_ref().unwrap();
+    assert_eq!(ef.n, 2);
+    assert!((ef.throughput_rps.mean - 110.0).abs() < 1e-9);
+    assert_eq!(l0.headline().unwrap().n, 2);
+    assert!(a.warnings.iter().any(|w| w.contains("had errors")));
+    // Ceiling: last valid level, mean over its repetitions.
+    assert_eq!(a.levels[1].verdict, Verdict::Valid);
+    assert!((a.ceiling.rps - 440.0).abs() < 1e-9);
+    assert_eq!(a.ceiling.label.as_deref(), Some("c=50"));
+}
+
+#[test]
+fn closed_repetitions_as_passes_in_one_run() {
+    let mut p = closed_plan();
+    p.warmup.clear();
+    let secs = run_plan(&p, 3, |_, st, _, _| {
+        let n = [100, 400][st % 2] + 10 * (st / 2) as u64;
+        let lat = if st == 5 { 150.0 } else { 5.0 };
+        Some(sec(n, vec![tag(n, lat)]))
+    });
+    let mut acc = RunAccumulator::with_passes(&p, "x", 3);
+    for s in &secs {
+        acc.push_second(s);
+    }
+    let a = acc.finish();
+    assert_eq!(a.shelves.len(), 6);
+    assert_eq!(a.shelves[3].repetition, 1);
+    assert_eq!(a.shelves[3].level, 1);
+    assert_eq!(a.levels[1].verdict, Verdict::Failed, "one of three repetitions failed");
+    assert_eq!(a.levels[1].not_valid, vec![2]);
+    assert!((a.ceiling.rps - 110.0).abs() < 1e-9);
+    assert!(a.ceiling.bracketed);
+}
+
+#[test]
+fn probes_for_the_search() {
+    let p = open_plan("");
+    // A generator run where a probe at 500 RPS starts at t = 100 and lasts 60 s (trim 10 s).
+    let mut acc = probe_accumulator(&p, 500.0, 100.0, 0);
+    for t in 90..170 {
+        let s = if t < 110 { sec(500, vec![tag(500, 900.0), tag(0, 1.0)]) } else { healthy(500) };
+        acc.push(&build(t, Phase::Measure, 7, &s));
+    }
+    acc.finish();
+    let r = acc.result(&[]).unwrap();
+    assert_eq!(r.window.kept_s, 50.0);
+    let v = ProbeVerdict::from_shelf(&r);
+    assert!(v.passed(), "{}", v.summary());
+    assert!((v.achieved_rps - 500.0).abs() < 1e-9);
+
+    // As its own one-shelf plan.
+    let pp = probe_plan(&p, 2000.0);
+    let mut acc = RunAccumulator::new(&pp, "s");
+    for t in 0..60 {
+        acc.push_second(&build(t, Phase::Measure, 0, &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)])));
+    }
+    let a = acc.finish();
+    let v = ProbeVerdict::from_shelf(&a.shelves[0]);
+    assert!(v.failed() && !v.generator_bound(), "{}", v.summary());
+    assert_eq!(a.shelves[0].window.kept_s, 50.0);
+
+    let out = SearchOutcome::new(vec![
+        SearchRepeat { probes: vec![v.clone()], confirm: None, ceiling_rps: 2900.0, stopped: None },
+        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3000.0, stopped: None },
+        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3100.0, stopped: None },
+    ]);
+    let e = out.estimate.unwrap();
+    assert!((e.mean - 3000.0).abs() < 1e-9);
+    assert!((e.ci95.unwrap() - 4.303 * 100.0 / 3f64.sqrt()).abs() < 1e-9);
+    assert_eq!(ceiling_estimate(&[2915.0]).unwrap().ci95, None);
+}
+
+#[test]
+fn analysis_round_trips_through_json() {
+    let p = open_plan("requests = { post = { p99_9 = \"500ms\" } }");
+    let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
+    let a = analyse(&p, &secs, vec![ResourceSample { t: 30.0, who: "stack".into(), cpu_pct: 10.0, rss_bytes: 1 << 20, cgroup_memory_bytes: None }]);
+    let j = serde_json::to_string_pretty(&a).unwrap();
+    let back: StackAnalysis = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, a);
+    assert!(j.contains("\"verdict\": \"valid\""));
+}

@@ -1,0 +1,203 @@
+//! Shelf verdicts and the reasons behind them.
+
+use crate::criteria::trim_float;
+use ceiling_plan::pct_name;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The outcome of judging one shelf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every rule holds: the stack sustained this load within the SLO.
+    Valid,
+    /// The stack broke a rule (latency, errors, stability): the load is above its ceiling.
+    Failed,
+    /// The shelf cannot be judged: the generator was the bottleneck, the window was too short,
+    /// or the shelf was not (fully) run. Says nothing about the stack.
+    Invalid,
+}
+
+impl Verdict {
+    /// `valid`, `failed`, `invalid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::Failed => "failed",
+            Verdict::Invalid => "invalid",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a shelf is not valid. Each reason is either a failure of the stack or makes the shelf
+/// invalid ([`Reason::verdict`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reason {
+    /// A latency percentile exceeded its limit (stack failure).
+    Latency {
+        /// Request name for a per-request limit, `None` for the overall one.
+        request: Option<String>,
+        /// Percentile, e.g. 99.0.
+        percentile: f64,
+        /// Measured value, ms.
+        measured_ms: f64,
+        /// Limit, ms.
+        limit_ms: f64,
+    },
+    /// Error rate at or above the maximum (stack failure).
+    Errors {
+        /// Errors / completed.
+        rate: f64,
+        /// The plan's maximum.
+        max: f64,
+        /// Requests with any outcome but `ok`.
+        errors: u64,
+        /// Completed requests.
+        requests: u64,
+    },
+    /// Throughput not stable within ±stability (stack failure). See `ShelfCriteria`.
+    Unstable {
+        /// What deviated: `window mean vs offered` or `block at t=…`.
+        detail: String,
+        /// The relative deviation found (signed; −0.12 = 12% below).
+        deviation: f64,
+        /// The allowed deviation.
+        max: f64,
+    },
+    /// Requests were offered but none completed in the window (stack failure).
+    NothingCompleted {
+        /// Requests offered in the window.
+        offered: u64,
+    },
+    /// The generator fell behind its schedule (invalid: generator-bound).
+    GeneratorLag {
+        /// Schedule-lag p99 in the window, ms.
+        p99_ms: f64,
+        /// Allowed maximum, ms.
+        max_ms: f64,
+    },
+    /// The generator's own CPU was saturated (invalid: generator-bound).
+    GeneratorCpu {
+        /// Mean generator CPU in the window, % of one core.
+        mean_pct: f64,
+        /// Allowed maximum.
+        max_pct: f64,
+    },
+    /// The generator refused requests because its backlog was full (invalid: generator-bound).
+    BacklogOverflow {
+        /// Requests refused in the window.
+        refused: u64,
+    },
+    /// The kept window is shorter than the minimum (invalid).
+    WindowTooShort {
+        /// Kept seconds.
+        kept_s: f64,
+        /// Required seconds.
+        min_s: f64,
+    },
+    /// The run ended before the shelf was complete (invalid).
+    Incomplete {
+        /// Seconds of the stage recorded.
+        seen_s: f64,
+        /// Planned length of the stage.
+        planned_s: f64,
+    },
+    /// No second of the shelf was recorded (invalid).
+    NotReached,
+    /// Nothing was offered or completed in the window (invalid).
+    NoData,
+}
+
+impl Reason {
+    /// [`Verdict::Failed`] for stack failures, [`Verdict::Invalid`] otherwise.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Reason::Latency { .. } | Reason::Errors { .. } | Reason::Unstable { .. } | Reason::NothingCompleted { .. } => {
+                Verdict::Failed
+            }
+            _ => Verdict::Invalid,
+        }
+    }
+    /// True for reasons that mean the generator, not the stack, was the bottleneck.
+    pub fn is_generator_bound(&self) -> bool {
+        matches!(self, Reason::GeneratorLag { .. } | Reason::GeneratorCpu { .. } | Reason::BacklogOverflow { .. })
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Latency { request, percentile, measured_ms, limit_ms } => {
+                let who = request.as_ref().map(|r| format!("{r} ")).unwrap_or_default();
+                write!(f, "{who}{} {} ms > {} ms", pct_name(*percentile), fmt_ms(*measured_ms), fmt_ms(*limit_ms))
+            }
+            Reason::Errors { rate, max, errors, requests } => write!(
+                f,
+                "errors {}% ≥ {}% ({errors} of {requests})",
+                trim_float((rate * 100.0 * 100.0).round() / 100.0),
+                trim_float(max * 100.0)
+            ),
+            Reason::Unstable { detail, deviation, max } => write!(
+                f,
+                "unstable: {detail} {:+.1}% (allowed ±{}%)",
+                deviation * 100.0,
+                trim_float(max * 100.0)
+            ),
+            Reason::NothingCompleted { offered } => write!(f, "no request completed ({offered} offered)"),
+            Reason::GeneratorLag { p99_ms, max_ms } => {
+                write!(f, "generator-bound: schedule lag p99 {} ms > {} ms", fmt_ms(*p99_ms), fmt_ms(*max_ms))
+            }
+            Reason::GeneratorCpu { mean_pct, max_pct } => {
+                write!(f, "generator-bound: generator CPU {mean_pct:.0}% > {}%", trim_float(*max_pct))
+            }
+            Reason::BacklogOverflow { refused } => write!(f, "generator-bound: {refused} requests refused (backlog full)"),
+            Reason::WindowTooShort { kept_s, min_s } => {
+                write!(f, "window {} s < {} s", trim_float(*kept_s), trim_float(*min_s))
+            }
+            Reason::Incomplete { seen_s, planned_s } => {
+                write!(f, "incomplete: {} s of {} s recorded", trim_float(*seen_s), trim_float(*planned_s))
+            }
+            Reason::NotReached => f.write_str("not reached"),
+            Reason::NoData => f.write_str("no requests in the window"),
+        }
+    }
+}
+
+/// Milliseconds with sensible precision: `0.412`, `35.2`, `411`.
+pub fn fmt_ms(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Combines reasons into a verdict: any generator-bound reason → invalid (the measurement cannot
+/// be trusted); else any stack failure → failed (even in a short window, the stack demonstrably
+/// failed); else any other reason (window too short, incomplete, not reached) → invalid; else valid.
+pub fn verdict_of(reasons: &[Reason]) -> Verdict {
+    if reasons.iter().any(Reason::is_generator_bound) {
+        Verdict::Invalid
+    } else if reasons.iter().any(|r| r.verdict() == Verdict::Failed) {
+        Verdict::Failed
+    } else if reasons.is_empty() {
+        Verdict::Valid
+    } else {
+        Verdict::Invalid
+    }
+}
