@@ -4,6 +4,12 @@
 -- md5(seed, n) instead of gen_random_uuid() so they are reproducible; the value distribution is
 -- source 000's ((random()*10)::int2 gives 0..10, so do we).
 
+-- psql has no default for a variable: give :seed its documented default of 1.
+\if :{?seed}
+\else
+  \set seed 1
+\endif
+
 truncate status, transfers, clients, orders restart identity;
 
 -- status: 1,000,000 rows (source 000)
