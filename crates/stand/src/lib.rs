@@ -1,1 +1,262 @@
-//! The embedded stand: PostgreSQL, reference stacks under cgroup limits, resource sampling
+//! The embedded stand: PostgreSQL, reference stacks under cgroup limits, resource sampling.
+//!
+//! Typical use by `ceiling run` (everything is synchronous; no async runtime needed):
+//!
+//! ```no_run
+//! # use ceiling_stand::*;
+//! # fn demo(plan: &ceiling_plan::Plan) -> Result<()> {
+//! let opts = StandOptions::new(std::path::Path::new("."));
+//! let mut stand = Stand::start(&opts, &plan.stand)?;           // Postgres (embedded or --db-url)
+//! let data = stand.prepare_data(plan.stand.seed)?;             // template db + id CSVs (@data/)
+//! for name in &plan.target.stacks {
+//!     let spec = stand.load_stack(name)?;
+//!     stand.build_stack(&spec, false)?;                        // cached by source hash
+//!     let db = stand.reset_db()?;                              // fresh `bench` from the template
+//!     let mut stack = stand.start_stack(&spec, &plan.stand, db)?; // env contract, cgroup, healthy
+//!     println!("{}", stack.limits_applied().summary());
+//!     let t0 = std::time::Instant::now();
+//!     let (mut sampler, samples) = Sampler::with_channel(
+//!         t0, std::time::Duration::from_secs(1),
+//!         stand.sampler_targets(Some(&stack), Some(std::process::id())));
+//!     // ... run load, check stack.is_alive() ...
+//!     sampler.stop();
+//!     stack.stop();
+//! }
+//! stand.stop();
+//! # Ok(()) }
+//! ```
+//!
+//! Cleanup: [`RunningStack`], [`EmbeddedPostgres`], [`Cgroup`] and [`Stand`] stop what they
+//! started on drop; [`cleanup_all`] does the same for everything still registered (call it from a
+//! Ctrl-C/SIGTERM handler); [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that
+//! was SIGKILLed.
+
+mod cgroup;
+mod db;
+mod env;
+mod error;
+mod pg;
+mod process;
+pub mod procfs;
+mod sampler;
+mod stack;
+
+pub use cgroup::{cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits, LimitsApplied};
+pub use db::{
+    data_hash, drop_database, ensure_bench_role, find_psql, ident, lit, prepare_data, reset_bench_db, stat_statements_reset,
+    stat_statements_snapshot, DataSetup, Db, DbConfig, StatementStat, BENCH, BENCH_PASSWORD, TEMPLATE_DB,
+};
+pub use env::{fingerprint, Environment};
+pub use error::{Result, StandError};
+pub use pg::{
+    default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user, EmbeddedPostgres, PgBinaries,
+    PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
+};
+pub use process::{cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport};
+pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
+pub use stack::{
+    build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec, Effective, RunSpec, RunningStack,
+    StackLaunch, StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
+};
+
+use ceiling_plan::StandSettings;
+use std::path::{Path, PathBuf};
+
+/// Where the stand keeps things and which database to use.
+#[derive(Debug, Clone)]
+pub struct StandOptions {
+    /// Repository root: `contract/` and `stacks/` are found here.
+    pub repo_root: PathBuf,
+    /// Cache: PostgreSQL data (`pg/<major>`), fetched binaries (`pg-bin/`), id CSVs (`data/`),
+    /// build hashes (`builds/`), the cleanup state (`run/`). Default `<repo_root>/.ceiling`.
+    pub cache_dir: PathBuf,
+    /// Where build and stack logs go (e.g. `results/<run-id>/logs`). Default `<cache_dir>/logs`.
+    pub log_dir: PathBuf,
+    /// `--pg-bin`: a directory with `postgres` and `initdb`.
+    pub pg_bin: Option<PathBuf>,
+    /// `--db-url`: use this existing server instead of starting one.
+    pub db_url: Option<String>,
+    /// Maven bundle version to fetch when the plan's major version is not installed.
+    pub pg_maven_version: Option<String>,
+    /// Pin PostgreSQL to these CPUs (cpuset list), if wanted.
+    pub postgres_cpuset: Option<String>,
+}
+
+impl StandOptions {
+    /// Defaults for a repository root.
+    pub fn new(repo_root: &Path) -> StandOptions {
+        let cache_dir = repo_root.join(".ceiling");
+        StandOptions {
+            repo_root: repo_root.to_path_buf(),
+            log_dir: cache_dir.join("logs"),
+            cache_dir,
+            pg_bin: None,
+            db_url: None,
+            pg_maven_version: None,
+            postgres_cpuset: None,
+        }
+    }
+}
+
+/// The whole stand for one run: PostgreSQL (embedded or external), the data, and the cgroup
+/// support; stacks are started from it one at a time. Dropping it stops PostgreSQL.
+pub struct Stand {
+    opts: StandOptions,
+    cgroups: CgroupSystem,
+    pg: Option<EmbeddedPostgres>,
+    admin: Db,
+    pg_version: String,
+    data: Option<DataSetup>,
+    swept: Vec<String>,
+}
+
+impl Stand {
+    /// Cleans up after killed earlier runs, then starts the embedded PostgreSQL (binaries per
+    /// `settings.postgres_version`, settings `settings.postgres_settings`, CPU limit
+    /// `settings.postgres_cpus`) or connects to `opts.db_url`.
+    pub fn start(opts: &StandOptions, settings: &StandSettings) -> Result<Stand> {
+        let state = opts.cache_dir.join("run");
+        let swept = sweep_stale(&state);
+        set_state_dir(&state);
+        let cgroups = CgroupSystem::detect();
+        let (pg, admin) = match &opts.db_url {
+            Some(url) => {
+                let cfg = DbConfig::from_url(url)?;
+                let db = Db::new(cfg, find_psql(None)?);
+                db.query("select 1")?;
+                (None, db)
+            }
+            None => {
+                let bins = find_postgres(settings.postgres_version, opts.pg_bin.as_deref(), &opts.cache_dir, opts.pg_maven_version.as_deref())?;
+                let mut po = PgOptions::new(&opts.cache_dir, bins.major, settings.postgres_settings.clone());
+                po.limits = Limits { cpus: settings.postgres_cpus, memory_mb: None, cpuset: opts.postgres_cpuset.clone() };
+                let pg = EmbeddedPostgres::start(&bins, &po, &cgroups)?;
+                let admin = pg.admin();
+                // so pg_stat_statements can be read from the admin database too
+                let _ = admin.exec("create extension if not exists pg_stat_statements");
+                (Some(pg), admin)
+            }
+        };
+        let pg_version = admin.server_version().unwrap_or_default();
+        Ok(Stand { opts: opts.clone(), cgroups, pg, admin, pg_version, data: None, swept })
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &StandOptions {
+        &self.opts
+    }
+    /// What [`sweep_stale`] cleaned up at start (leftovers of killed runs), for the console.
+    pub fn swept(&self) -> &[String] {
+        &self.swept
+    }
+    /// A superuser handle (embedded) or the `--db-url` connection.
+    pub fn admin(&self) -> &Db {
+        &self.admin
+    }
+    /// The embedded server, if the stand started one.
+    pub fn postgres(&self) -> Option<&EmbeddedPostgres> {
+        self.pg.as_ref()
+    }
+    /// Mutable access to the embedded server (e.g. `is_alive`).
+    pub fn postgres_mut(&mut self) -> Option<&mut EmbeddedPostgres> {
+        self.pg.as_mut()
+    }
+    /// `SHOW server_version`.
+    pub fn postgres_version(&self) -> &str {
+        &self.pg_version
+    }
+    /// The limits applied to PostgreSQL (embedded only).
+    pub fn postgres_limits(&self) -> Option<&LimitsApplied> {
+        self.pg.as_ref().map(|p| p.limits_applied())
+    }
+    /// cgroup support on this machine.
+    pub fn cgroups(&self) -> &CgroupSystem {
+        &self.cgroups
+    }
+    /// `contract/` under the repo root.
+    pub fn contract_dir(&self) -> PathBuf {
+        self.opts.repo_root.join("contract")
+    }
+    /// `stacks/` under the repo root.
+    pub fn stacks_dir(&self) -> PathBuf {
+        self.opts.repo_root.join("stacks")
+    }
+
+    /// Seeds (or reuses) the template database and exports the id CSVs; see [`prepare_data`].
+    pub fn prepare_data(&mut self, seed: u64) -> Result<DataSetup> {
+        let d = prepare_data(&self.admin, &self.contract_dir(), seed, &self.opts.cache_dir.join("data"))?;
+        self.data = Some(d.clone());
+        Ok(d)
+    }
+    /// The directory `@data/` resolves to, once [`Stand::prepare_data`] ran.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.data.as_ref().map(|d| d.data_dir.as_path())
+    }
+    /// A fresh `bench` database copied from the template; returns the stack's connection.
+    pub fn reset_db(&self) -> Result<DbConfig> {
+        reset_bench_db(&self.admin)
+    }
+    /// Loads `stacks/<name>/stack.toml`.
+    pub fn load_stack(&self, name: &str) -> Result<StackSpec> {
+        StackSpec::load(&self.stacks_dir(), name)
+    }
+    /// Builds (or skips, when cached) a stack; log in `<log_dir>/<name>.build.log`.
+    pub fn build_stack(&self, spec: &StackSpec, force: bool) -> Result<BuildOutcome> {
+        build_stack(spec, &self.opts.cache_dir, &self.opts.log_dir.join(format!("{}.build.log", spec.name)), force)
+    }
+    /// Starts a stack with the plan's overrides against `db`; log in `<log_dir>/<name>.log`.
+    /// Use [`start_stack`] with a [`StackLaunch`] for full control (port, cpuset, extra env).
+    pub fn start_stack(&self, spec: &StackSpec, settings: &StandSettings, db: DbConfig) -> Result<RunningStack> {
+        let launch = StackLaunch::new(spec, settings, db, self.opts.log_dir.join(format!("{}.log", spec.name)));
+        start_stack(spec, &launch, &self.cgroups)
+    }
+    /// Sampler targets: the stack's tree (with its cgroup), PostgreSQL's tree (embedded only) and
+    /// the generator process.
+    pub fn sampler_targets(&self, stack: Option<&RunningStack>, generator_pid: Option<u32>) -> Vec<SampleTarget> {
+        let mut v = Vec::new();
+        if let Some(s) = stack {
+            v.push(SampleTarget::tree("stack", s.pid(), s.cgroup().map(|c| c.probe())));
+        }
+        if let Some(pg) = &self.pg {
+            v.push(SampleTarget::tree("postgres", pg.pid(), pg.cgroup().map(|c| c.probe())));
+        }
+        if let Some(g) = generator_pid {
+            v.push(SampleTarget::process("generator", g));
+        }
+        v
+    }
+    /// Puts this process (the generator) into a cgroup with `limits` (e.g. a cpuset apart from
+    /// the stack's). Keep the returned group alive while measuring; dropping it moves this
+    /// process back and removes the group.
+    pub fn limit_generator(&self, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
+        let (cg, mut la) = self.cgroups.create("generator", "generator", limits);
+        if let Some(c) = &cg {
+            if let Err(e) = c.add_pid(std::process::id()) {
+                la.problems.push(format!("moving the generator into {}: {e}", c.name()));
+            }
+        }
+        (cg, la)
+    }
+    /// Resets `pg_stat_statements`.
+    pub fn stat_statements_reset(&self) -> Result<()> {
+        stat_statements_reset(&self.admin)
+    }
+    /// Snapshot of `pg_stat_statements` (only role `bench`'s statements when `bench_only`).
+    pub fn stat_statements(&self, bench_only: bool) -> Result<Vec<StatementStat>> {
+        stat_statements_snapshot(&self.admin, bench_only.then_some(BENCH))
+    }
+    /// The environment fingerprint (with this server's version).
+    pub fn fingerprint(&self) -> Environment {
+        fingerprint(Some(&self.pg_version), &self.cgroups)
+    }
+    /// Stops the embedded PostgreSQL (fast shutdown) and removes its cgroup. Idempotent.
+    pub fn stop(&mut self) -> Option<StopReport> {
+        self.pg.as_mut().map(|p| p.stop())
+    }
+}
+
+impl Drop for Stand {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,947 @@
+//! Reference stacks: `stack.toml` parsing and validation, cached builds, start/health/stop.
+
+use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied};
+use crate::db::{hex, DbConfig};
+use crate::error::{IoContext, Result, StandError};
+use crate::pg::free_port;
+use crate::process::{self, log_tail, Managed, SpawnSpec, StopReport};
+use ceiling_plan::StandSettings;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+/// A validated `stack.toml` (format: `stacks/README.md`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StackSpec {
+    /// Stack name (equals its folder name).
+    pub name: String,
+    /// One line about the stack.
+    pub description: String,
+    /// Source benchmark(s) it reproduces.
+    pub source: Option<String>,
+    /// The stack's folder.
+    pub dir: PathBuf,
+    /// The `stack.toml` file.
+    pub file: PathBuf,
+    /// How to build it (`None`: nothing to build).
+    pub build: Option<BuildSpec>,
+    /// How to run it.
+    pub run: RunSpec,
+    /// Fairness knobs.
+    pub settings: StackSettings,
+    /// Default resource limits.
+    pub limits: StackLimits,
+    /// Free-form notes (recorded in run.json).
+    pub notes: serde_json::Value,
+}
+
+/// `[build]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSpec {
+    /// Binaries that must be on PATH.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// The build command, run in the stack folder.
+    pub command: Vec<String>,
+    /// Build output directories (relative), excluded from the source hash.
+    #[serde(default)]
+    pub outputs: Vec<String>,
+    /// Extra paths outside the folder (relative to it, e.g. `../spring-common`) whose files are
+    /// part of the source hash.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// The command, run in the stack folder.
+    pub command: Vec<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Health path polled until 200.
+    #[serde(default = "default_health")]
+    pub health: String,
+    /// Seconds to wait for health.
+    #[serde(default = "default_startup")]
+    pub startup_timeout_s: u64,
+}
+
+fn default_health() -> String {
+    "/health".into()
+}
+fn default_startup() -> u64 {
+    60
+}
+
+/// `[settings]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackSettings {
+    /// → `DB_POOL_SIZE`.
+    pub pool_size: u32,
+    /// → `WORKERS`.
+    pub workers: u32,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackLimits {
+    /// CPU cores.
+    pub cpus: Option<f64>,
+    /// Memory, MiB.
+    pub memory_mb: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStack {
+    name: String,
+    #[serde(default)]
+    description: String,
+    source: Option<toml::Value>,
+    build: Option<BuildSpec>,
+    run: RunSpec,
+    settings: StackSettings,
+    #[serde(default)]
+    limits: StackLimits,
+    #[serde(default)]
+    notes: Option<toml::Value>,
+}
+
+impl StackSpec {
+    /// Loads `stacks_dir/<name>/stack.toml`.
+    pub fn load(stacks_dir: &Path, name: &str) -> Result<StackSpec> {
+        let dir = stacks_dir.join(name);
+        let file = dir.join("stack.toml");
+        if !file.exists() {
+            let known = list_stacks(stacks_dir).join(", ");
+            return Err(StandError::StackToml {
+                file,
+                field: "-".into(),
+                message: format!("no such stack `{name}` (stacks with a stack.toml: {known})"),
+            });
+        }
+        Self::parse_file(&file)
+    }
+
+    /// Parses and validates a `stack.toml` (its folder is the stack's folder).
+    pub fn parse_file(file: &Path) -> Result<StackSpec> {
+        let text = std::fs::read_to_string(file).map_err(|e| StandError::StackToml {
+            file: file.to_path_buf(),
+            field: "-".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let dir = file.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| PathBuf::from("."));
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        Self::parse_str(&text, file, &dir)
+    }
+
+    /// Parses and validates `stack.toml` text; `file` is used in errors, `dir` is the stack folder.
+    pub fn parse_str(text: &str, file: &Path, dir: &Path) -> Result<StackSpec> {
+        let err = |field: &str, message: String| StandError::StackToml { file: file.to_path_buf(), field: field.into(), message };
+        let raw: RawStack = toml::from_str(text).map_err(|e| {
+            let msg = e.message().to_string();
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let field = field_from_toml_error(&msg, text, e.span());
+            err(&field, match line {
+                Some(l) => format!("line {l}: {msg}"),
+                None => msg,
+            })
+        })?;
+        let folder = dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if raw.name != folder {
+            return Err(err("name", format!("`{}` must equal the folder name `{folder}`", raw.name)));
+        }
+        if raw.run.command.is_empty() || raw.run.command[0].trim().is_empty() {
+            return Err(err("run.command", "must be a non-empty list, e.g. [\"./target/server\"]".into()));
+        }
+        if !raw.run.health.starts_with('/') {
+            return Err(err("run.health", format!("`{}` must be a path starting with /", raw.run.health)));
+        }
+        if raw.run.startup_timeout_s == 0 || raw.run.startup_timeout_s > 3600 {
+            return Err(err("run.startup_timeout_s", "must be between 1 and 3600".into()));
+        }
+        for k in raw.run.env.keys() {
+            if k.is_empty() || k.contains('=') || k.contains('\0') {
+                return Err(err(&format!("run.env.{k}"), "not a valid environment variable name".into()));
+            }
+            if CONTRACT_ENV.contains(&k.as_str()) {
+                return Err(err(&format!("run.env.{k}"), format!("{k} is set by the stand (env contract); use [settings] instead")));
+            }
+        }
+        if let Some(b) = &raw.build {
+            if b.command.is_empty() || b.command[0].trim().is_empty() {
+                return Err(err("build.command", "must be a non-empty list".into()));
+            }
+            for o in &b.outputs {
+                if o.is_empty() || Path::new(o).is_absolute() || o.split('/').any(|c| c == "..") {
+                    return Err(err("build.outputs", format!("`{o}` must be a relative path inside the stack folder")));
+                }
+            }
+            for t in &b.requires {
+                if t.is_empty() || t.contains(char::is_whitespace) {
+                    return Err(err("build.requires", format!("`{t}` is not a binary name")));
+                }
+            }
+        }
+        if raw.settings.pool_size == 0 {
+            return Err(err("settings.pool_size", "must be at least 1".into()));
+        }
+        if raw.settings.workers == 0 {
+            return Err(err("settings.workers", "must be at least 1".into()));
+        }
+        if let Some(c) = raw.limits.cpus {
+            if !(0.01..=1024.0).contains(&c) {
+                return Err(err("limits.cpus", format!("{c} must be between 0.01 and 1024")));
+            }
+        }
+        if let Some(m) = raw.limits.memory_mb {
+            if m < 16 {
+                return Err(err("limits.memory_mb", format!("{m} must be at least 16")));
+            }
+        }
+        let source = match raw.source {
+            None => None,
+            Some(toml::Value::String(s)) => Some(s),
+            Some(toml::Value::Array(a)) => Some(a.iter().map(|v| v.as_str().map(|s| s.to_string()).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(",")),
+            Some(v) => Some(v.to_string()),
+        };
+        let notes = raw.notes.map(|n| serde_json::to_value(n).unwrap_or(serde_json::Value::Null)).unwrap_or(serde_json::Value::Null);
+        Ok(StackSpec {
+            name: raw.name,
+            description: raw.description,
+            source,
+            dir: dir.to_path_buf(),
+            file: file.to_path_buf(),
+            build: raw.build,
+            run: raw.run,
+            settings: raw.settings,
+            limits: raw.limits,
+            notes,
+        })
+    }
+
+    /// Pool size, workers and limits after the plan's overrides.
+    pub fn effective(&self, plan: &StandSettings) -> Effective {
+        Effective {
+            pool_size: plan.pool_size.unwrap_or(self.settings.pool_size),
+            workers: plan.workers.unwrap_or(self.settings.workers),
+            limits: Limits {
+                cpus: plan.cpus.or(self.limits.cpus),
+                memory_mb: plan.memory_mb.or(self.limits.memory_mb),
+                cpuset: None,
+            },
+        }
+    }
+
+    /// Checks `build.requires` (and a bare `run.command[0]`) are on PATH.
+    pub fn check_requires(&self) -> Result<()> {
+        if let Some(b) = &self.build {
+            for t in &b.requires {
+                if process::which(t).is_none() {
+                    return Err(StandError::MissingTool { stack: self.name.clone(), tool: t.clone() });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The env contract variables the stand sets; `run.env` may not override them.
+pub const CONTRACT_ENV: &[&str] = &["HTTP_PORT", "DB_HOST", "DB_PORT", "DB_NAME", "DB_USER", "DB_PASSWORD", "DB_POOL_SIZE", "WORKERS"];
+
+/// Best effort: which field a toml/serde error is about.
+fn field_from_toml_error(msg: &str, text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        if let Some(f) = rest.split('`').next() {
+            // which table are we in? the span points at the table
+            let table = span.and_then(|s| table_at(text, s.start));
+            return match table {
+                Some(t) => format!("{t}.{f}"),
+                None => f.to_string(),
+            };
+        }
+    }
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        if let Some(f) = rest.split('`').next() {
+            let table = span.and_then(|s| table_at(text, s.start));
+            return match table {
+                Some(t) => format!("{t}.{f}"),
+                None => f.to_string(),
+            };
+        }
+    }
+    match span.and_then(|s| key_at(text, s.start)) {
+        Some(k) => k,
+        None => "-".into(),
+    }
+}
+
+/// The `[table]` header in force at byte offset `pos`.
+fn table_at(text: &str, pos: usize) -> Option<String> {
+    let mut table = None;
+    let mut off = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with('[') && !t.starts_with("[[") {
+            if off > pos {
+                break;
+            }
+            table = t.trim_start_matches('[').split(']').next().map(|s| s.trim().to_string());
+        }
+        off += line.len();
+        if off > pos && table.is_some() && !line.trim().starts_with('[') {
+            break;
+        }
+    }
+    table
+}
+
+/// `table.key` of the line at byte offset `pos`.
+fn key_at(text: &str, pos: usize) -> Option<String> {
+    let mut off = 0;
+    let mut table: Option<String> = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with('[') {
+            table = t.trim_start_matches('[').split(']').next().map(|s| s.trim().to_string());
+        }
+        if pos < off + line.len() {
+            let key = t.split('=').next()?.trim();
+            if key.is_empty() || key.starts_with('[') {
+                return table;
+            }
+            return Some(match table {
+                Some(tb) => format!("{tb}.{key}"),
+                None => key.to_string(),
+            });
+        }
+        off += line.len();
+    }
+    None
+}
+
+/// Settings for one run of a stack after plan overrides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effective {
+    /// `DB_POOL_SIZE`.
+    pub pool_size: u32,
+    /// `WORKERS`.
+    pub workers: u32,
+    /// cgroup limits.
+    pub limits: Limits,
+}
+
+/// Names of the folders under `stacks_dir` that have a `stack.toml`, sorted.
+pub fn list_stacks(stacks_dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(stacks_dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("stack.toml").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------- build
+
+/// Directory names never part of a stack's source hash (dependency caches, build trees, VCS).
+pub const HASH_EXCLUDES: &[&str] = &[
+    ".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".gradle",
+    ".idea", ".vscode", ".ceiling", ".tox", "zig-cache", ".zig-cache", ".next", ".cache",
+];
+
+/// sha256 (hex) over the stack's source files (relative path, exec bit, content; symlinks by
+/// target), the build command and `requires`, plus `build.inputs`. Excludes `build.outputs`,
+/// [`HASH_EXCLUDES`] and `*.log` files.
+pub fn source_hash(spec: &StackSpec) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(b"ceiling-build-v1\0");
+    let (outputs, inputs, cmd) = match &spec.build {
+        Some(b) => (b.outputs.clone(), b.inputs.clone(), serde_json::to_string(&(&b.command, &b.requires)).unwrap_or_default()),
+        None => (Vec::new(), Vec::new(), String::new()),
+    };
+    h.update(cmd.as_bytes());
+    h.update(b"\0");
+    let outputs: Vec<PathBuf> = outputs.iter().map(|o| PathBuf::from(o.trim_end_matches('/'))).collect();
+    hash_tree(&mut h, &spec.dir, Path::new(""), &outputs)?;
+    for i in &inputs {
+        h.update(format!("input:{i}\0").as_bytes());
+        let p = spec.dir.join(i);
+        if p.is_dir() {
+            hash_tree(&mut h, &p, Path::new(""), &[])?;
+        } else if p.is_file() {
+            h.update(std::fs::read(&p).ctx(|| format!("reading {}", p.display()))?);
+        }
+    }
+    Ok(hex(&h.finalize()))
+}
+
+fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Result<()> {
+    let dir = root.join(rel);
+    let mut entries: Vec<_> = std::fs::read_dir(&dir).ctx(|| format!("reading {}", dir.display()))?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name();
+        let name_s = name.to_string_lossy();
+        let r = rel.join(&name);
+        if HASH_EXCLUDES.contains(&name_s.as_ref()) || outputs.iter().any(|o| *o == r) {
+            continue;
+        }
+        let ft = e.file_type().ctx(|| format!("stat {}", e.path().display()))?;
+        if ft.is_symlink() {
+            let t = std::fs::read_link(e.path()).unwrap_or_default();
+            h.update(format!("L {}\0{}\0", r.display(), t.display()).as_bytes());
+        } else if ft.is_dir() {
+            hash_tree(h, root, &r, outputs)?;
+        } else if ft.is_file() {
+            if name_s.ends_with(".log") {
+                continue;
+            }
+            use std::os::unix::fs::PermissionsExt;
+            let exec = e.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+            let data = std::fs::read(e.path()).ctx(|| format!("reading {}", e.path().display()))?;
+            h.update(format!("F {} {} {}\0", r.display(), exec as u8, data.len()).as_bytes());
+            h.update(&data);
+        }
+    }
+    Ok(())
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildOutcome {
+    /// True when the cached build was up to date and nothing ran.
+    pub skipped: bool,
+    /// The source hash.
+    pub hash: String,
+    /// The build log (`None` when skipped or there is no build).
+    pub log: Option<PathBuf>,
+    /// Build time, seconds.
+    pub seconds: f64,
+}
+
+/// Builds the stack with its `build.command` in its folder, unless the source hash equals the
+/// one stored in `<cache_dir>/builds/<name>.hash` after the last successful build (and every
+/// `build.outputs` path exists), or `force`. Output goes to `log`. Checks `build.requires` first.
+pub fn build_stack(spec: &StackSpec, cache_dir: &Path, log: &Path, force: bool) -> Result<BuildOutcome> {
+    let Some(b) = &spec.build else {
+        return Ok(BuildOutcome { skipped: true, hash: String::new(), log: None, seconds: 0.0 });
+    };
+    spec.check_requires()?;
+    let hash = source_hash(spec)?;
+    let hash_file = cache_dir.join("builds").join(format!("{}.hash", spec.name));
+    let cached = std::fs::read_to_string(&hash_file).map(|s| s.trim() == hash).unwrap_or(false);
+    let outputs_exist = b.outputs.iter().all(|o| spec.dir.join(o).exists());
+    if cached && outputs_exist && !force {
+        return Ok(BuildOutcome { skipped: true, hash, log: None, seconds: 0.0 });
+    }
+    let _ = std::fs::remove_file(&hash_file);
+    let _ = std::fs::remove_file(log);
+    let t0 = Instant::now();
+    let program = resolve_program(&b.command[0], &spec.dir).ok_or_else(|| StandError::MissingTool {
+        stack: spec.name.clone(),
+        tool: b.command[0].clone(),
+    })?;
+    if let Some(p) = log.parent() {
+        std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
+    }
+    let _ = std::fs::write(log, format!("--- ceiling: building {} in {}: {:?}\n", spec.name, spec.dir.display(), b.command));
+    let sp = SpawnSpec {
+        label: format!("build {}", spec.name),
+        program,
+        args: b.command[1..].to_vec(),
+        cwd: Some(spec.dir.clone()),
+        log: log.to_path_buf(),
+        term_signal: libc::SIGTERM,
+        term_group: true,
+        ..Default::default()
+    };
+    let mut m = Managed::spawn(&sp)?;
+    let st = m.wait();
+    if !st.success() {
+        return Err(StandError::Build {
+            stack: spec.name.clone(),
+            status: process::describe_status(st),
+            log: log.to_path_buf(),
+            log_tail: log_tail(log, 40),
+        });
+    }
+    if let Some(missing) = b.outputs.iter().find(|o| !spec.dir.join(o).exists()) {
+        return Err(StandError::Build {
+            stack: spec.name.clone(),
+            status: format!("succeeded but build.outputs `{missing}` does not exist"),
+            log: log.to_path_buf(),
+            log_tail: log_tail(log, 20),
+        });
+    }
+    std::fs::create_dir_all(hash_file.parent().unwrap()).ctx(|| "creating builds cache dir".into())?;
+    std::fs::write(&hash_file, &hash).ctx(|| format!("writing {}", hash_file.display()))?;
+    Ok(BuildOutcome { skipped: false, hash, log: Some(log.to_path_buf()), seconds: t0.elapsed().as_secs_f64() })
+}
+
+/// `./x` and `dir/x` resolve against the stack folder, bare names against PATH.
+fn resolve_program(p: &str, dir: &Path) -> Option<PathBuf> {
+    if p.contains('/') {
+        let path = if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) };
+        Some(path)
+    } else {
+        process::which(p)
+    }
+}
+
+// ---------------------------------------------------------------- run
+
+/// How to start one stack.
+#[derive(Debug, Clone)]
+pub struct StackLaunch {
+    /// Database the stack uses (role `bench`, database `bench`).
+    pub db: DbConfig,
+    /// `DB_POOL_SIZE`.
+    pub pool_size: u32,
+    /// `WORKERS`.
+    pub workers: u32,
+    /// cgroup limits (cpuset optional).
+    pub limits: Limits,
+    /// `HTTP_PORT`; `None` = a free port.
+    pub port: Option<u16>,
+    /// stdout+stderr of the stack.
+    pub log: PathBuf,
+    /// Additional environment (after `run.env`; cannot override the env contract).
+    pub extra_env: Vec<(String, String)>,
+    /// Health wait; `None` = `run.startup_timeout_s`.
+    pub startup_timeout: Option<Duration>,
+    /// Grace between SIGTERM and SIGKILL at stop.
+    pub stop_grace: Duration,
+}
+
+impl StackLaunch {
+    /// Launch settings from the stack's `stack.toml` and the plan's overrides.
+    pub fn new(spec: &StackSpec, plan: &StandSettings, db: DbConfig, log: PathBuf) -> StackLaunch {
+        let e = spec.effective(plan);
+        StackLaunch {
+            db,
+            pool_size: e.pool_size,
+            workers: e.workers,
+            limits: e.limits,
+            port: None,
+            log,
+            extra_env: Vec::new(),
+            startup_timeout: None,
+            stop_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A started, healthy stack. Stopped by [`RunningStack::stop`] or on drop (SIGTERM to its process
+/// group, SIGKILL after the grace period, cgroup removed).
+#[derive(Debug)]
+pub struct RunningStack {
+    name: String,
+    port: u16,
+    health: String,
+    proc: Managed,
+    cgroup: Option<Cgroup>,
+    limits: LimitsApplied,
+    env: Vec<(String, String)>,
+    grace: Duration,
+    startup: Duration,
+}
+
+/// Starts a stack: checks `run.command[0]` exists, sets the env contract, puts the process into a
+/// cgroup with the launch limits (it joins before exec), logs to `launch.log`, and waits until
+/// the health path answers 200. On failure or early exit the process is stopped and the error
+/// carries the log tail.
+pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSystem) -> Result<RunningStack> {
+    let program = resolve_program(&spec.run.command[0], &spec.dir).filter(|p| process::is_executable(p)).ok_or_else(|| {
+        StandError::Start {
+            stack: spec.name.clone(),
+            message: format!(
+                "run.command[0] `{}` is not an executable{} (was the stack built?)",
+                spec.run.command[0],
+                if spec.run.command[0].contains('/') { " in the stack folder" } else { " on PATH" }
+            ),
+            log: launch.log.clone(),
+            log_tail: String::new(),
+        }
+    })?;
+    let port = match launch.port {
+        Some(p) => p,
+        None => free_port()?,
+    };
+    let mut env: Vec<(String, String)> = vec![
+        ("HTTP_PORT".into(), port.to_string()),
+        ("DB_HOST".into(), launch.db.host.clone()),
+        ("DB_PORT".into(), launch.db.port.to_string()),
+        ("DB_NAME".into(), launch.db.dbname.clone()),
+        ("DB_USER".into(), launch.db.user.clone()),
+        ("DB_PASSWORD".into(), launch.db.password.clone()),
+        ("DB_POOL_SIZE".into(), launch.pool_size.to_string()),
+        ("WORKERS".into(), launch.workers.to_string()),
+    ];
+    for (k, v) in spec.run.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(launch.extra_env.iter().cloned()) {
+        if !CONTRACT_ENV.contains(&k.as_str()) {
+            env.retain(|(k2, _)| *k2 != k);
+            env.push((k, v));
+        }
+    }
+    let (cgroup, limits) = cgroups.create("stack", &spec.name, &launch.limits);
+    if let Some(p) = launch.log.parent() {
+        std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
+    }
+    let shown: Vec<String> = env.iter().map(|(k, v)| if k == "DB_PASSWORD" { format!("{k}=***") } else { format!("{k}={v}") }).collect();
+    let _ = std::fs::write(
+        &launch.log,
+        format!("--- ceiling: starting {} in {}: {:?}\n--- env: {}\n--- limits: {}\n", spec.name, spec.dir.display(), spec.run.command, shown.join(" "), limits.summary()),
+    );
+    let sp = SpawnSpec {
+        label: format!("stack {}", spec.name),
+        program,
+        args: spec.run.command[1..].to_vec(),
+        cwd: Some(spec.dir.clone()),
+        env: env.clone(),
+        env_remove: Vec::new(),
+        log: launch.log.clone(),
+        cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+        user: None,
+        term_signal: libc::SIGTERM,
+        term_group: true,
+    };
+    let proc = Managed::spawn(&sp)?;
+    let startup = launch.startup_timeout.unwrap_or(Duration::from_secs(spec.run.startup_timeout_s));
+    let mut rs = RunningStack {
+        name: spec.name.clone(),
+        port,
+        health: spec.run.health.clone(),
+        proc,
+        cgroup,
+        limits,
+        env: env.into_iter().map(|(k, v)| if k == "DB_PASSWORD" { (k, "***".into()) } else { (k, v) }).collect(),
+        grace: launch.stop_grace,
+        startup,
+    };
+    if let Err(e) = rs.wait_healthy(startup) {
+        rs.stop();
+        return Err(e);
+    }
+    Ok(rs)
+}
+
+/// One HTTP/1.1 GET on 127.0.0.1; returns the status code.
+pub fn http_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        match s.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(_) => return None,
+        }
+    }
+    let line = std::str::from_utf8(&buf[..n]).ok()?;
+    let mut it = line.split_whitespace();
+    if !it.next()?.starts_with("HTTP/") {
+        return None;
+    }
+    it.next()?.get(..3)?.parse().ok()
+}
+
+impl RunningStack {
+    /// Polls the health path until 200, failing early when the process exits.
+    pub fn wait_healthy(&mut self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let mut last = None;
+        loop {
+            if let Some(st) = self.proc.try_wait() {
+                return Err(StandError::Start {
+                    stack: self.name.clone(),
+                    message: format!("exited during start-up ({})", process::describe_status(st)),
+                    log: self.proc.log.clone(),
+                    log_tail: self.log_tail(40),
+                });
+            }
+            let code = http_status(self.port, &self.health, Duration::from_secs(2));
+            if code == Some(200) {
+                return Ok(());
+            }
+            if code.is_some() {
+                last = code;
+            }
+            if start.elapsed() > timeout {
+                return Err(StandError::Start {
+                    stack: self.name.clone(),
+                    message: format!(
+                        "not healthy within {}s (GET {} on port {}: {})",
+                        timeout.as_secs(),
+                        self.health,
+                        self.port,
+                        last.map(|c| format!("last status {c}")).unwrap_or_else(|| "no HTTP answer".into())
+                    ),
+                    log: self.proc.log.clone(),
+                    log_tail: self.log_tail(40),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The stack's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `HTTP_PORT`.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    /// Pid of the started command (root of the measured process tree; its process group id).
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
+    }
+    /// True while the started process runs (a crash mid-run turns this false).
+    pub fn is_alive(&mut self) -> bool {
+        self.proc.is_alive()
+    }
+    /// `exit N` / `signal N` once the process exited, else `None`.
+    pub fn exit_status(&mut self) -> Option<String> {
+        self.proc.try_wait().map(process::describe_status)
+    }
+    /// The raw exit status once the process exited.
+    pub fn exit_status_raw(&mut self) -> Option<ExitStatus> {
+        self.proc.try_wait()
+    }
+    /// Last `n` lines of the stack's log.
+    pub fn log_tail(&self, n: usize) -> String {
+        log_tail(&self.proc.log, n)
+    }
+    /// The log file.
+    pub fn log_path(&self) -> &Path {
+        &self.proc.log
+    }
+    /// Limits in force.
+    pub fn limits_applied(&self) -> &LimitsApplied {
+        &self.limits
+    }
+    /// The stack's cgroup, if any.
+    pub fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup.as_ref()
+    }
+    /// The environment it was started with (password masked), for run.json.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+    /// The health wait that was used.
+    pub fn startup_timeout(&self) -> Duration {
+        self.startup
+    }
+    /// A description of why the stack died, if it did: exit status, OOM kills, log tail.
+    pub fn crash_report(&mut self) -> Option<String> {
+        let st = self.exit_status()?;
+        let oom = self.cgroup.as_ref().and_then(|c| c.oom_kills()).filter(|n| *n > 0);
+        Some(format!(
+            "stack {} exited ({st}){}\n{}",
+            self.name,
+            oom.map(|n| format!(", {n} OOM kill(s) in its cgroup")).unwrap_or_default(),
+            self.log_tail(30)
+        ))
+    }
+    /// SIGTERM to the process group, SIGKILL after the grace period, then the cgroup is emptied
+    /// and removed. Idempotent.
+    pub fn stop(&mut self) -> StopReport {
+        let rep = self.proc.stop(self.grace);
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.remove();
+        }
+        rep
+    }
+}
+
+impl Drop for RunningStack {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "demo"
+description = "d"
+source = "000"
+
+[build]
+requires = ["sh"]
+command = ["sh", "-c", "mkdir -p out && echo built > out/bin"]
+outputs = ["out"]
+
+[run]
+command = ["./run.sh"]
+env = { FOO = "1" }
+health = "/health"
+startup_timeout_s = 5
+
+[settings]
+pool_size = 8
+workers = 2
+
+[limits]
+cpus = 1.5
+memory_mb = 256
+
+[notes]
+text = "hi"
+"#;
+
+    fn parse(t: &str) -> Result<StackSpec> {
+        StackSpec::parse_str(t, Path::new("/x/demo/stack.toml"), Path::new("/x/demo"))
+    }
+
+    #[test]
+    fn parses_good() {
+        let s = parse(GOOD).unwrap();
+        assert_eq!(s.name, "demo");
+        assert_eq!(s.run.env["FOO"], "1");
+        assert_eq!(s.settings.pool_size, 8);
+        assert_eq!(s.limits.cpus, Some(1.5));
+        assert_eq!(s.notes["text"], "hi");
+        let plan = ceiling_plan_defaults();
+        let e = s.effective(&plan);
+        assert_eq!((e.pool_size, e.workers, e.limits.cpus, e.limits.memory_mb), (8, 2, Some(1.5), Some(256)));
+        let mut plan2 = plan.clone();
+        plan2.pool_size = Some(64);
+        plan2.cpus = Some(2.0);
+        let e = s.effective(&plan2);
+        assert_eq!((e.pool_size, e.limits.cpus), (64, Some(2.0)));
+    }
+
+    fn ceiling_plan_defaults() -> StandSettings {
+        StandSettings {
+            postgres_version: None,
+            postgres_settings: Default::default(),
+            seed: 1,
+            pool_size: None,
+            workers: None,
+            cpus: None,
+            memory_mb: None,
+            postgres_cpus: None,
+            cooldown: Duration::from_secs(0),
+            verify: false,
+        }
+    }
+
+    fn err_of(t: &str) -> String {
+        parse(t).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_file_and_field() {
+        let e = err_of(&GOOD.replace("name = \"demo\"", "name = \"other\""));
+        assert!(e.starts_with("/x/demo/stack.toml: name:"), "{e}");
+        let e = err_of(&GOOD.replace("command = [\"./run.sh\"]", "command = []"));
+        assert!(e.contains("run.command"), "{e}");
+        let e = err_of(&GOOD.replace("pool_size = 8\n", ""));
+        assert!(e.contains("settings.pool_size") && e.contains("missing field"), "{e}");
+        let e = err_of(&GOOD.replace("startup_timeout_s = 5", "startup_timeout = 5"));
+        assert!(e.contains("run.startup_timeout") && e.contains("unknown field"), "{e}");
+        let e = err_of(&GOOD.replace("cpus = 1.5", "cpus = \"two\""));
+        assert!(e.contains("limits.cpus"), "{e}");
+        let e = err_of(&GOOD.replace("FOO = \"1\"", "HTTP_PORT = \"1\""));
+        assert!(e.contains("run.env.HTTP_PORT"), "{e}");
+        let e = err_of(&GOOD.replace("health = \"/health\"", "health = \"health\""));
+        assert!(e.contains("run.health"), "{e}");
+        let e = err_of(&GOOD.replace("outputs = [\"out\"]", "outputs = [\"../out\"]"));
+        assert!(e.contains("build.outputs"), "{e}");
+        let e = err_of("name = \"demo\"\n[run\n");
+        assert!(e.contains("line"), "{e}");
+        let e = err_of(&GOOD.replace("[settings]", "[setings]"));
+        assert!(e.contains("setings") || e.contains("settings"), "{e}");
+    }
+
+    #[test]
+    fn go_stack_toml_parses() {
+        let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../stacks/go-pgx/stack.toml");
+        if f.exists() {
+            let s = StackSpec::parse_file(&f).unwrap();
+            assert_eq!(s.name, "go-pgx");
+            assert_eq!(s.build.unwrap().outputs, vec!["target"]);
+        }
+    }
+
+    #[test]
+    fn hash_excludes_outputs_and_caches() {
+        let d = std::env::temp_dir().join(format!("ceiling-hash-{}", std::process::id())).join("demo");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        std::fs::create_dir_all(d.join("node_modules/x")).unwrap();
+        std::fs::write(d.join("stack.toml"), GOOD).unwrap();
+        std::fs::write(d.join("src/main.c"), "int main(){}").unwrap();
+        let s = StackSpec::parse_file(&d.join("stack.toml")).unwrap();
+        let h1 = source_hash(&s).unwrap();
+        std::fs::write(d.join("out/bin"), "x").unwrap();
+        std::fs::write(d.join("node_modules/x/y.js"), "x").unwrap();
+        std::fs::write(d.join("build.log"), "x").unwrap();
+        assert_eq!(h1, source_hash(&s).unwrap());
+        std::fs::write(d.join("src/main.c"), "int main(){return 1;}").unwrap();
+        let h2 = source_hash(&s).unwrap();
+        assert_ne!(h1, h2);
+        std::fs::rename(d.join("src/main.c"), d.join("src/other.c")).unwrap();
+        assert_ne!(h2, source_hash(&s).unwrap());
+
+        // build: runs once, then cached; outputs missing forces a rebuild
+        let cache = d.parent().unwrap().join("cache");
+        let log = cache.join("build.log");
+        let _ = std::fs::remove_dir_all(d.join("out"));
+        let b1 = build_stack(&s, &cache, &log, false).unwrap();
+        assert!(!b1.skipped);
+        assert!(d.join("out/bin").exists());
+        let b2 = build_stack(&s, &cache, &log, false).unwrap();
+        assert!(b2.skipped);
+        std::fs::remove_dir_all(d.join("out")).unwrap();
+        let b3 = build_stack(&s, &cache, &log, false).unwrap();
+        assert!(!b3.skipped);
+        assert!(build_stack(&s, &cache, &log, true).map(|b| !b.skipped).unwrap());
+
+        // failing build: error names the stack and carries the log tail
+        let mut bad = s.clone();
+        bad.build.as_mut().unwrap().command = vec!["sh".into(), "-c".into(), "echo boom-marker; exit 3".into()];
+        let e = build_stack(&bad, &cache, &log, false).unwrap_err().to_string();
+        assert!(e.contains("exit 3") && e.contains("boom-marker"), "{e}");
+        // missing tool
+        bad.build.as_mut().unwrap().requires = vec!["no-such-tool-xyz".into()];
+        let e = build_stack(&bad, &cache, &log, false).unwrap_err().to_string();
+        assert!(e.contains("install no-such-tool-xyz"), "{e}");
+        let _ = std::fs::remove_dir_all(d.parent().unwrap());
+    }
+
+    #[test]
+    fn key_lookup() {
+        let t = "a = 1\n[run]\ncommand = 5\n";
+        let pos = t.find("command").unwrap();
+        assert_eq!(key_at(t, pos).as_deref(), Some("run.command"));
+        assert_eq!(table_at(t, pos).as_deref(), Some("run"));
+    }
+}
