@@ -11,8 +11,9 @@ import org.springframework.boot.autoconfigure.SpringBootApplication;
 @SpringBootApplication(scanBasePackages = "ceiling.spring")
 public class Application {
     public static void main(String[] args) {
-        // WORKERS sizes Reactor Netty's event loops, shared by the HTTP server and the R2DBC driver
-        // (default would be max(4, CPUs)). Set before Reactor Netty initialises.
+        // WORKERS sizes Reactor Netty's event-loop groups: the HTTP server's (reactor-http-epoll-N) and
+        // the R2DBC driver's (reactor-tcp-epoll-N), each WORKERS threads (default would be max(4, CPUs)).
+        // Set before Reactor Netty initialises.
         String workers = System.getenv("WORKERS");
         if (workers != null && System.getProperty("reactor.netty.ioWorkerCount") == null) {
             System.setProperty("reactor.netty.ioWorkerCount", workers);

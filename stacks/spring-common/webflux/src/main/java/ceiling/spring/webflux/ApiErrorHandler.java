@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.springframework.core.annotation.Order;
 import org.springframework.core.io.buffer.DataBufferLimitException;
-import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.stereotype.Component;
@@ -75,8 +74,15 @@ public class ApiErrorHandler implements WebExceptionHandler {
         if (ex instanceof NotAcceptableStatusException) {
             return new ApiException(406, "not_acceptable", "responses are application/json");
         }
-        if (ex instanceof ResponseStatusException e && e.getStatusCode().value() == HttpStatus.NOT_FOUND.value()) {
-            return ApiException.notFound("no such route");
+        if (ex instanceof ResponseStatusException e) {
+            // Other framework 4xx (unknown route, a 415 raised by the form reader, ...).
+            return switch (e.getStatusCode().value()) {
+                case 400 -> ApiException.badRequest(firstLine(e.getReason()));
+                case 404 -> ApiException.notFound("no such route");
+                case 413 -> ApiException.payloadTooLarge();
+                case 415 -> ApiException.unsupportedMediaType("Content-Type must be application/json");
+                default -> null;
+            };
         }
         return null;
     }
