@@ -2,7 +2,7 @@
 //! v1 where that is what the machine has — behind one interface.
 //!
 //! Groups are created *below the cgroup this process already runs in* (in every hierarchy), named
-//! `ceiling-<our pid>-<name>`, so they stay inside whatever limits the machine put on us. A process
+//! `ceiling-<our pid>-<seq>-<name>`, so they stay inside whatever limits the machine put on us. A process
 //! joins its group from inside the child before `exec` (see [`Cgroup::procs_files`]), so nothing it
 //! forks escapes. Whatever cannot be applied is reported in a [`LimitsApplied`], never dropped.
 
@@ -285,11 +285,13 @@ impl CgroupSystem {
         }
     }
 
-    /// Creates a group `ceiling-<pid>-<name>` with `limits` (plus CPU accounting, even when no
+    /// Creates a group `ceiling-<pid>-<seq>-<name>` with `limits` (plus CPU accounting, even when no
     /// limit is requested) and reports what was applied. Returns `None` for the group when nothing
     /// could be created at all.
     pub fn create(&self, who: &str, name: &str, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
-        let gname = format!("ceiling-{}-{}", std::process::id(), sanitize(name));
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let gname = format!("ceiling-{}-{n}-{}", std::process::id(), sanitize(name));
         let mut la = LimitsApplied { who: who.to_string(), requested: limits.clone(), ..Default::default() };
         let mut cg = Cgroup { name: gname.clone(), dirs: Vec::new(), restore: BTreeMap::new(), reg: None };
 
@@ -552,7 +554,7 @@ pub struct Cgroup {
 }
 
 impl Cgroup {
-    /// The group's name (`ceiling-<pid>-<name>`).
+    /// The group's name (`ceiling-<pid>-<seq>-<name>`).
     pub fn name(&self) -> &str {
         &self.name
     }
