@@ -1,1 +1,189 @@
-//! placeholder
+//! The load engine behind `ceiling load`, `ceiling run` and `ceiling search`.
+//!
+//! - **Open model** (default): one schedule of intended send times (uniform or Poisson) from the
+//!   plan's ramp and hold stages; latency is measured from the *intended* send time, so a stalled
+//!   server cannot hide its stall by slowing the generator down (no coordinated omission). Service
+//!   time (from the actual write) and schedule lag (write − intended) are kept separately.
+//! - **Closed model**: N connections, each send-wait-send, for a duration or a request count.
+//! - Per-second, per-request-name HdrHistograms ([`ceiling_metrics::Second`]) handed to the caller
+//!   as each second ends, so files can be flushed every second.
+//!
+//! Safety: targets must be loopback unless the caller allows remote ones, and every run has a
+//! hard time bound.
+
+mod clock;
+mod engine;
+mod http;
+mod request;
+mod schedule;
+mod summary;
+mod timer;
+
+pub use clock::{now_ns, process_cpu_ns};
+pub use engine::run;
+pub use request::{load_table, Table};
+pub use schedule::{timed_stages, Arrival, Schedule, TimedStage};
+pub use summary::{Summary, TagTotals};
+
+use ceiling_plan::{Arrivals, Model, Plan, RequestSpec, Stage};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A resolved HTTP target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Address to connect to.
+    pub addr: SocketAddr,
+    /// `Host` header value.
+    pub host_header: String,
+    /// Path prefix from the URL (no trailing slash), prepended to every request path.
+    pub base_path: String,
+}
+
+/// Errors from the engine, each saying what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The target URL is unusable or not allowed.
+    #[error("target: {0}")]
+    Target(String),
+    /// A data file could not be loaded.
+    #[error("data: {0}")]
+    Data(String),
+    /// The generator itself failed.
+    #[error("generator: {0}")]
+    Runtime(String),
+}
+
+/// Parses `http://host[:port][/base]`. Non-loopback addresses are refused unless `allow_remote`.
+pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        if url.starts_with("https://") {
+            LoadError::Target(format!("`{url}`: https is not supported yet; benchmark the plain-HTTP port on loopback"))
+        } else {
+            LoadError::Target(format!("`{url}` is not an http:// URL"))
+        }
+    })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty() {
+        return Err(LoadError::Target(format!("`{url}` has no host")));
+    }
+    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit())) && !authority.ends_with(']') {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let addrs: Vec<SocketAddr> = with_port
+        .to_socket_addrs()
+        .map_err(|e| LoadError::Target(format!("cannot resolve `{authority}`: {e}")))?
+        .collect();
+    let addr = *addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).ok_or_else(|| LoadError::Target(format!("`{authority}` resolves to no address")))?;
+    if !allow_remote && !is_loopback(addr.ip()) {
+        return Err(LoadError::Target(format!(
+            "`{url}` resolves to {}, which is not loopback; ceiling sends load only to this machine unless you pass --allow-remote for an address you own",
+            addr.ip()
+        )));
+    }
+    Ok(Target { addr, host_header: authority.to_string(), base_path: path.trim_end_matches('/').to_string() })
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v) => v.is_loopback(),
+        IpAddr::V6(v) => v.is_loopback() || v.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
+    }
+}
+
+/// Everything the engine needs for one run.
+#[derive(Debug)]
+pub struct LoadConfig {
+    /// Where to send.
+    pub target: Target,
+    /// Open or closed.
+    pub model: Model,
+    /// Arrival process (open model).
+    pub arrivals: Arrivals,
+    /// Keep-alive on (reuse connections) or off (one connection per request).
+    pub keep_alive: bool,
+    /// Connection cap (open model).
+    pub max_connections: usize,
+    /// Request timeout.
+    pub timeout: Duration,
+    /// Seed for the request stream and Poisson arrivals.
+    pub seed: u64,
+    /// Backlog bound before overload is reported.
+    pub max_backlog: usize,
+    /// Warm-up stages (recorded with phase `warmup`).
+    pub warmup: Vec<Stage>,
+    /// Measured stages.
+    pub stages: Vec<Stage>,
+    /// The request mix.
+    pub requests: Vec<RequestSpec>,
+    /// Data source name → CSV path (already resolved).
+    pub data: BTreeMap<String, PathBuf>,
+    /// Generator threads (each one tokio runtime and a shard of the schedule).
+    pub threads: usize,
+    /// Hard bound on the whole run; the engine stops by itself past it.
+    pub hard_limit: Duration,
+    /// Set to stop early (Ctrl-C); results so far are kept.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl LoadConfig {
+    /// Builds a config from a plan. `data_dir` resolves `@data/...` sources.
+    pub fn from_plan(plan: &Plan, target: Target, data_dir: Option<&std::path::Path>) -> Result<LoadConfig, LoadError> {
+        let mut data = BTreeMap::new();
+        for (name, src) in &plan.data {
+            let path = if src.needs_stand {
+                let dir = data_dir.ok_or_else(|| {
+                    LoadError::Data(format!("data source `{name}` is in the stand's data directory (@data/); run it with `ceiling run`, or pass --data-dir"))
+                })?;
+                dir.join(&src.path)
+            } else {
+                src.path.clone()
+            };
+            data.insert(name.clone(), path);
+        }
+        let planned = plan.total_duration();
+        let count_bound = plan.warmup.iter().chain(&plan.stages).any(|s| s.duration().is_none());
+        let hard_limit = if count_bound { Duration::from_secs(3600) } else { planned + plan.load.timeout + Duration::from_secs(10) };
+        Ok(LoadConfig {
+            target,
+            model: plan.load.model,
+            arrivals: plan.load.arrivals,
+            keep_alive: plan.load.keep_alive,
+            max_connections: plan.load.max_connections,
+            timeout: plan.load.timeout,
+            seed: plan.load.seed,
+            max_backlog: plan.load.max_backlog,
+            warmup: plan.warmup.clone(),
+            stages: plan.stages.clone(),
+            requests: plan.requests.clone(),
+            data,
+            threads: 1,
+            hard_limit,
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn refuses_remote_targets() {
+        assert!(parse_target("http://127.0.0.1:8080/api/", false).unwrap().base_path == "/api");
+        assert!(parse_target("http://localhost:9", false).is_ok());
+        let e = parse_target("http://10.1.2.3:80", false).unwrap_err().to_string();
+        assert!(e.contains("not loopback") && e.contains("--allow-remote"), "{e}");
+        assert!(parse_target("http://10.1.2.3:80", true).is_ok());
+        assert!(parse_target("https://127.0.0.1", false).unwrap_err().to_string().contains("https"));
+        assert!(parse_target("ftp://x", false).is_err());
+    }
+}

@@ -1,0 +1,453 @@
+//! `ceiling load`: the load engine on its own, against any HTTP service on loopback.
+
+use crate::record::Recorder;
+use anyhow::{bail, Context};
+use ceiling_load::{parse_target, LoadConfig, Summary};
+use ceiling_metrics::Outcome;
+use ceiling_plan::{format_duration, parse_duration, pct_name, Arrivals, Model, Plan, RequestSpec, Stage, Template};
+use clap::Args;
+use hdrhistogram::Histogram;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Arguments of `ceiling load`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  ceiling load --url http://127.0.0.1:8080/ping --rate 5000 --duration 30s
+  ceiling load --url http://127.0.0.1:8080/ping --connections 64 --duration 10s   (closed model, like wrk -c64)
+  ceiling load plans/000-status-mixed.toml --url http://127.0.0.1:8080 --data-dir .ceiling/data --quick
+  ceiling load --url http://127.0.0.1:8080/ --rate 2000 --duration 1m --arrivals poisson --out results/x --json")]
+pub struct LoadArgs {
+    /// Plan file (TOML) with stages and a weighted request mix. Without it, --url is requested alone.
+    pub plan: Option<PathBuf>,
+    /// Target URL (overrides the plan's target.url). Must be loopback unless --allow-remote.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Open model: hold this rate (requests/s) for --duration.
+    #[arg(long, conflicts_with = "connections")]
+    pub rate: Option<f64>,
+    /// Closed model: this many connections, each send-wait-send.
+    #[arg(long, short = 'c')]
+    pub connections: Option<usize>,
+    /// Duration of the single stage made from --rate/--connections (default 10s).
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+    /// Closed model: stop after this many requests instead of a duration.
+    #[arg(long, requires = "connections")]
+    pub requests: Option<u64>,
+    /// HTTP method for --url without a plan.
+    #[arg(long, short = 'm', default_value = "GET")]
+    pub method: String,
+    /// Header `Name: value` for --url without a plan (repeatable).
+    #[arg(long, short = 'H')]
+    pub header: Vec<String>,
+    /// Request body for --url without a plan.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Arrival process for the open model: uniform or poisson.
+    #[arg(long)]
+    pub arrivals: Option<String>,
+    /// Open a new TCP connection for every request.
+    #[arg(long)]
+    pub no_keep_alive: bool,
+    /// Request timeout (default: the plan's, else 10s).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Connection cap for the open model.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// Generator threads (each its own event loop and shard of the schedule).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Seed for the request stream and Poisson arrivals.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Directory of the stand's data files, for plans that use `@data/...` sources.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Scale every duration of the plan by its quick_scale (a scaled run; the output says so).
+    #[arg(long)]
+    pub quick: bool,
+    /// Write latency.hlog, timeseries.csv and summary.json into this directory.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Allow a non-loopback target (only addresses you own).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Hard bound on the run's length (default: planned length + timeout + 10s).
+    #[arg(long)]
+    pub max_time: Option<String>,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn dur(s: &str, what: &str) -> anyhow::Result<Duration> {
+    parse_duration(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
+}
+
+/// Builds the plan from a file or from flags.
+fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
+    let mut plan = match &a.plan {
+        Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+        None => {
+            let url = a.url.as_deref().context("give a plan file or --url")?;
+            let path = url.strip_prefix("http://").and_then(|r| r.find('/').map(|i| r[i..].to_string())).unwrap_or_else(|| "/".into());
+            let mut headers = Vec::new();
+            for h in &a.header {
+                let (k, v) = h.split_once(':').with_context(|| format!("--header `{h}`: write `Name: value`"))?;
+                headers.push((k.trim().to_string(), Template { segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())] }));
+            }
+            if a.rate.is_none() && a.connections.is_none() {
+                bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
+            }
+            let text = format!("name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n");
+            let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>")).map_err(|e| anyhow::anyhow!("{e}"))?;
+            p.requests = vec![RequestSpec {
+                name: "request".into(),
+                weight: 1,
+                method: a.method.to_ascii_uppercase(),
+                path: Template { segments: vec![ceiling_plan::Segment::Literal(path)] },
+                headers,
+                body: a.body.as_ref().map(|b| Template { segments: vec![ceiling_plan::Segment::Literal(b.clone())] }),
+                expect: vec![],
+            }];
+            p.stages.clear();
+            p
+        }
+    };
+    if a.quick {
+        plan = plan.scaled(plan.quick_scale);
+    }
+    let d = match &a.duration {
+        Some(s) => Some(dur(s, "duration")?),
+        None => None,
+    };
+    if let Some(r) = a.rate {
+        if !(r > 0.0 && r <= 10_000_000.0) {
+            bail!("--rate must be above 0 and at most 10,000,000");
+        }
+        plan.stages = vec![Stage::Hold { rate: r, duration: d.unwrap_or(Duration::from_secs(10)) }];
+        plan.warmup.clear();
+        plan.load.model = Model::Open;
+    } else if let Some(c) = a.connections {
+        if c == 0 {
+            bail!("--connections must be at least 1");
+        }
+        let duration = if a.requests.is_some() { d } else { Some(d.unwrap_or(Duration::from_secs(10))) };
+        plan.stages = vec![Stage::Closed { connections: c, duration, requests: a.requests }];
+        plan.warmup.clear();
+        plan.load.model = Model::Closed;
+    }
+    if plan.stages.is_empty() {
+        bail!("the plan has no stages: add [[stages]] or pass --rate/--connections");
+    }
+    if let Some(s) = &a.arrivals {
+        plan.load.arrivals = match s.as_str() {
+            "uniform" => Arrivals::Uniform,
+            "poisson" => Arrivals::Poisson,
+            _ => bail!("--arrivals: `{s}` is not uniform or poisson"),
+        };
+    }
+    if a.no_keep_alive {
+        plan.load.keep_alive = false;
+    }
+    if let Some(t) = &a.timeout {
+        plan.load.timeout = dur(t, "timeout")?;
+    }
+    if let Some(m) = a.max_connections {
+        plan.load.max_connections = m.max(1);
+    }
+    if let Some(s) = a.seed {
+        plan.load.seed = s;
+    }
+    Ok(plan)
+}
+
+/// Runs `ceiling load`.
+pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
+    let plan = build_plan(&a)?;
+    let url = a.url.clone().or(plan.target.url.clone()).context("no target: pass --url or set target.url in the plan")?;
+    let base = if a.plan.is_none() {
+        // The whole URL path is the request path; the base is just scheme+authority.
+        let rest = url.trim_start_matches("http://");
+        format!("http://{}", rest.split('/').next().unwrap_or(rest))
+    } else {
+        url.clone()
+    };
+    let target = parse_target(&base, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    cfg.threads = a.threads.clamp(1, 64);
+    if let Some(m) = &a.max_time {
+        cfg.hard_limit = dur(m, "max-time")?;
+    }
+    let stop = cfg.stop.clone();
+    install_ctrlc(stop.clone());
+
+    let label = describe(&plan, &url, cfg.threads);
+    if !a.quiet && !a.json {
+        eprintln!("{label}");
+        if plan.scaled_by != 1.0 {
+            eprintln!("note: scaled run — every duration × {}", plan.scaled_by);
+        }
+    }
+    let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
+    let total = if plan.stages.iter().all(|s| s.duration().is_some()) { Some(plan.total_duration()) } else { None };
+    let mut rec = Recorder::new(a.out.as_deref(), "", tags, total, "load", a.quiet || a.json)?;
+    let cpu0 = ceiling_load::process_cpu_ns();
+    let t0 = std::time::Instant::now();
+    let summary = ceiling_load::run(cfg, |s| rec.second(s)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
+    let wall = t0.elapsed().as_secs_f64();
+    rec.finish();
+    let report = LoadReport::new(&plan, &url, &summary, cpu, wall);
+    if let Some(dir) = &a.out {
+        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&report)?)?;
+    }
+    if let Some(e) = &rec.io_error {
+        eprintln!("warning: {e}");
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    if stop.load(Ordering::Relaxed) {
+        eprintln!("stopped early by signal; the results above cover the time that ran");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(plan: &Plan, url: &str, threads: usize) -> String {
+    let stages: Vec<String> = plan
+        .stages
+        .iter()
+        .map(|s| match s {
+            Stage::Closed { duration, requests, .. } => format!(
+                "{} for {}",
+                s.label(),
+                requests.map(|n| format!("{n} requests")).or(duration.map(format_duration)).unwrap_or_default()
+            ),
+            _ => format!("{} for {}", s.label(), format_duration(s.duration().unwrap_or_default())),
+        })
+        .collect();
+    format!(
+        "ceiling load → {url}  {} model{}, {}, keep-alive {}, {} thread{}",
+        plan.model_name(),
+        if plan.is_open() { format!(" ({:?} arrivals)", plan.load.arrivals).to_lowercase() } else { String::new() },
+        stages.join(", "),
+        if plan.load.keep_alive { "on" } else { "off" },
+        threads,
+        if threads == 1 { "" } else { "s" }
+    )
+}
+
+/// Percentiles in milliseconds.
+#[derive(serde::Serialize)]
+pub struct Percentiles {
+    count: u64,
+    p50_ms: f64,
+    p90_ms: f64,
+    p95_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+}
+
+impl Percentiles {
+    fn of(h: &Histogram<u64>) -> Self {
+        let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
+        Percentiles { count: h.len(), p50_ms: q(0.5), p90_ms: q(0.9), p95_ms: q(0.95), p99_ms: q(0.99), p999_ms: q(0.999), max_ms: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 } }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct TagReport {
+    name: String,
+    requests: u64,
+    rps: f64,
+    latency: Percentiles,
+    service: Percentiles,
+    errors: std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// The machine-readable summary of `ceiling load`.
+#[derive(serde::Serialize)]
+pub struct LoadReport {
+    schema_version: u32,
+    url: String,
+    model: String,
+    scaled_by: f64,
+    measured_seconds: u32,
+    offered: u64,
+    offered_rps: f64,
+    completed: u64,
+    achieved_rps: f64,
+    latency_origin: String,
+    latency: Percentiles,
+    service: Percentiles,
+    schedule_lag: Percentiles,
+    errors: std::collections::BTreeMap<&'static str, u64>,
+    error_rate: f64,
+    overflow: u64,
+    per_request: Vec<TagReport>,
+    generator_cpu_seconds: f64,
+    generator_cpu_us_per_request: f64,
+    generator_cpu_mean_pct: f64,
+    generator_cpu_max_pct: f64,
+    generator_bound: bool,
+    generator_verdict: String,
+    stopped_early: bool,
+}
+
+fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<&'static str, u64> {
+    Outcome::ALL.iter().filter(|o| **o != Outcome::Ok && c.get(**o) > 0).map(|o| (o.name(), c.get(*o))).collect()
+}
+
+impl LoadReport {
+    fn new(plan: &Plan, url: &str, s: &Summary, cpu_s: f64, _wall: f64) -> Self {
+        let secs = s.measured_seconds.max(1) as f64;
+        let c = s.counts();
+        let lag = Percentiles::of(&s.lag);
+        let open = plan.is_open();
+        let mut reasons = Vec::new();
+        if open && lag.p99_ms > plan.analysis.max_schedule_lag.as_secs_f64() * 1000.0 {
+            reasons.push(format!("schedule lag p99 {:.2} ms > {}", lag.p99_ms, format_duration(plan.analysis.max_schedule_lag)));
+        }
+        if s.generator_cpu_mean > plan.analysis.max_generator_cpu {
+            reasons.push(format!("generator CPU {:.0}% of a core > {:.0}%", s.generator_cpu_mean, plan.analysis.max_generator_cpu));
+        }
+        if s.overflow > 0 {
+            reasons.push(format!("{} requests overflowed the backlog", s.overflow));
+        }
+        if open && (s.sent as f64) < 0.99 * s.offered as f64 {
+            reasons.push(format!("only {} of {} scheduled requests were sent", s.sent, s.offered));
+        }
+        let bound = !reasons.is_empty();
+        LoadReport {
+            schema_version: 1,
+            url: url.to_string(),
+            model: plan.model_name().into(),
+            scaled_by: plan.scaled_by,
+            measured_seconds: s.measured_seconds,
+            offered: s.offered,
+            offered_rps: s.offered as f64 / secs,
+            completed: c.total(),
+            achieved_rps: c.total() as f64 / secs,
+            latency_origin: if open { "intended send time".into() } else { "request write (closed model)".into() },
+            latency: Percentiles::of(&s.latency()),
+            service: Percentiles::of(&{
+                let mut h = ceiling_metrics::new_histogram();
+                for t in &s.tags {
+                    ceiling_metrics::merge_into(&mut h, &t.service);
+                }
+                h
+            }),
+            schedule_lag: lag,
+            errors: error_map(&c),
+            error_rate: if c.total() > 0 { c.errors() as f64 / c.total() as f64 } else { 0.0 },
+            overflow: s.overflow,
+            per_request: s
+                .tags
+                .iter()
+                .map(|t| TagReport {
+                    name: t.name.clone(),
+                    requests: t.counts.total(),
+                    rps: t.counts.total() as f64 / secs,
+                    latency: Percentiles::of(&t.latency),
+                    service: Percentiles::of(&t.service),
+                    errors: error_map(&t.counts),
+                })
+                .collect(),
+            generator_cpu_seconds: cpu_s,
+            generator_cpu_us_per_request: if c.total() > 0 { cpu_s * 1e6 / c.total() as f64 } else { 0.0 },
+            generator_cpu_mean_pct: s.generator_cpu_mean,
+            generator_cpu_max_pct: s.generator_cpu_max,
+            generator_bound: bound,
+            generator_verdict: if bound {
+                format!("GENERATOR-BOUND — this result describes the generator, not the service: {}", reasons.join("; "))
+            } else {
+                "the generator kept up (lag, CPU and backlog within bounds)".into()
+            },
+            stopped_early: s.stopped_early,
+        }
+    }
+}
+
+fn print_report(r: &LoadReport) {
+    let row = |name: &str, p: &Percentiles| {
+        println!(
+            "  {:<22} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+            name, p.p50_ms, p.p90_ms, p.p95_ms, p.p99_ms, p.p999_ms, p.max_ms
+        )
+    };
+    println!();
+    println!(
+        "  Requests      offered {} ({:.1}/s)   completed {} ({:.1}/s)   over {} s{}",
+        r.offered,
+        r.offered_rps,
+        r.completed,
+        r.achieved_rps,
+        r.measured_seconds,
+        if r.scaled_by != 1.0 { format!("   [scaled ×{}]", r.scaled_by) } else { String::new() }
+    );
+    let errs = if r.errors.is_empty() {
+        "none".to_string()
+    } else {
+        r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+    };
+    println!("  Errors        {errs} ({:.3}%)", r.error_rate * 100.0);
+    println!();
+    println!("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "ms", "p50", "p90", "p95", "p99", "p99.9", "max");
+    row(&format!("latency ({})", if r.model == "open" { "intended" } else { "closed" }), &r.latency);
+    row("service time", &r.service);
+    if r.model == "open" {
+        row("schedule lag", &r.schedule_lag);
+    }
+    if r.per_request.len() > 1 {
+        println!();
+        println!("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "per request", "rps", "p50", "p90", "p99", "p99.9", "max", "errors");
+        for t in &r.per_request {
+            println!(
+                "  {:<22} {:>9.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9}",
+                t.name,
+                t.rps,
+                t.latency.p50_ms,
+                t.latency.p90_ms,
+                t.latency.p99_ms,
+                t.latency.p999_ms,
+                t.latency.max_ms,
+                t.errors.values().sum::<u64>()
+            );
+        }
+    }
+    println!();
+    println!(
+        "  Generator     {:.2} CPU-s, {:.2} µs CPU/request, mean {:.0}% / max {:.0}% of a core",
+        r.generator_cpu_seconds, r.generator_cpu_us_per_request, r.generator_cpu_mean_pct, r.generator_cpu_max_pct
+    );
+    println!("  Verdict       {}", r.generator_verdict);
+    let _ = pct_name;
+}
+
+/// Sets `stop` on SIGINT/SIGTERM so the engine winds down and results are kept.
+pub fn install_ctrlc(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    let _ = STOP.set(stop);
+    extern "C" fn on_signal(_: libc::c_int) {
+        if let Some(s) = STOP.get() {
+            s.store(true, Ordering::Relaxed);
+        }
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}

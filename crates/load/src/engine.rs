@@ -1,0 +1,546 @@
+//! The engine: worker threads (one tokio current-thread runtime each) that send the plan's load,
+//! and an aggregator that merges their per-second records and hands them out in order.
+//!
+//! Open model: a dispatcher walks the schedule of intended send times and hands each request to
+//! an idle keep-alive connection, opening connections up to the cap; when none is free the request
+//! waits in a bounded backlog (counted each second) and its latency still runs from its *intended*
+//! time. Closed model: N connection loops send-wait-send.
+
+use crate::clock::{now_ns, process_cpu_ns};
+use crate::http::{Conn, ExchangeError};
+use crate::request::{load_table, Mix, Table, Wire};
+use crate::schedule::{timed_stages, Schedule, TimedStage};
+use crate::timer::PreciseTimer;
+use crate::{LoadConfig, LoadError, Summary};
+use ceiling_metrics::{record_us, Outcome, Phase, Second, TagSecond};
+use ceiling_plan::{Model, RequestSpec, Stage};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+enum Msg {
+    Second(Second),
+    Done,
+    Failed(String),
+}
+
+/// Where in the plan a moment of the run is.
+#[derive(Clone)]
+enum StageClock {
+    /// Open model: stage boundaries known in advance (ns since start): (phase, index, end).
+    Fixed(Vec<(Phase, usize, u64)>),
+    /// Closed model: set by the runner as it moves through stages.
+    Live(Rc<Cell<(Phase, usize)>>),
+}
+
+impl StageClock {
+    fn at(&self, t_ns: u64) -> (Phase, usize) {
+        match self {
+            StageClock::Fixed(v) => v.iter().find(|(_, _, end)| t_ns < *end).or(v.last()).map(|(p, i, _)| (*p, *i)).unwrap_or((Phase::Measure, 0)),
+            StageClock::Live(c) => c.get(),
+        }
+    }
+}
+
+/// Per-worker recorder of the current second.
+struct Recorder {
+    start: u64,
+    cur: Second,
+    tx: mpsc::Sender<Msg>,
+    clock: StageClock,
+    ntags: usize,
+}
+
+impl Recorder {
+    #[inline]
+    fn sec(&self, ns: u64) -> u32 {
+        (ns.saturating_sub(self.start) / 1_000_000_000) as u32
+    }
+    /// Moves to the second containing `ns`, sending finished seconds (empty ones included).
+    #[inline]
+    fn rotate(&mut self, ns: u64) {
+        let t = self.sec(ns);
+        while self.cur.t < t {
+            let nt = self.cur.t + 1;
+            let (phase, stage) = self.clock.at(nt as u64 * 1_000_000_000);
+            let next = Second::new(nt, phase, stage, self.ntags);
+            let done = std::mem::replace(&mut self.cur, next);
+            let _ = self.tx.send(Msg::Second(done));
+        }
+    }
+    #[inline]
+    fn tag(&mut self, now: u64, tag: usize) -> &mut TagSecond {
+        self.rotate(now);
+        &mut self.cur.tags[tag]
+    }
+    fn flush(&mut self) {
+        let (phase, stage) = (self.cur.phase, self.cur.stage);
+        let last = std::mem::replace(&mut self.cur, Second::new(u32::MAX, phase, stage, 0));
+        let _ = self.tx.send(Msg::Second(last));
+    }
+}
+
+/// What every task of a worker shares.
+struct Ctx {
+    cfg: Arc<LoadConfig>,
+    specs: Vec<RequestSpec>,
+    rec: RefCell<Recorder>,
+    mix: RefCell<(Mix, ChaCha8Rng)>,
+    stopping: Cell<bool>,
+    conns: Cell<u64>,
+}
+
+impl Ctx {
+    fn outcome(&self, tag: usize, r: Result<crate::http::Response, ExchangeError>) -> (Outcome, bool) {
+        match r {
+            Ok(resp) => {
+                let o = if self.specs[tag].expects(resp.status) { Outcome::Ok } else { Outcome::for_unexpected_status(resp.status) };
+                (o, resp.reusable)
+            }
+            Err(ExchangeError::Reset) => (Outcome::Reset, false),
+            Err(ExchangeError::Malformed) => (Outcome::Other, false),
+        }
+    }
+
+    /// Sends one request on `conn` (connecting first if needed) and records it.
+    /// `intended` is the latency origin: the schedule's time (open) or the write time (closed).
+    async fn exchange(&self, conn: &mut Option<Conn>, tag: usize, wire: &Wire, intended: Option<u64>) {
+        let head_only = self.specs[tag].method == "HEAD";
+        let timeout = self.cfg.timeout;
+        let mut outcome = Outcome::Ok;
+        let mut sent = now_ns();
+        if conn.is_none() {
+            match tokio::time::timeout(timeout, Conn::connect(self.cfg.target.addr)).await {
+                Ok(Ok(c)) => {
+                    *conn = Some(c);
+                    self.conns.set(self.conns.get() + 1);
+                }
+                Ok(Err(_)) => outcome = Outcome::Connect,
+                Err(_) => outcome = Outcome::Timeout,
+            }
+            sent = now_ns();
+        }
+        if let Some(c) = conn.as_mut() {
+            if let Some(i) = intended {
+                let mut rec = self.rec.borrow_mut();
+                rec.rotate(sent);
+                rec.cur.sent += 1;
+                record_us(&mut rec.cur.lag, sent.saturating_sub(i) / 1000);
+            } else {
+                let mut rec = self.rec.borrow_mut();
+                rec.rotate(sent);
+                rec.cur.sent += 1;
+                rec.cur.offered += 1;
+            }
+            let res = tokio::time::timeout(timeout, async {
+                c.send(wire.as_bytes()).await?;
+                c.receive(head_only).await
+            })
+            .await;
+            let keep = match res {
+                Ok(r) => {
+                    let (o, reusable) = self.outcome(tag, r);
+                    outcome = o;
+                    reusable && self.cfg.keep_alive
+                }
+                Err(_) => {
+                    outcome = Outcome::Timeout;
+                    false
+                }
+            };
+            if !keep {
+                *conn = None;
+                self.conns.set(self.conns.get() - 1);
+            }
+        }
+        let done = now_ns();
+        let origin = intended.unwrap_or(sent);
+        let mut rec = self.rec.borrow_mut();
+        let ts = rec.tag(done, tag);
+        record_us(&mut ts.latency, done.saturating_sub(origin) / 1000);
+        record_us(&mut ts.service, done.saturating_sub(sent) / 1000);
+        ts.counts.add(outcome);
+    }
+}
+
+/// A request waiting for a connection.
+struct Job {
+    intended: u64,
+    tag: usize,
+    wire: Wire,
+}
+
+/// An idle connection waiting for its next job.
+struct Slot {
+    job: Cell<Option<Job>>,
+    waker: Cell<Option<Waker>>,
+    closed: Cell<bool>,
+}
+
+/// Open-model shared state.
+struct Dispatch {
+    idle: RefCell<Vec<Rc<Slot>>>,
+    backlog: RefCell<VecDeque<Job>>,
+    open_tasks: Cell<usize>,
+    next_due: Cell<u64>,
+    sched_waker: RefCell<Option<Waker>>,
+    exhausted: Cell<bool>,
+}
+
+fn wake_slot(s: &Slot) {
+    if let Some(w) = s.waker.take() {
+        w.wake();
+    }
+}
+
+async fn next_job(slot: &Rc<Slot>, d: &Dispatch) -> Option<Job> {
+    d.idle.borrow_mut().push(slot.clone());
+    poll_fn(|cx| {
+        if let Some(j) = slot.job.take() {
+            return Poll::Ready(Some(j));
+        }
+        if slot.closed.get() {
+            return Poll::Ready(None);
+        }
+        slot.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
+    })
+    .await
+}
+
+async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Job) {
+    let slot = Rc::new(Slot { job: Cell::new(None), waker: Cell::new(None), closed: Cell::new(false) });
+    let mut conn: Option<Conn> = None;
+    let mut job = first;
+    loop {
+        ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended)).await;
+        // I/O-driven dispatch: if the schedule is due, run the dispatcher now rather than waiting
+        // for its timer.
+        if now_ns() >= d.next_due.get() {
+            if let Some(w) = d.sched_waker.borrow().as_ref() {
+                w.wake_by_ref();
+            }
+        }
+        let queued = d.backlog.borrow_mut().pop_front();
+        job = match queued {
+            Some(j) => j,
+            None => match next_job(&slot, &d).await {
+                Some(j) => j,
+                None => break,
+            },
+        };
+    }
+    if conn.is_some() {
+        ctx.conns.set(ctx.conns.get() - 1);
+    }
+    d.open_tasks.set(d.open_tasks.get() - 1);
+}
+
+async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), start: u64) -> Result<(), String> {
+    let cfg = ctx.cfg.clone();
+    let d = Rc::new(Dispatch {
+        idle: RefCell::new(Vec::new()),
+        backlog: RefCell::new(VecDeque::new()),
+        open_tasks: Cell::new(0),
+        next_due: Cell::new(0),
+        sched_waker: RefCell::new(None),
+        exhausted: Cell::new(false),
+    });
+    // Each worker may hold its share of the connection cap.
+    let cap = (cfg.max_connections / shard.1 as usize).max(1);
+    let backlog_cap = (cfg.max_backlog / shard.1 as usize).max(1);
+    let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
+    let mut timer = PreciseTimer::new().map_err(|e| format!("cannot create timerfd: {e}"))?;
+    poll_fn(|cx| loop {
+        if ctx.stopping.get() {
+            return Poll::Ready(());
+        }
+        let now = now_ns();
+        while let Some(a) = sched.peek() {
+            let at = start + a.at;
+            if at > now {
+                break;
+            }
+            let a = sched.next().unwrap();
+            let intended = start + a.at;
+            let (tag, wire) = {
+                let mut m = ctx.mix.borrow_mut();
+                let (mix, rng) = &mut *m;
+                let tag = mix.pick(rng);
+                (tag, mix.render(tag, rng))
+            };
+            {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.rotate(now);
+                rec.cur.offered += 1;
+            }
+            let job = Job { intended, tag, wire };
+            let idle = d.idle.borrow_mut().pop();
+            if let Some(slot) = idle {
+                slot.job.set(Some(job));
+                wake_slot(&slot);
+            } else if d.open_tasks.get() < cap {
+                d.open_tasks.set(d.open_tasks.get() + 1);
+                tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), job));
+            } else if d.backlog.borrow().len() < backlog_cap {
+                d.backlog.borrow_mut().push_back(job);
+            } else {
+                // Generator overload: the request is counted, never silently dropped.
+                let mut rec = ctx.rec.borrow_mut();
+                rec.cur.overflow += 1;
+            }
+        }
+        match sched.peek() {
+            None => {
+                d.exhausted.set(true);
+                return Poll::Ready(());
+            }
+            Some(a) => {
+                let at = start + a.at;
+                d.next_due.set(at);
+                *d.sched_waker.borrow_mut() = Some(cx.waker().clone());
+                timer.arm(at);
+                if timer.poll_fired(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+        }
+    })
+    .await;
+    d.next_due.set(u64::MAX);
+    // Drain: let in-flight requests finish (each is bounded by the request timeout).
+    let drain_deadline = now_ns() + cfg.timeout.as_nanos() as u64 + 1_000_000_000;
+    while (d.idle.borrow().len() < d.open_tasks.get() || !d.backlog.borrow().is_empty()) && now_ns() < drain_deadline && !ctx.stopping.get() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for s in d.idle.borrow_mut().drain(..) {
+        s.closed.set(true);
+        wake_slot(&s);
+    }
+    tokio::task::yield_now().await;
+    Ok(())
+}
+
+async fn run_closed(ctx: Rc<Ctx>, stages: Vec<(Phase, usize, Stage)>, shard: (u64, u64), live: Rc<Cell<(Phase, usize)>>) -> Result<(), String> {
+    for (phase, idx, st) in stages {
+        if ctx.stopping.get() {
+            break;
+        }
+        let Stage::Closed { connections, duration, requests } = st else { continue };
+        live.set((phase, idx));
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.rotate(now_ns());
+            // The second in which a stage starts belongs to it.
+            rec.cur.phase = phase;
+            rec.cur.stage = idx;
+        }
+        let share = |total: u64| total / shard.1 + u64::from(shard.0 < total % shard.1);
+        let n = share(connections as u64) as usize;
+        let budget = Rc::new(Cell::new(requests.map(share).unwrap_or(u64::MAX)));
+        let deadline = duration.map(|d| now_ns() + d.as_nanos() as u64).unwrap_or(u64::MAX);
+        let mut tasks = Vec::new();
+        for _ in 0..n {
+            let ctx = ctx.clone();
+            let budget = budget.clone();
+            tasks.push(tokio::task::spawn_local(async move {
+                let mut conn: Option<Conn> = None;
+                while !ctx.stopping.get() && now_ns() < deadline && budget.get() > 0 {
+                    budget.set(budget.get() - 1);
+                    let (tag, wire) = {
+                        let mut m = ctx.mix.borrow_mut();
+                        let (mix, rng) = &mut *m;
+                        let tag = mix.pick(rng);
+                        (tag, mix.render(tag, rng))
+                    };
+                    ctx.exchange(&mut conn, tag, &wire, None).await;
+                }
+                if conn.is_some() {
+                    ctx.conns.set(ctx.conns.get() - 1);
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+    Ok(())
+}
+
+/// Runs one worker thread's share of the load.
+fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64, u64), start: u64, tx: mpsc::Sender<Msg>) {
+    let fail = |m: String| {
+        let _ = tx.send(Msg::Failed(m));
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the generator runtime: {e}")),
+    };
+    let host = cfg.target.host_header.clone();
+    let mix = match Mix::new(&cfg.requests, tables, &host, &cfg.target.base_path, cfg.keep_alive) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let ntags = cfg.requests.len();
+    let live = Rc::new(Cell::new((Phase::Measure, 0)));
+    let (clock, open_stages) = match cfg.model {
+        Model::Open => {
+            let w = timed_stages(&cfg.warmup, 0);
+            let wend = w.last().map(|s| s.end).unwrap_or(0);
+            let m = timed_stages(&cfg.stages, wend);
+            let mut bounds: Vec<_> = w.iter().enumerate().map(|(i, s)| (Phase::Warmup, i, s.end)).collect();
+            bounds.extend(m.iter().enumerate().map(|(i, s)| (Phase::Measure, i, s.end)));
+            let all: Vec<TimedStage> = w.into_iter().chain(m).collect();
+            (StageClock::Fixed(bounds), all)
+        }
+        Model::Closed => {
+            let first = if cfg.warmup.is_empty() { Phase::Measure } else { Phase::Warmup };
+            live.set((first, 0));
+            (StageClock::Live(live.clone()), Vec::new())
+        }
+    };
+    let (p0, s0) = clock.at(0);
+    let rec = Recorder { start, cur: Second::new(0, p0, s0, ntags), tx: tx.clone(), clock, ntags };
+    // Shards draw different request streams from one seed.
+    let rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(shard.0));
+    let ctx = Rc::new(Ctx {
+        cfg: cfg.clone(),
+        specs: cfg.requests.clone(),
+        rec: RefCell::new(rec),
+        mix: RefCell::new((mix, rng)),
+        stopping: Cell::new(false),
+        conns: Cell::new(0),
+    });
+    let local = tokio::task::LocalSet::new();
+    let result = local.block_on(&rt, async {
+        // Ticker: closes each second on time even when nothing completes, and watches the stop flag.
+        let tick_ctx = ctx.clone();
+        let ticker = tokio::task::spawn_local(async move {
+            let mut next = start + 1_000_000_000;
+            loop {
+                let wait = next.saturating_sub(now_ns());
+                tokio::time::sleep(Duration::from_nanos(wait)).await;
+                {
+                    let mut rec = tick_ctx.rec.borrow_mut();
+                    rec.cur.connections = tick_ctx.conns.get();
+                    rec.rotate(now_ns());
+                }
+                next += 1_000_000_000;
+                if tick_ctx.cfg.stop.load(Ordering::Relaxed) || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64 {
+                    tick_ctx.stopping.set(true);
+                }
+            }
+        });
+        let r = match cfg.model {
+            Model::Open => run_open(ctx.clone(), open_stages, shard, start).await,
+            Model::Closed => {
+                let mut list: Vec<(Phase, usize, Stage)> = cfg.warmup.iter().cloned().enumerate().map(|(i, s)| (Phase::Warmup, i, s)).collect();
+                list.extend(cfg.stages.iter().cloned().enumerate().map(|(i, s)| (Phase::Measure, i, s)));
+                run_closed(ctx.clone(), list, shard, live).await
+            }
+        };
+        ticker.abort();
+        r
+    });
+    {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.rotate(now_ns());
+        rec.cur.connections = ctx.conns.get();
+        rec.flush();
+    }
+    match result {
+        Ok(()) => {
+            let _ = tx.send(Msg::Done);
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Runs the load described by `cfg`, calling `on_second` for every merged second, in order.
+pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summary, LoadError> {
+    let cfg = Arc::new(cfg);
+    let mut tables = HashMap::new();
+    for (name, path) in &cfg.data {
+        let t = load_table(path).map_err(|e| LoadError::Data(e.to_string()))?;
+        tables.insert(name.clone(), Arc::new(t));
+    }
+    let threads = cfg.threads.max(1);
+    let (tx, rx) = mpsc::channel();
+    let start = now_ns() + 20_000_000; // a moment for the workers to start
+    let mut handles = Vec::new();
+    for i in 0..threads {
+        let (cfg, tables, tx) = (cfg.clone(), tables.clone(), tx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("ceiling-load-{i}"))
+            .spawn(move || worker(cfg, tables, (i as u64, threads as u64), start, tx))
+            .map_err(|e| LoadError::Runtime(format!("cannot start a generator thread: {e}")))?;
+        handles.push(h);
+    }
+    drop(tx);
+
+    let ntags = cfg.requests.len();
+    let mut summary = Summary::new(&cfg.requests);
+    let mut pending: HashMap<u32, (Second, usize)> = HashMap::new();
+    let mut next_t = 0u32;
+    let mut done = 0usize;
+    let mut failure = None;
+    let mut last_cpu = (process_cpu_ns(), now_ns());
+    let mut emit = |s: Second, summary: &mut Summary, last_cpu: &mut (u64, u64)| {
+        let mut s = s;
+        let (cpu, wall) = (process_cpu_ns(), now_ns());
+        s.generator_cpu = if wall > last_cpu.1 { (cpu - last_cpu.0) as f64 / (wall - last_cpu.1) as f64 * 100.0 } else { 0.0 };
+        *last_cpu = (cpu, wall);
+        summary.add(&s);
+        on_second(&s);
+    };
+    while done < threads {
+        let msg = match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        match msg {
+            Msg::Second(s) => {
+                let t = s.t;
+                let entry = pending.entry(t).or_insert_with(|| (Second::new(t, s.phase, s.stage, ntags), 0));
+                entry.0.merge(&s);
+                entry.0.phase = s.phase;
+                entry.0.stage = s.stage;
+                entry.1 += 1;
+                while pending.get(&next_t).is_some_and(|(_, n)| *n == threads) {
+                    let (s, _) = pending.remove(&next_t).unwrap();
+                    emit(s, &mut summary, &mut last_cpu);
+                    next_t += 1;
+                }
+            }
+            Msg::Done => done += 1,
+            Msg::Failed(e) => {
+                failure = Some(e);
+                done += 1;
+                cfg.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    // The last, partial second: merge what every shard had when it finished.
+    let mut rest: Vec<_> = pending.into_iter().collect();
+    rest.sort_by_key(|(t, _)| *t);
+    for (_, (s, _)) in rest {
+        emit(s, &mut summary, &mut last_cpu);
+    }
+    if let Some(e) = failure {
+        return Err(LoadError::Runtime(e));
+    }
+    summary.stopped_early = cfg.stop.load(Ordering::Relaxed) || now_ns() > start + cfg.hard_limit.as_nanos() as u64;
+    Ok(summary)
+}

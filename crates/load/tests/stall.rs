@@ -1,0 +1,132 @@
+//! The coordinated-omission test from the issue: a local server stalls every response for a known
+//! time at a known period (like a stop-the-world pause). At a fixed open-model rate, the share of
+//! requests that arrive during a stall is S/P, and a request arriving x into a stall waits S − x,
+//! so the analytic p99 is S − 0.01·P (for S/P > 1%). The engine must report it within 5%.
+//! A closed-model run against the same server is shown for contrast: its connections simply wait
+//! out each stall, so only a handful of requests see it and its p99 hides the stall.
+
+use ceiling_load::{parse_target, run, LoadConfig};
+use ceiling_plan::{Arrivals, Model, RequestSpec, Stage, Template};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const STALL: Duration = Duration::from_millis(100);
+const PERIOD: Duration = Duration::from_millis(1000);
+
+/// Starts the stalling server on an ephemeral loopback port; returns the port.
+fn stalling_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let t0 = Instant::now();
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { continue };
+                s.set_nodelay(true).ok();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut filled = 0;
+                    loop {
+                        // One request head per response (the generator does not pipeline).
+                        let end = loop {
+                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            match s.read(&mut buf[filled..]).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => filled += n,
+                            }
+                        };
+                        buf.copy_within(end..filled, 0);
+                        filled -= end;
+                        let now = t0.elapsed();
+                        let phase = Duration::from_nanos((now.as_nanos() % PERIOD.as_nanos()) as u64);
+                        if phase < STALL {
+                            tokio::time::sleep(STALL - phase).await;
+                        }
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    port
+}
+
+fn config(port: u16, model: Model, stage: Stage) -> LoadConfig {
+    LoadConfig {
+        target: parse_target(&format!("http://127.0.0.1:{port}"), false).unwrap(),
+        model,
+        arrivals: Arrivals::Uniform,
+        keep_alive: true,
+        max_connections: 2000,
+        timeout: Duration::from_secs(5),
+        seed: 1,
+        max_backlog: 1_000_000,
+        warmup: vec![],
+        stages: vec![stage],
+        requests: vec![RequestSpec {
+            name: "get".into(),
+            weight: 1,
+            method: "GET".into(),
+            path: Template::parse("/").unwrap(),
+            headers: vec![],
+            body: None,
+            expect: vec![],
+        }],
+        data: BTreeMap::new(),
+        threads: 1,
+        hard_limit: Duration::from_secs(60),
+        stop: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+#[test]
+fn open_model_p99_matches_the_analytic_value_and_closed_model_hides_the_stall() {
+    let port = stalling_server();
+    let rate = 1000.0;
+    let secs = 10;
+    let open = run(config(port, Model::Open, Stage::Hold { rate, duration: Duration::from_secs(secs) }), |_| {}).unwrap();
+    let h = open.latency();
+    let analytic_ms = (STALL.as_secs_f64() - 0.01 * PERIOD.as_secs_f64()) * 1000.0;
+    let p99_ms = h.value_at_quantile(0.99) as f64 / 1000.0;
+    let c = open.counts();
+    eprintln!("open model: {} requests, p50 {:.2} ms, p99 {:.2} ms (analytic {:.1} ms), max {:.2} ms",
+        c.total(), h.value_at_quantile(0.5) as f64 / 1000.0, p99_ms, analytic_ms, h.max() as f64 / 1000.0);
+    assert_eq!(c.errors(), 0);
+    assert_eq!(c.total(), (rate as u64) * secs, "every scheduled request completes");
+    assert!((p99_ms - analytic_ms).abs() <= 0.05 * analytic_ms, "open-model p99 {p99_ms:.2} ms is not within 5% of {analytic_ms:.1} ms");
+
+    let closed = run(config(port, Model::Closed, Stage::Closed { connections: 10, duration: Some(Duration::from_secs(5)), requests: None }), |_| {}).unwrap();
+    let hc = closed.latency();
+    let cp99 = hc.value_at_quantile(0.99) as f64 / 1000.0;
+    eprintln!("closed model (10 connections): {} requests, p99 {:.2} ms — the stall is hidden (coordinated omission)", hc.len(), cp99);
+    assert!(cp99 < analytic_ms / 2.0, "closed-model p99 {cp99:.2} ms was expected to hide the stall");
+}
+
+#[test]
+fn a_closed_run_bounded_by_request_count_sends_exactly_that_many() {
+    let port = stalling_server();
+    let s = run(config(port, Model::Closed, Stage::Closed { connections: 7, duration: None, requests: Some(500) }), |_| {}).unwrap();
+    assert_eq!(s.counts().total(), 500);
+}
+
+#[test]
+fn connection_errors_are_counted_not_dropped() {
+    // A port nobody listens on: every request is a connect error, none is lost.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let s = run(config(port, Model::Open, Stage::Hold { rate: 200.0, duration: Duration::from_secs(1) }), |_| {}).unwrap();
+    let c = s.counts();
+    assert_eq!(c.total(), 200);
+    assert_eq!(c.get(ceiling_metrics::Outcome::Connect), 200);
+}
