@@ -1,0 +1,178 @@
+//! End to end with a real PostgreSQL (skipped when no server binaries are installed): embedded
+//! server as an unprivileged user, the contract's seed into a reusable template, id CSVs, a fresh
+//! `bench` per stack, pg_stat_statements, a stack against it, sampling, fingerprint, clean stop.
+//!
+//! The seeded template lives in `target/tmp/pg-cache` and is reused by later runs (the first run
+//! seeds 1,000,000 rows: ~10-20 s; later runs skip it). Set `CEILING_TEST_PG_VERSION=16` to run
+//! against PostgreSQL 16 (fetched from Maven Central when not installed).
+
+use ceiling_stand::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn source_000_settings() -> BTreeMap<String, String> {
+    [
+        ("max_connections", "300"),
+        ("shared_buffers", "512MB"),
+        ("work_mem", "8MB"),
+        ("effective_cache_size", "1536MB"),
+        ("maintenance_work_mem", "128MB"),
+        ("synchronous_commit", "on"),
+        ("shared_preload_libraries", "pg_stat_statements"),
+        ("track_activity_query_size", "32768"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
+    ceiling_plan::StandSettings {
+        postgres_version: version,
+        postgres_settings: source_000_settings(),
+        seed: 1,
+        pool_size: None,
+        workers: None,
+        cpus: None,
+        memory_mb: None,
+        postgres_cpus: Some(1.5),
+        cooldown: Duration::from_secs(0),
+        verify: false,
+    }
+}
+
+#[test]
+fn embedded_postgres_end_to_end() {
+    let want: Option<u32> = std::env::var("CEILING_TEST_PG_VERSION").ok().and_then(|v| v.parse().ok());
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let cache = tmp.join("pg-cache");
+    if want.is_none() {
+        if let Err(e) = find_postgres(None, None, &cache, None) {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    }
+    let mut opts = StandOptions::new(&repo_root());
+    opts.cache_dir = cache.clone();
+    opts.log_dir = tmp.join(format!("pg-logs-{}", std::process::id()));
+    let t0 = Instant::now();
+    let mut stand = Stand::start(&opts, &settings(want)).unwrap();
+    let pg = stand.postgres().unwrap();
+    eprintln!(
+        "postgres {} ({}) pid {} port {} as {:?} started in {:?}; {}",
+        stand.postgres_version(),
+        pg.binaries().origin,
+        pg.pid(),
+        pg.port(),
+        pg.run_as(),
+        t0.elapsed(),
+        pg.limits_applied().summary()
+    );
+    if let Some(w) = want {
+        assert!(stand.postgres_version().starts_with(&format!("{w}.")), "{}", stand.postgres_version());
+    }
+    let pg_pid = pg.pid();
+    let pg_groups = pg.limits_applied().groups.clone();
+    // plan settings are in force
+    let admin = stand.admin().clone();
+    assert_eq!(admin.query_one("show shared_buffers").unwrap().as_deref(), Some("512MB"));
+    assert_eq!(admin.query_one("show max_connections").unwrap().as_deref(), Some("300"));
+    assert_eq!(admin.query_one("show listen_addresses").unwrap().as_deref(), Some("127.0.0.1"));
+
+    // data: seed (or reuse), then certainly reuse
+    let t = Instant::now();
+    let d1 = stand.prepare_data(1).unwrap();
+    eprintln!("prepare_data: reused={} seed_seconds={:.1} total {:?}", d1.reused, d1.seed_seconds, t.elapsed());
+    let t = Instant::now();
+    let d2 = stand.prepare_data(1).unwrap();
+    assert!(d2.reused);
+    assert_eq!(d1.hash, d2.hash);
+    assert!(t.elapsed() < Duration::from_secs(5), "reuse took {:?}", t.elapsed());
+    let status_csv = d2.data_dir.join("status_ids.csv");
+    let text = std::fs::read_to_string(&status_csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("id"));
+    let first = lines.next().unwrap().to_string();
+    assert_eq!(first.len(), 36, "{first}");
+    assert_eq!(text.lines().count(), 1_000_001);
+    let clients = std::fs::read_to_string(d2.data_dir.join("client_ids.csv")).unwrap();
+    assert_eq!(clients.lines().count(), 10_001);
+    assert_eq!(stand.data_dir(), Some(d2.data_dir.as_path()));
+
+    // a fresh bench database per stack, cheaply
+    let t = Instant::now();
+    let db = stand.reset_db().unwrap();
+    eprintln!("reset_db: {:?}", t.elapsed());
+    assert_eq!((db.user.as_str(), db.dbname.as_str(), db.password.as_str()), ("bench", "bench", "bench"));
+    let bench = Db::new(db.clone(), admin.psql.clone());
+    assert_eq!(bench.query_one("select count(*) from status").unwrap().as_deref(), Some("1000000"));
+    assert_eq!(bench.query_one("select sum(balance) from clients").unwrap().as_deref(), Some("10000000000"));
+    bench.exec("insert into status (id, status) values ('00000000-0000-0000-0000-000000000001', 1)").unwrap();
+    let t = Instant::now();
+    let db = stand.reset_db().unwrap();
+    eprintln!("reset_db again: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(bench.query_one("select count(*) from status").unwrap().as_deref(), Some("1000000"), "writes were not reset");
+
+    // pg_stat_statements: reset, run a statement 3 times as bench, snapshot
+    stand.stat_statements_reset().unwrap();
+    bench
+        .exec(&format!(
+            "prepare q(uuid) as select id, status, updated_at from status where id = $1; \
+             execute q({id}); execute q({id}); execute q({id});",
+            id = lit(&first)
+        ))
+        .unwrap();
+    let snap = stand.stat_statements(true).unwrap();
+    let hit = snap.iter().find(|s| s.query.contains("from status where id = $1")).unwrap_or_else(|| panic!("{snap:#?}"));
+    assert_eq!(hit.calls, 3, "{hit:?}");
+    assert_eq!(hit.rows, 3);
+    assert_eq!(hit.dbname, "bench");
+    assert!(snap.iter().all(|s| s.user == "bench"));
+
+    // a stack against it, sampled together with postgres and the generator (this process)
+    let spec = StackSpec::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks"), "dummy").unwrap();
+    if which("python3").is_some() {
+        let mut st = stand.start_stack(&spec, &settings(None), db.clone()).unwrap();
+        let run_start = Instant::now();
+        let (mut sampler, rx) = Sampler::with_channel(run_start, Duration::from_millis(250), stand.sampler_targets(Some(&st), Some(std::process::id())));
+        // some database work so postgres has CPU to show
+        bench.exec("select count(*) from status where status > 3").unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        sampler.stop();
+        let samples: Vec<_> = rx.try_iter().collect();
+        for who in ["stack", "postgres", "generator"] {
+            assert!(samples.iter().any(|s| s.who == who), "no {who} sample in {samples:?}");
+        }
+        let pgs = samples.iter().filter(|s| s.who == "postgres").map(|s| s.rss_bytes).max().unwrap();
+        eprintln!("samples: {samples:?}");
+        assert!(pgs > 10_000_000, "postgres rss {pgs}");
+        assert!(st.is_alive());
+        st.stop();
+    }
+
+    let fp = stand.fingerprint();
+    assert_eq!(fp.postgres.as_deref(), Some(stand.postgres_version()));
+    eprintln!("{}", serde_json::to_string(&fp).unwrap());
+
+    // stop: postmaster, backends and cgroup gone
+    let rep = stand.stop().unwrap();
+    eprintln!("stop: {rep:?}");
+    assert!(!rep.killed, "fast shutdown should suffice: {rep:?}");
+    assert!(!procfs::is_alive(pg_pid));
+    assert!(procfs::group_members(pg_pid).is_empty());
+    assert!(pg_groups.iter().all(|g| !Path::new(g).exists()), "{pg_groups:?}");
+    assert!(stand.stop().unwrap().already_stopped);
+    let _ = std::fs::remove_dir_all(&opts.log_dir);
+}
+
+#[test]
+fn missing_binaries_error_is_clear() {
+    let e = find_postgres(None, Some(Path::new("/nonexistent/bin")), Path::new("/tmp"), None).unwrap_err().to_string();
+    assert!(e.starts_with("PostgreSQL binaries not found:") && e.contains("--pg-bin"), "{e}");
+}
