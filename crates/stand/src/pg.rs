@@ -629,17 +629,35 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
 }
 
 /// A postmaster left running on `data_dir` by a run that was killed: stop it (fast shutdown,
-/// then immediate, then SIGKILL). Identified by `postmaster.pid` and a command line naming the
-/// same data directory, never by name alone.
+/// then immediate, then SIGKILL). Identified by `postmaster.pid` and a process whose working
+/// directory or command line is this data directory, never by name. A lock file whose pid is
+/// dead, a zombie, or some unrelated process is removed (PostgreSQL would refuse to start while
+/// a zombie holds the pid).
 fn stop_leftover(data_dir: &Path) -> Result<()> {
     let pidfile = data_dir.join("postmaster.pid");
     let Ok(text) = std::fs::read_to_string(&pidfile) else { return Ok(()) };
     let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<u32>().ok()) else { return Ok(()) };
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-    let ours = procfs::is_alive(pid) && cmdline.contains(&data_dir.display().to_string());
-    if !ours {
-        return Ok(()); // stale file: postgres itself handles it
+    let ours = |pid: u32| {
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        cwd.as_deref() == Some(data_dir) || cmdline.contains(&data_dir.display().to_string())
+    };
+    let gone = |pid: u32| {
+        // wait up to 5 s for a zombie to be reaped by its new parent
+        let d = Instant::now() + Duration::from_secs(5);
+        while procfs::read_stat(pid).is_some() && Instant::now() < d {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    if !procfs::is_alive(pid) {
+        gone(pid);
+        let _ = std::fs::remove_file(&pidfile);
+        return Ok(());
+    }
+    if !ours(pid) {
+        let _ = std::fs::remove_file(&pidfile);
+        return Ok(());
     }
     for (sig, wait) in [(libc::SIGINT, 30), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
         // SAFETY: kill(2) on the postmaster of our own data directory.
@@ -652,6 +670,8 @@ fn stop_leftover(data_dir: &Path) -> Result<()> {
                 while !procfs::group_members(pid).is_empty() && Instant::now() < d2 {
                     std::thread::sleep(Duration::from_millis(50));
                 }
+                gone(pid);
+                let _ = std::fs::remove_file(&pidfile);
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));

