@@ -246,7 +246,7 @@ impl ShelfAccumulator {
                 }
             };
             let measured = h.and_then(|h| percentile_ms(h, l.percentile));
-            checks.push(SloCheck { limit: l.clone(), measured_ms: measured, ok: measured.map_or(true, |m| m <= l.limit_ms + 1e-9) });
+            checks.push(SloCheck { limit: l.clone(), measured_ms: measured, ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9) });
         }
         self.measure = Some(ShelfMeasure {
             reached,

@@ -146,7 +146,7 @@ fn trimming_keeps_only_the_window() {
             return Some(sec(50, vec![tag(50, 5000.0), tag(0, 1.0)]));
         }
         let r = rate_of(st);
-        if k < 5 || k >= 35 {
+        if !(5..35).contains(&k) {
             Some(sec(r, vec![Tag { n: r, lat_us: 10_000_000, err: r / 2 }, tag(0, 1.0)]))
         } else {
             Some(healthy(r))
@@ -498,7 +498,7 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
                 let n = tp[rep as usize];
                 let mut s = sec(n, vec![tag(n, 5.0 * (lvl + 1) as f64 + rep as f64)]);
                 // Trimmed seconds are awful; rep 1 of level 0 has one error inside its window.
-                if k < 2 || k >= 27 {
+                if !(2..27).contains(&k) {
                     s.tags[0].lat_us = 5_000_000;
                 } else if lvl == 0 && rep == 1 && k == 10 {
                     s.tags[0].err = 1;

@@ -1,1 +1,443 @@
-//! Reports: terminal tables, summary.md, run.json, CSV, self-contained HTML
+//! Reports: terminal tables, `summary.md`, `run.json`, `shelves.csv` and a self-contained
+//! `report.html` with inline SVG charts. Pure rendering plus plain file writes; no processes,
+//! no sockets.
+//!
+//! ```text
+//! let mut rep = RunReport::new(&plan, run_id);          // plan summary, schema version, tool version
+//! rep.environment = fingerprint_json; rep.limits = limits_json; rep.limits_note = None / Some("…");
+//! rep.stacks.push(analysis);                             // one StackAnalysis per stack
+//! print!("{}", render_terminal(&rep));
+//! write_all(&dir, &rep, &series)?;                      // run.json, summary.md, shelves.csv, report.html
+//! // `ceiling report DIR`: let rep = read_run_json(&dir.join("run.json"))?; let series = load_series(&dir, &rep);
+//! ```
+
+mod fmt;
+mod html;
+pub mod svg;
+mod tables;
+
+pub use html::render_html;
+pub use tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
+
+use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
+use ceiling_metrics::{read_timeseries, TimeseriesRow};
+use ceiling_plan::{Plan, Segment};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Version of the `run.json` layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Per-second series of each stack, keyed by stack name (rows of its `timeseries.csv`).
+pub type Series = BTreeMap<String, Vec<TimeseriesRow>>;
+
+/// The tool that wrote the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// `ceiling`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+/// One request of the mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestSummary {
+    /// Name (histogram tag).
+    pub name: String,
+    /// Relative weight.
+    pub weight: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Path template as written (`/status/${ids.id}`).
+    pub path: String,
+}
+
+/// The plan, as far as a reader of the results needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    /// Plan name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Source benchmark id, if any.
+    pub source: Option<String>,
+    /// Plan file.
+    pub file: String,
+    /// Open or closed.
+    pub model: LoadModel,
+    /// `uniform` or `poisson`.
+    pub arrivals: String,
+    /// Keep-alive on.
+    pub keep_alive: bool,
+    /// Connection bound (open model).
+    pub max_connections: usize,
+    /// Request timeout, ms.
+    pub timeout_ms: f64,
+    /// Closed-model repetitions.
+    pub repetitions: u32,
+    /// Factor every duration was scaled by (1 = the plan's own timings).
+    pub scaled_by: f64,
+    /// `p99≤350ms, errors<1%`.
+    pub slo: String,
+    /// The judging rules.
+    pub criteria: ShelfCriteria,
+    /// Warm-up and measured stages with planned times.
+    pub stages: Vec<StageSpan>,
+    /// Request mix.
+    pub requests: Vec<RequestSummary>,
+    /// Planned total duration, seconds (request-bounded stages count 0).
+    pub total_duration_s: f64,
+}
+
+fn template_text(t: &ceiling_plan::Template) -> String {
+    t.segments
+        .iter()
+        .map(|s| match s {
+            Segment::Literal(x) => x.clone(),
+            Segment::Column { source, column, count } if *count > 1 => format!("${{{source}.{column}*{count}}}"),
+            Segment::Column { source, column, .. } => format!("${{{source}.{column}}}"),
+            Segment::Uuid => "${uuid}".into(),
+            Segment::Int { lo, hi } => format!("${{int:{lo}:{hi}}}"),
+        })
+        .collect()
+}
+
+impl PlanSummary {
+    /// Summarises `plan`.
+    pub fn from_plan(plan: &Plan) -> Self {
+        PlanSummary {
+            name: plan.name.clone(),
+            description: plan.description.clone(),
+            source: plan.source.clone(),
+            file: plan.file.display().to_string(),
+            model: plan.load.model.into(),
+            arrivals: format!("{:?}", plan.load.arrivals).to_lowercase(),
+            keep_alive: plan.load.keep_alive,
+            max_connections: plan.load.max_connections,
+            timeout_ms: plan.load.timeout.as_secs_f64() * 1000.0,
+            repetitions: plan.load.repetitions,
+            scaled_by: plan.scaled_by,
+            slo: plan.slo.describe(),
+            criteria: ShelfCriteria::from_plan(plan),
+            stages: ceiling_analyze::stage_spans(plan, 1),
+            requests: plan
+                .requests
+                .iter()
+                .map(|r| RequestSummary { name: r.name.clone(), weight: r.weight, method: r.method.clone(), path: template_text(&r.path) })
+                .collect(),
+            total_duration_s: plan.total_duration().as_secs_f64(),
+        }
+    }
+    /// True when durations were scaled (`--quick`).
+    pub fn is_scaled(&self) -> bool {
+        (self.scaled_by - 1.0).abs() > 1e-9
+    }
+}
+
+/// Everything `run.json` holds. `ceiling report DIR` reads it back with [`read_run_json`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`SCHEMA_VERSION`] at writing time.
+    pub schema_version: u32,
+    /// Tool name and version.
+    pub tool: ToolInfo,
+    /// Run id (the results directory name).
+    pub run_id: String,
+    /// When the run started (RFC 3339, filled by the caller; may be empty).
+    #[serde(default)]
+    pub started: String,
+    /// Machine, OS, CPU, versions of Postgres and runtimes… (as gathered by the caller).
+    #[serde(default)]
+    pub environment: serde_json::Value,
+    /// The plan.
+    pub plan: PlanSummary,
+    /// Resource limits as applied (cgroup CPU/memory per stack, cpusets…), as the caller reports them.
+    #[serde(default)]
+    pub limits: serde_json::Value,
+    /// Set when limits could not be applied (why); shown prominently.
+    #[serde(default)]
+    pub limits_note: Option<String>,
+    /// Per stack, in run order.
+    pub stacks: Vec<StackAnalysis>,
+    /// Run-level warnings (stack warnings live in each analysis).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl RunReport {
+    /// An empty report for `plan` (no stacks yet; environment and limits null).
+    pub fn new(plan: &Plan, run_id: impl Into<String>) -> Self {
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo { name: "ceiling".into(), version: env!("CARGO_PKG_VERSION").into() },
+            run_id: run_id.into(),
+            started: String::new(),
+            environment: serde_json::Value::Null,
+            plan: PlanSummary::from_plan(plan),
+            limits: serde_json::Value::Null,
+            limits_note: None,
+            stacks: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Things a reader must see before any number: scaled plan, limits not applied,
+    /// generator-bound shelves.
+    pub fn notices(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.plan.is_scaled() {
+            v.push(format!(
+                "SCALED RUN: every duration was multiplied by {} (e.g. --quick). Windows are shorter than the plan's; numbers are indicative and not comparable with full-length runs.",
+                trim(self.plan.scaled_by)
+            ));
+        }
+        if let Some(n) = &self.limits_note {
+            v.push(format!("LIMITS NOT APPLIED: {n}. Stacks ran without the planned CPU/memory limits."));
+        }
+        let gb: Vec<String> = self
+            .stacks
+            .iter()
+            .flat_map(|a| a.shelves.iter().filter(|s| s.is_generator_bound()).map(move |s| format!("{}/{}", a.stack, s.label)))
+            .collect();
+        if !gb.is_empty() {
+            v.push(format!("GENERATOR-BOUND shelves (invalid, not failed): {}.", gb.join(", ")));
+        }
+        v
+    }
+
+    /// Serialises as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("RunReport is always serialisable")
+    }
+
+    /// Parses `run.json` text (refuses a newer schema version).
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("run.json: {e}"))?;
+        let ver = v.get("schema_version").and_then(|x| x.as_u64()).unwrap_or(0);
+        if ver > SCHEMA_VERSION as u64 {
+            return Err(format!("run.json has schema_version {ver}; this ceiling reads up to {SCHEMA_VERSION}"));
+        }
+        serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Reads `run.json`.
+pub fn read_run_json(path: &Path) -> io::Result<RunReport> {
+    let text = std::fs::read_to_string(path)?;
+    RunReport::from_json(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
+}
+
+/// Finds and reads each stack's per-second series in a results directory: `DIR/<stack>/timeseries.csv`,
+/// else `DIR/timeseries-<stack>.csv`, else (single-stack runs) `DIR/timeseries.csv`. Missing or
+/// unreadable files are skipped (the report then has no time charts for that stack).
+pub fn load_series(dir: &Path, report: &RunReport) -> Series {
+    let mut out = Series::new();
+    for a in &report.stacks {
+        let mut cands = vec![dir.join(&a.stack).join("timeseries.csv"), dir.join(format!("timeseries-{}.csv", a.stack))];
+        if report.stacks.len() == 1 {
+            cands.push(dir.join("timeseries.csv"));
+        }
+        for c in cands {
+            if let Ok(f) = std::fs::File::open(&c) {
+                if let Ok(rows) = read_timeseries(f) {
+                    out.insert(a.stack.clone(), rows);
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The terminal report: notices, the summary table, each stack's ceiling sentence and shelf
+/// table, and warnings.
+pub fn render_terminal(r: &RunReport) -> String {
+    let mut s = String::new();
+    for n in r.notices() {
+        s.push_str(&format!("!! {n}\n"));
+    }
+    if !r.notices().is_empty() {
+        s.push('\n');
+    }
+    s.push_str(&format!("{} — plan `{}` ({} model), SLO {}\n\n", r.run_id, r.plan.name, model_name(r.plan.model), r.plan.criteria.describe()));
+    s.push_str(&summary_table(r).to_text());
+    for a in &r.stacks {
+        s.push_str(&format!("\n{} — {}\n", a.stack, a.ceiling.summary));
+        s.push_str(&shelf_table(a).to_text());
+        if !a.levels.is_empty() {
+            s.push('\n');
+            s.push_str(&closed_table(a).to_text());
+        }
+        if a.search.is_some() {
+            s.push('\n');
+            s.push_str(&search_table(a).to_text());
+        }
+        for w in &a.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+fn model_name(m: LoadModel) -> &'static str {
+    match m {
+        LoadModel::Open => "open",
+        LoadModel::Closed => "closed",
+    }
+}
+
+/// `summary.md`: source 000's table and, per stack, the shelf, per-request and closed-model tables.
+pub fn render_summary_md(r: &RunReport) -> String {
+    let mut s = format!("# ceiling — {}\n\n", r.run_id);
+    for n in r.notices() {
+        s.push_str(&format!("> **⚠ {n}**\n>\n"));
+    }
+    if !r.notices().is_empty() {
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "Plan `{}`{} — {} model, SLO **{}**. Method (source 000): per shelf drop the first {} s and last {} s; a shelf is valid when every latency limit holds, errors < {}, throughput stable within ±{} (achieved vs offered, {} s blocks), window ≥ {} s, and the generator kept up. {} = mean throughput of the last valid shelf; 0 = no shelf passed. Working load = {} of it.\n\n",
+        r.plan.name,
+        r.plan.source.as_ref().map(|x| format!(" (source {x})")).unwrap_or_default(),
+        model_name(r.plan.model),
+        r.plan.slo,
+        trim(r.plan.criteria.trim_head_s),
+        trim(r.plan.criteria.trim_tail_s),
+        fmt::pct(r.plan.criteria.max_error_rate),
+        fmt::frac_pct(r.plan.criteria.stability),
+        r.plan.criteria.stability_block_s,
+        trim(r.plan.criteria.min_window_s),
+        r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into()),
+        fmt::frac_pct(r.plan.criteria.working_load),
+    ));
+    s.push_str(&summary_table(r).to_markdown());
+    for a in &r.stacks {
+        s.push_str(&format!("\n## {}\n\n{}\n\n", a.stack, a.ceiling.summary));
+        for w in &a.warnings {
+            s.push_str(&format!("- ⚠ {w}\n"));
+        }
+        if !a.warnings.is_empty() {
+            s.push('\n');
+        }
+        s.push_str("### Shelves\n\n");
+        s.push_str(&shelf_table(a).to_markdown());
+        if !a.levels.is_empty() {
+            s.push_str("\n### Levels (closed model)\n\n");
+            s.push_str(&closed_table(a).to_markdown());
+        }
+        if a.search.is_some() {
+            s.push_str("\n### Capacity search\n\n");
+            s.push_str(&search_table(a).to_markdown());
+        }
+        s.push_str("\n### Per request\n\n");
+        s.push_str(&request_table(a).to_markdown());
+    }
+    if !r.warnings.is_empty() {
+        s.push_str("\n## Warnings\n\n");
+        for w in &r.warnings {
+            s.push_str(&format!("- {w}\n"));
+        }
+    }
+    s
+}
+
+/// `shelves.csv`: one row per stack and shelf, raw numbers (ms, RPS, % of a core, MiB).
+pub fn render_shelves_csv(r: &RunReport) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let classes = ["ok", "unexpected", "4xx", "5xx", "timeout", "connect", "reset", "other"];
+    let mut header: Vec<String> = [
+        "stack", "shelf", "label", "level", "repetition", "rate", "connections", "kept_start_s", "kept_end_s", "kept_s",
+        "offered_rps", "achieved_rps", "ok_rps", "requests", "errors", "error_rate", "mean_ms", "p50_ms", "p90_ms",
+        "p95_ms", "p99_ms", "p999_ms", "max_ms", "service_p99_ms", "lag_p99_ms", "generator_cpu_pct", "overflow",
+        "stack_cpu_pct", "stack_rss_mb", "postgres_cpu_pct", "postgres_rss_mb", "cpu_us_per_request",
+        "postgres_cpu_us_per_request", "stability_window_dev", "stability_worst_block_dev",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(classes.iter().map(|c| format!("n_{c}")));
+    header.extend(["verdict".to_string(), "reasons".to_string()]);
+    w.write_record(&header).expect("in-memory csv");
+    let o = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for a in &r.stacks {
+        for s in &a.shelves {
+            let mut rec: Vec<String> = vec![
+                a.stack.clone(),
+                s.shelf.to_string(),
+                s.label.clone(),
+                s.level.to_string(),
+                s.repetition.to_string(),
+                o(s.rate),
+                s.connections.map(|c| c.to_string()).unwrap_or_default(),
+                o(s.window.kept_start_s),
+                o(s.window.kept_end_s),
+                s.window.kept_s.to_string(),
+                s.offered_rps.to_string(),
+                s.achieved_rps.to_string(),
+                s.ok_rps.to_string(),
+                s.requests.to_string(),
+                s.errors.to_string(),
+                s.error_rate.to_string(),
+                s.latency.mean_ms.to_string(),
+                s.latency.p50_ms.to_string(),
+                s.latency.p90_ms.to_string(),
+                s.latency.p95_ms.to_string(),
+                s.latency.p99_ms.to_string(),
+                s.latency.p999_ms.to_string(),
+                s.latency.max_ms.to_string(),
+                s.service.p99_ms.to_string(),
+                s.lag_p99_ms.to_string(),
+                s.generator_cpu_mean.to_string(),
+                s.overflow.to_string(),
+                o(s.stack.as_ref().map(|w| w.cpu_pct_mean)),
+                o(s.stack.as_ref().map(|w| w.rss_mb_mean)),
+                o(s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
+                o(s.postgres.as_ref().map(|w| w.rss_mb_mean)),
+                o(s.cpu_us_per_request),
+                o(s.postgres_cpu_us_per_request),
+                s.stability.window_deviation.to_string(),
+                s.stability.worst_block_deviation.to_string(),
+            ];
+            rec.extend(classes.iter().map(|c| s.outcomes.get(*c).copied().unwrap_or(0).to_string()));
+            rec.push(s.verdict.to_string());
+            rec.push(s.reasons_text());
+            w.write_record(&rec).expect("in-memory csv");
+        }
+    }
+    String::from_utf8(w.into_inner().expect("in-memory csv")).expect("csv of utf-8 strings")
+}
+
+/// Writes `run.json`, `summary.md`, `shelves.csv` and `report.html` into `dir` (created if
+/// needed); returns the paths written.
+pub fn write_all(dir: &Path, report: &RunReport, series: &Series) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let files = [
+        ("run.json", report.to_json()),
+        ("summary.md", render_summary_md(report)),
+        ("shelves.csv", render_shelves_csv(report)),
+        ("report.html", render_html(report, series).map_err(io::Error::other)?),
+    ];
+    let mut out = Vec::new();
+    for (name, text) in files {
+        let p = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &p)?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! Number formatting shared by every output.
+
+pub use ceiling_analyze::fmt_ms;
+
+/// Requests per second: `2915`, `12.5`, `0`.
+pub fn rps(x: f64) -> String {
+    if !x.is_finite() {
+        "–".into()
+    } else if x == 0.0 {
+        "0".into()
+    } else if x.abs() < 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// An error fraction as a percentage: `0.24%`, `0%`, `12.3%`.
+pub fn pct(frac: f64) -> String {
+    let p = frac * 100.0;
+    if p == 0.0 {
+        "0%".into()
+    } else if p < 0.01 {
+        "<0.01%".into()
+    } else if p < 10.0 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// CPU in % of one core: `190%`.
+pub fn cpu(p: Option<f64>) -> String {
+    p.map(|p| format!("{p:.0}%")).unwrap_or_else(|| "–".into())
+}
+
+/// MiB: `70 MiB`.
+pub fn mib(x: Option<f64>) -> String {
+    x.map(|x| if x < 10.0 { format!("{x:.1} MiB") } else { format!("{x:.0} MiB") }).unwrap_or_else(|| "–".into())
+}
+
+/// Optional milliseconds: `35.2 ms`.
+pub fn ms_opt(x: Option<f64>) -> String {
+    x.map(|x| format!("{} ms", fmt_ms(x))).unwrap_or_else(|| "–".into())
+}
+
+/// Microseconds: `1520 µs`.
+pub fn us(x: Option<f64>) -> String {
+    x.map(|x| if x < 10.0 { format!("{x:.1} µs") } else { format!("{x:.0} µs") }).unwrap_or_else(|| "–".into())
+}
+
+/// Plain number with a sensible number of decimals.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        "–".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A fraction as a whole percentage: `70%`.
+pub fn frac_pct(f: f64) -> String {
+    let p = f * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// Aligns rows into a plain-text table with a header rule; numeric-looking cells right-aligned.
+pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let n = header.len();
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let numeric = |s: &str| s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–' || c == '-') && !s.contains(' ') || s.ends_with("ms") || s.ends_with("MiB") || s.ends_with("µs");
+    let line = |cells: &[String], head: bool| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate().take(n) {
+            let pad = w[i] - c.chars().count();
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if !head && numeric(c) && i > 0 {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                if i + 1 < n {
+                    s.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header, true);
+    out.push('\n');
+    out.push_str(&w.iter().map(|k| "─".repeat(*k)).collect::<Vec<_>>().join("  "));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r, false));
+        out.push('\n');
+    }
+    out
+}
+
+/// A GitHub-flavoured Markdown table (pipes in cells escaped).
+pub fn md_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let esc = |s: &String| s.replace('|', "\\|");
+    let mut out = format!("| {} |\n", header.iter().map(esc).collect::<Vec<_>>().join(" | "));
+    out.push_str(&format!("|{}\n", header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()));
+    for r in rows {
+        out.push_str(&format!("| {} |\n", r.iter().map(esc).collect::<Vec<_>>().join(" | ")));
+    }
+    out
+}

@@ -1,0 +1,465 @@
+//! `report.html`: one self-contained page (inline CSS, inline SVG charts, no scripts, no external
+//! resources), rendered with a minijinja template.
+
+use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
+use crate::tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
+use crate::{fmt, RunReport, Series};
+use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
+use ceiling_metrics::{Phase, TimeseriesRow};
+use serde::Serialize;
+
+/// Most points drawn per time series; longer series are bucketed (latency: max of the bucket,
+/// rates and resources: mean).
+pub const MAX_POINTS: usize = 1200;
+
+const VALID: &str = "#059669";
+const FAILED: &str = "#dc2626";
+const INVALID: &str = "#9ca3af";
+
+fn verdict_color(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Valid => VALID,
+        Verdict::Failed => FAILED,
+        Verdict::Invalid => INVALID,
+    }
+}
+
+fn verdict_mark(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Valid => "✓",
+        Verdict::Failed => "✗",
+        Verdict::Invalid => "?",
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Agg {
+    Max,
+    Mean,
+}
+
+/// (t, value) points of one column, bucketed to at most [`MAX_POINTS`].
+fn points(rows: &[TimeseriesRow], f: impl Fn(&TimeseriesRow) -> Option<f64>, agg: Agg) -> Vec<(f64, f64)> {
+    let k = rows.len().div_ceil(MAX_POINTS).max(1);
+    rows.chunks(k)
+        .map(|c| {
+            let vals: Vec<f64> = c.iter().filter_map(&f).filter(|v| v.is_finite()).collect();
+            let v = if vals.is_empty() {
+                f64::NAN
+            } else {
+                match agg {
+                    Agg::Max => vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    Agg::Mean => vals.iter().sum::<f64>() / vals.len() as f64,
+                }
+            };
+            (c[0].t as f64, v)
+        })
+        .collect()
+}
+
+fn shelf_bands(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<Band> {
+    let mut bands = Vec::new();
+    // Warm-up: from the planned spans, else from the rows' phase column.
+    let warm_end = r
+        .plan
+        .stages
+        .iter()
+        .filter(|s| s.phase == Phase::Warmup)
+        .filter_map(|s| s.end_s)
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
+        .or_else(|| rows.iter().filter(|r| r.phase == "warmup").map(|r| r.t as f64 + 1.0).reduce(f64::max));
+    if let Some(e) = warm_end {
+        if e > 0.0 {
+            bands.push(Band { x0: 0.0, x1: e, fill: "#6b7280".into(), opacity: 0.10, label: Some("warm-up".into()), title: Some("warm-up (not analysed)".into()) });
+        }
+    }
+    for s in &a.shelves {
+        let col = verdict_color(s.verdict).to_string();
+        if let (Some(x0), Some(x1)) = (s.window.stage_start_s, s.window.stage_end_s) {
+            bands.push(Band { x0, x1, fill: col.clone(), opacity: 0.06, label: None, title: None });
+        }
+        if let (Some(x0), Some(x1)) = (s.window.kept_start_s, s.window.kept_end_s) {
+            let tip = format!(
+                "{} — {}: achieved {} RPS, p99 {} ms{}",
+                s.label,
+                s.verdict,
+                fmt::rps(s.achieved_rps),
+                fmt_ms(s.latency.p99_ms),
+                if s.reasons.is_empty() { String::new() } else { format!(" — {}", s.reasons_text()) }
+            );
+            bands.push(Band { x0, x1, fill: col, opacity: 0.16, label: Some(format!("{} {}", verdict_mark(s.verdict), s.label)), title: Some(tip) });
+        }
+    }
+    bands
+}
+
+fn band_legend() -> Vec<(String, String)> {
+    vec![
+        ("kept window: valid".into(), VALID.into()),
+        ("failed".into(), FAILED.into()),
+        ("invalid".into(), INVALID.into()),
+    ]
+}
+
+fn slo_lines(a: &StackAnalysis) -> Vec<HLine> {
+    a.criteria
+        .limits
+        .iter()
+        .filter(|l| l.request.is_none())
+        .map(|l| HLine { y: l.limit_ms, label: format!("SLO {}", l.describe()), color: "#b91c1c".into() })
+        .collect()
+}
+
+fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<String> {
+    let bands = shelf_bands(r, a, rows);
+    let x_label = "time since run start (s)";
+    let mut out = Vec::new();
+
+    let mut c = Chart::new(format!("{} — latency over time", a.stack), x_label, "latency (ms, log scale)");
+    c.subtitle = "Per-second percentiles from the intended send time (no coordinated omission). Shaded: shelves, darker = kept window.".into();
+    c.y_log = true;
+    c.series = vec![
+        Line::line("p50", PALETTE[2], points(rows, |r| Some(r.p50_ms), Agg::Max)),
+        Line::line("p90", PALETTE[3], points(rows, |r| Some(r.p90_ms), Agg::Max)),
+        Line::line("p99", PALETTE[1], points(rows, |r| Some(r.p99_ms), Agg::Max)),
+    ];
+    c.bands = bands.clone();
+    c.band_legend = band_legend();
+    c.hlines = slo_lines(a);
+    out.push(svg::render(&c));
+
+    let mut c = Chart::new(format!("{} — offered vs achieved throughput", a.stack), x_label, "requests per second");
+    c.subtitle = "Offered = scheduled (open model) or sent (closed); achieved = completed, any outcome.".into();
+    let mut off = Line::line("offered", PALETTE[7], points(rows, |r| Some(r.offered_rps as f64), Agg::Mean));
+    off.dashed = true;
+    c.series = vec![
+        off,
+        Line::line("achieved", PALETTE[0], points(rows, |r| Some(r.achieved_rps as f64), Agg::Mean)),
+        Line::line(
+            "errors/s",
+            PALETTE[1],
+            points(rows, |r| Some((r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other) as f64), Agg::Mean),
+        ),
+    ];
+    c.bands = bands.clone();
+    c.band_legend = band_legend();
+    out.push(svg::render(&c));
+
+    let mut c = Chart::new(format!("{} — CPU over time", a.stack), x_label, "CPU (% of one core)");
+    c.subtitle = "Process-tree CPU; 200% = two cores busy.".into();
+    c.series = vec![Line::line("stack", PALETTE[0], points(rows, |r| r.stack_cpu_pct, Agg::Mean))];
+    if rows.iter().any(|r| r.postgres_cpu_pct.is_some()) {
+        c.series.push(Line::line("postgres", PALETTE[4], points(rows, |r| r.postgres_cpu_pct, Agg::Mean)));
+    }
+    let mut g = Line::line("generator", PALETTE[7], points(rows, |r| Some(r.generator_cpu_pct), Agg::Mean));
+    g.dashed = true;
+    c.series.push(g);
+    c.bands = bands.clone();
+    c.height = 280.0;
+    out.push(svg::render(&c));
+
+    let mut c = Chart::new(format!("{} — memory over time", a.stack), x_label, "RSS (MiB)");
+    c.subtitle = "Resident set size of the process tree.".into();
+    c.series = vec![Line::line("stack", PALETTE[0], points(rows, |r| r.stack_rss_mb, Agg::Mean))];
+    if rows.iter().any(|r| r.postgres_rss_mb.is_some()) {
+        c.series.push(Line::line("postgres", PALETTE[4], points(rows, |r| r.postgres_rss_mb, Agg::Mean)));
+    }
+    c.bands = bands;
+    c.height = 280.0;
+    out.push(svg::render(&c));
+    out
+}
+
+fn curve_chart(a: &StackAnalysis) -> String {
+    let mut shelves: Vec<_> = a.shelves.iter().filter(|s| s.requests > 0).collect();
+    shelves.sort_by(|x, y| x.rate.unwrap_or(x.offered_rps).total_cmp(&y.rate.unwrap_or(y.offered_rps)).then(x.shelf.cmp(&y.shelf)));
+    let mut c = Chart::new(format!("{} — latency vs throughput", a.stack), "achieved throughput (RPS)", "latency (ms, log scale)");
+    c.subtitle = "One point per shelf; dot fill by verdict (green valid, red failed, grey invalid); probes of a capacity search as small dots.".into();
+    c.y_log = true;
+    c.y_zero = false;
+    c.height = 340.0;
+    let fills: Vec<String> = shelves.iter().map(|s| verdict_color(s.verdict).to_string()).collect();
+    let titles: Vec<String> = shelves
+        .iter()
+        .map(|s| format!("{} ({}): {} RPS, p50 {} / p90 {} / p99 {} ms", s.label, s.verdict, fmt::rps(s.achieved_rps), fmt_ms(s.latency.p50_ms), fmt_ms(s.latency.p90_ms), fmt_ms(s.latency.p99_ms)))
+        .collect();
+    for (name, col, f) in [
+        ("p50", PALETTE[2], (|s: &ceiling_analyze::ShelfResult| s.latency.p50_ms) as fn(&ceiling_analyze::ShelfResult) -> f64),
+        ("p90", PALETTE[3], |s| s.latency.p90_ms),
+        ("p99", PALETTE[1], |s| s.latency.p99_ms),
+    ] {
+        let mut l = Line::line_dots(name, col, shelves.iter().map(|s| (s.achieved_rps, f(s))).collect());
+        l.dot_fills = fills.clone();
+        l.titles = titles.clone();
+        c.series.push(l);
+    }
+    if let Some(se) = &a.search {
+        let probes: Vec<_> = se.repeats.iter().flat_map(|r| r.probes.iter()).filter(|p| p.achieved_rps > 0.0).collect();
+        if !probes.is_empty() {
+            let mut l = Line::line("probe p99", PALETTE[4], probes.iter().map(|p| (p.achieved_rps, p.p99_ms)).collect());
+            l.mark = Mark::Dots;
+            l.dot_fills = probes.iter().map(|p| verdict_color(p.verdict).to_string()).collect();
+            l.titles = probes.iter().map(|p| p.summary()).collect();
+            c.series.push(l);
+        }
+    }
+    c.hlines = slo_lines(a);
+    svg::render(&c)
+}
+
+fn overview_charts(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.stacks.is_empty() {
+        return out;
+    }
+    let metric = r.stacks[0].metric.clone();
+    let bars: Vec<Bar> = r
+        .stacks
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let est = a.search.as_ref().and_then(|s| s.estimate.as_ref());
+            let note = if a.ceiling.found {
+                format!(
+                    "{} RPS · p99 {}{}{}",
+                    fmt::rps(a.ceiling.rps),
+                    fmt::ms_opt(a.ceiling.p99_ms),
+                    a.ceiling.stack_cpu_pct.map(|c| format!(" · CPU {c:.0}%")).unwrap_or_default(),
+                    if a.ceiling.bracketed { "" } else { " · not bracketed" }
+                )
+            } else {
+                "0 — no shelf passed".to_string()
+            };
+            Bar {
+                label: a.stack.clone(),
+                value: a.ceiling.rps,
+                range: est.and_then(|e| e.ci95.map(|_| (e.ci_low(), e.ci_high()))),
+                color: PALETTE[i % PALETTE.len()].into(),
+                note,
+                marker: a.ceiling.found.then_some(a.ceiling.working_load_rps),
+            }
+        })
+        .collect();
+    out.push(svg::bar_chart(
+        &format!("Ceiling by stack: {metric}"),
+        &format!(
+            "Mean throughput of the last valid shelf; dashed tick = working load ({}); whiskers = 95% CI of repeated searches.",
+            fmt::frac_pct(r.plan.criteria.working_load)
+        ),
+        "requests per second",
+        &bars,
+        960.0,
+    ));
+    if r.stacks.len() > 1 {
+        let mut c = Chart::new("p99 latency vs throughput, all stacks", "achieved throughput (RPS)", "p99 latency (ms, log scale)");
+        c.subtitle = "One point per shelf with completed requests, in order of offered load.".into();
+        c.y_log = true;
+        c.y_zero = false;
+        c.height = 360.0;
+        for (i, a) in r.stacks.iter().enumerate() {
+            let mut sh: Vec<_> = a.shelves.iter().filter(|s| s.requests > 0).collect();
+            sh.sort_by(|x, y| x.rate.unwrap_or(x.offered_rps).total_cmp(&y.rate.unwrap_or(y.offered_rps)));
+            let mut l = Line::line_dots(a.stack.clone(), PALETTE[i % PALETTE.len()], sh.iter().map(|s| (s.achieved_rps, s.latency.p99_ms)).collect());
+            l.titles = sh.iter().map(|s| format!("{} {} ({}): {} RPS, p99 {} ms", a.stack, s.label, s.verdict, fmt::rps(s.achieved_rps), fmt_ms(s.latency.p99_ms))).collect();
+            c.series.push(l);
+        }
+        c.hlines = slo_lines(&r.stacks[0]);
+        out.push(svg::render(&c));
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct StackView {
+    name: String,
+    anchor: String,
+    summary: String,
+    ceiling_class: String,
+    warnings: Vec<String>,
+    charts: Vec<String>,
+    curve: String,
+    shelves: Table,
+    requests: Table,
+    closed: Option<Table>,
+    search: Option<Table>,
+    no_series: bool,
+}
+
+#[derive(Serialize)]
+struct KV {
+    k: String,
+    v: String,
+}
+
+/// Renders the page. `series` maps stack names to their per-second rows; a stack without rows
+/// gets no time charts (its tables and latency–throughput curve are still drawn).
+pub fn render_html(r: &RunReport, series: &Series) -> Result<String, String> {
+    let stacks: Vec<StackView> = r
+        .stacks
+        .iter()
+        .map(|a| {
+            let rows = series.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
+            StackView {
+                name: a.stack.clone(),
+                anchor: format!("stack-{}", a.stack.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>()),
+                summary: a.ceiling.summary.clone(),
+                ceiling_class: if !a.ceiling.found { "failed".into() } else if a.ceiling.bracketed { "valid".into() } else { "unbracketed".into() },
+                warnings: a.warnings.clone(),
+                charts: if rows.is_empty() { vec![] } else { time_charts(r, a, rows) },
+                curve: curve_chart(a),
+                shelves: shelf_table(a),
+                requests: request_table(a),
+                closed: (!a.levels.is_empty()).then(|| closed_table(a)),
+                search: a.search.as_ref().map(|_| search_table(a)),
+                no_series: rows.is_empty(),
+            }
+        })
+        .collect();
+    let p = &r.plan;
+    let c = &p.criteria;
+    let plan_kv = vec![
+        KV { k: "plan".into(), v: format!("{}{}", p.name, p.source.as_ref().map(|s| format!(" (source {s})")).unwrap_or_default()) },
+        KV { k: "description".into(), v: p.description.clone() },
+        KV { k: "model".into(), v: format!("{:?}", p.model).to_lowercase() + &format!(", arrivals {}, keep-alive {}, max connections {}, timeout {} ms", p.arrivals, if p.keep_alive { "on" } else { "off" }, p.max_connections, p.timeout_ms) },
+        KV { k: "SLO".into(), v: c.describe() },
+        KV { k: "trimming".into(), v: format!("first {} s and last {} s of every shelf dropped", c.trim_head_s, c.trim_tail_s) },
+        KV { k: "generator-bound when".into(), v: format!("schedule lag p99 > {} ms, generator CPU > {}% of a core, or any backlog overflow", c.max_schedule_lag_ms, c.max_generator_cpu) },
+        KV { k: "stages".into(), v: p.stages.iter().map(|s| format!("{}{}", if s.phase == Phase::Warmup { "warm-up " } else { "" }, s.label)).collect::<Vec<_>>().join(" → ") },
+        KV { k: "requests".into(), v: p.requests.iter().map(|q| format!("{} {} {} ×{}", q.name, q.method, q.path, q.weight)).collect::<Vec<_>>().join(" · ") },
+        KV { k: "scaled by".into(), v: format!("{}", p.scaled_by) },
+        KV { k: "repetitions".into(), v: p.repetitions.to_string() },
+    ];
+    let mut env = minijinja::Environment::new();
+    env.add_template("report.html", TEMPLATE).map_err(|e| e.to_string())?;
+    let tmpl = env.get_template("report.html").map_err(|e| e.to_string())?;
+    tmpl.render(minijinja::context! {
+        run_id => r.run_id,
+        started => r.started,
+        tool => format!("{} {}", r.tool.name, r.tool.version),
+        schema_version => r.schema_version,
+        notices => r.notices(),
+        metric => r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into()),
+        method => format!(
+            "Source 000's method: for each shelf the first {} s and the last {} s are dropped; a shelf is valid when every latency limit holds ({}), errors < {}, throughput is stable within ±{} (achieved vs offered over the window and in every {} s block), the kept window is ≥ {} s, and the generator kept up. The ceiling is the mean throughput of the last valid shelf; 0 means no shelf passed. CPU and RAM are averaged over the same window; the recommended working load is {} of the ceiling.",
+            c.trim_head_s, c.trim_tail_s,
+            c.limits.iter().map(|l| l.describe()).collect::<Vec<_>>().join(", "),
+            fmt::pct(c.max_error_rate), fmt::frac_pct(c.stability), c.stability_block_s, c.min_window_s, fmt::frac_pct(c.working_load)
+        ),
+        summary => summary_table(r),
+        overview => overview_charts(r),
+        stacks => stacks,
+        plan => plan_kv,
+        warnings => r.warnings,
+        environment => serde_json::to_string_pretty(&r.environment).unwrap_or_default(),
+        limits => serde_json::to_string_pretty(&r.limits).unwrap_or_default(),
+        limits_note => r.limits_note,
+    })
+    .map_err(|e| e.to_string())
+}
+
+const TEMPLATE: &str = r##"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ceiling — {{ run_id }}</title>
+<style>
+:root { --fg:#111827; --muted:#6b7280; --line:#e5e7eb; --valid:#059669; --failed:#dc2626; --invalid:#6b7280; --accent:#2563eb; }
+* { box-sizing: border-box; }
+body { margin:0; font: 14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif; color:var(--fg); background:#f3f4f6; }
+header { background:#111827; color:#f9fafb; padding:20px 32px; }
+header h1 { margin:0; font-size:22px; font-weight:650; letter-spacing:.2px; }
+header .meta { color:#9ca3af; font-size:13px; margin-top:4px; }
+nav { background:#1f2937; padding:8px 32px; font-size:13px; }
+nav a { color:#d1d5db; text-decoration:none; margin-right:18px; }
+main { max-width:1280px; margin:0 auto; padding:20px 32px 48px; }
+section.card { background:#fff; border:1px solid var(--line); border-radius:10px; padding:18px 22px; margin:18px 0; box-shadow:0 1px 2px rgba(0,0,0,.04); }
+h2 { font-size:19px; margin:0 0 10px; }
+h3 { font-size:15px; margin:18px 0 8px; color:#374151; }
+.notice { background:#fef3c7; border:1px solid #f59e0b; color:#78350f; border-radius:8px; padding:10px 14px; margin:10px 0; font-weight:600; }
+.warn { color:#92400e; background:#fffbeb; border-left:3px solid #f59e0b; padding:6px 10px; margin:6px 0; font-size:13px; }
+.method { color:#374151; font-size:13px; }
+.ceiling { font-size:15px; padding:8px 12px; border-radius:6px; margin:6px 0 12px; border-left:4px solid var(--valid); background:#ecfdf5; }
+.ceiling.failed { border-color:var(--failed); background:#fef2f2; }
+.ceiling.unbracketed { border-color:#d97706; background:#fffbeb; }
+.tablewrap { overflow-x:auto; }
+table { border-collapse:collapse; width:100%; font-size:12.5px; font-variant-numeric: tabular-nums; }
+th, td { padding:5px 8px; border-bottom:1px solid var(--line); text-align:right; white-space:nowrap; }
+th { background:#f9fafb; color:#374151; font-weight:600; position:sticky; top:0; }
+th:first-child, td:first-child { text-align:left; }
+td.reasons, td.text { text-align:left; white-space:normal; min-width:220px; color:#374151; }
+tr.failed td:first-child { border-left:3px solid var(--failed); }
+tr.valid td:first-child { border-left:3px solid var(--valid); }
+tr.invalid td:first-child { border-left:3px solid var(--invalid); }
+tr.unbracketed td:first-child { border-left:3px solid #d97706; }
+.summary table { font-size:14px; }
+.summary td:nth-child(2) { font-weight:700; }
+.badge { display:inline-block; padding:0 7px; border-radius:10px; font-size:11.5px; font-weight:600; color:#fff; }
+.badge.valid { background:var(--valid); } .badge.failed { background:var(--failed); } .badge.invalid { background:var(--invalid); }
+.notes { color:var(--muted); font-size:12px; margin:6px 0 0; }
+.chart { display:block; margin:10px 0 4px; border:1px solid #f0f1f3; border-radius:6px; }
+.grid2 { display:grid; grid-template-columns: 1fr 1fr; gap:12px; }
+@media (max-width: 1000px) { .grid2 { grid-template-columns: 1fr; } }
+details { margin:10px 0; } summary { cursor:pointer; color:#1f2937; font-weight:600; }
+pre { background:#f9fafb; border:1px solid var(--line); border-radius:6px; padding:10px; font-size:12px; overflow-x:auto; }
+dl.kv { display:grid; grid-template-columns: 200px 1fr; gap:4px 16px; margin:0; font-size:13px; }
+dl.kv dt { color:var(--muted); } dl.kv dd { margin:0; }
+footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>ceiling — {{ run_id }}</h1>
+  <div class="meta">{{ metric }} · {{ tool }} · run.json schema {{ schema_version }}{% if started %} · started {{ started }}{% endif %}</div>
+</header>
+<nav><a href="#summary">Summary</a>{% for s in stacks %}<a href="#{{ s.anchor }}">{{ s.name }}</a>{% endfor %}<a href="#plan">Plan &amp; environment</a></nav>
+<main>
+{% for n in notices %}<div class="notice">⚠ {{ n }}</div>
+{% endfor %}
+{% macro table(t, reasons_col) %}
+<div class="tablewrap"><table>
+<thead><tr>{% for h in t.header %}<th>{{ h }}</th>{% endfor %}</tr></thead>
+<tbody>
+{% for row in t.rows %}{% set cls = t.classes[loop.index0] %}<tr class="{{ cls }}">{% for c in row %}{% if reasons_col and loop.last %}<td class="reasons">{{ c }}</td>{% elif c in ["valid", "failed", "invalid"] %}<td><span class="badge {{ c }}">{{ c }}</span></td>{% else %}<td>{{ c }}</td>{% endif %}{% endfor %}</tr>
+{% endfor %}
+</tbody></table></div>
+{% for n in t.notes %}<p class="notes">{{ n }}</p>{% endfor %}
+{% endmacro %}
+<section class="card summary" id="summary">
+  <h2>Summary</h2>
+  <p class="method">{{ method }}</p>
+  {{ table(summary, false) }}
+  {% for c in overview %}{{ c|safe }}{% endfor %}
+</section>
+{% for s in stacks %}
+<section class="card" id="{{ s.anchor }}">
+  <h2>{{ s.name }}</h2>
+  <div class="ceiling {{ s.ceiling_class }}">{{ s.summary }}</div>
+  {% for w in s.warnings %}<div class="warn">⚠ {{ w }}</div>{% endfor %}
+  {% if s.no_series %}<p class="notes">No per-second series for this stack: time charts omitted.</p>{% endif %}
+  {% if s.charts %}
+  {{ s.charts[0]|safe }}
+  {{ s.charts[1]|safe }}
+  <div class="grid2">{{ s.charts[2]|safe }}{{ s.charts[3]|safe }}</div>
+  {% endif %}
+  {{ s.curve|safe }}
+  <h3>Shelves</h3>
+  {{ table(s.shelves, true) }}
+  {% if s.closed %}<h3>Levels (closed model, over repetitions)</h3>{{ table(s.closed, false) }}{% endif %}
+  {% if s.search %}<h3>Capacity search</h3>{{ table(s.search, true) }}{% endif %}
+  <details><summary>Per-request percentiles ({{ s.requests.rows|length }} rows)</summary>{{ table(s.requests, false) }}</details>
+</section>
+{% endfor %}
+<section class="card" id="plan">
+  <h2>Plan &amp; environment</h2>
+  <dl class="kv">{% for kv in plan %}<dt>{{ kv.k }}</dt><dd>{{ kv.v }}</dd>{% endfor %}</dl>
+  {% if limits_note %}<div class="notice">⚠ Limits not applied: {{ limits_note }}</div>{% endif %}
+  {% for w in warnings %}<div class="warn">⚠ {{ w }}</div>{% endfor %}
+  <details><summary>Resource limits</summary><pre>{{ limits }}</pre></details>
+  <details><summary>Environment fingerprint</summary><pre>{{ environment }}</pre></details>
+</section>
+</main>
+<footer>Generated by {{ tool }}. Self-contained: no scripts, no external resources. Latency is measured from the intended send time; histograms are merged, never averaged.</footer>
+</body>
+</html>
+"##;

@@ -1,0 +1,288 @@
+//! The tables every output shares (terminal, summary.md, report.html, CSV): one source of truth.
+
+use crate::fmt::{cpu, frac_pct, mib, ms_opt, num, pct, rps, us};
+use crate::RunReport;
+use ceiling_analyze::{fmt_ms, LoadModel, ShelfResult, StackAnalysis, Verdict};
+use serde::Serialize;
+
+/// A rendered table: header, rows of cells, a CSS class per row (`valid`, `failed`,
+/// `invalid`, or empty) and footnotes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Table {
+    /// Column headings.
+    pub header: Vec<String>,
+    /// Cells, row by row.
+    pub rows: Vec<Vec<String>>,
+    /// One class per row.
+    pub classes: Vec<String>,
+    /// Notes printed under the table.
+    pub notes: Vec<String>,
+}
+
+impl Table {
+    /// Plain text (terminal).
+    pub fn to_text(&self) -> String {
+        let mut s = crate::fmt::text_table(&self.header, &self.rows);
+        for n in &self.notes {
+            s.push_str(n);
+            s.push('\n');
+        }
+        s
+    }
+    /// Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut s = crate::fmt::md_table(&self.header, &self.rows);
+        if !self.notes.is_empty() {
+            s.push('\n');
+            for n in &self.notes {
+                s.push_str(&format!("{n}  \n"));
+            }
+        }
+        s
+    }
+}
+
+fn h(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The shelf whose figures the summary row shows when no shelf passed: the first failed one,
+/// else the first judged one.
+fn fallback_shelf(a: &StackAnalysis) -> Option<&ShelfResult> {
+    a.shelves.iter().find(|s| s.verdict == Verdict::Failed).or_else(|| a.shelves.iter().find(|s| s.requests > 0))
+}
+
+/// Source 000's table: Stack | RPS@p99≤SLO | p95 | p99 | errors | CPU | RAM, plus CPU µs per
+/// request and the recommended working load. One row per stack.
+pub fn summary_table(r: &RunReport) -> Table {
+    let metric = r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into());
+    let wl = r.stacks.first().map(|a| a.criteria.working_load).unwrap_or(0.7);
+    let mut t = Table {
+        header: vec![
+            "Stack".into(),
+            metric,
+            "p95".into(),
+            "p99".into(),
+            "errors".into(),
+            "CPU (% of a core)".into(),
+            "RAM (RSS)".into(),
+            "CPU µs/request".into(),
+            format!("working load {}", frac_pct(wl)),
+        ],
+        ..Default::default()
+    };
+    let mut dagger = false;
+    for a in &r.stacks {
+        let c = &a.ceiling;
+        let mut rps_cell = rps(c.rps);
+        if let Some(e) = a.search.as_ref().and_then(|s| s.estimate.as_ref()) {
+            rps_cell = match e.ci95 {
+                Some(h) => format!("{} (search {} ± {}, n={})", rps_cell, rps(e.mean), rps(h), e.n),
+                None => format!("{} (search {}, n=1)", rps_cell, rps(e.mean)),
+            };
+        }
+        if !c.found {
+            let f = fallback_shelf(a);
+            let mark = if f.is_some() {
+                dagger = true;
+                " †"
+            } else {
+                ""
+            };
+            t.rows.push(vec![
+                a.stack.clone(),
+                rps_cell,
+                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p95_ms))).unwrap_or_else(|| "–".into()),
+                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p99_ms))).unwrap_or_else(|| "–".into()),
+                f.map(|s| format!("{}{mark}", pct(s.error_rate))).unwrap_or_else(|| "–".into()),
+                f.map(|s| cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)) + mark).unwrap_or_else(|| "–".into()),
+                f.map(|s| mib(s.stack.as_ref().map(|w| w.rss_mb_mean)) + mark).unwrap_or_else(|| "–".into()),
+                "–".into(),
+                "0".into(),
+            ]);
+            t.classes.push("failed".into());
+        } else {
+            t.rows.push(vec![
+                a.stack.clone(),
+                rps_cell,
+                ms_opt(c.p95_ms),
+                ms_opt(c.p99_ms),
+                c.error_rate.map(pct).unwrap_or_else(|| "–".into()),
+                cpu(c.stack_cpu_pct),
+                mib(c.stack_rss_mb),
+                us(c.cpu_us_per_request),
+                rps(c.working_load_rps),
+            ]);
+            t.classes.push(if c.bracketed { "valid".into() } else { "unbracketed".into() });
+        }
+    }
+    if dagger {
+        t.notes.push("† no shelf passed (RPS 0): figures of the first failed shelf.".into());
+    }
+    let unbracketed: Vec<&str> =
+        r.stacks.iter().filter(|a| a.ceiling.found && !a.ceiling.bracketed).map(|a| a.stack.as_str()).collect();
+    if !unbracketed.is_empty() {
+        t.notes.push(format!(
+            "Not bracketed (no later shelf failed; the stack may sustain more): {}.",
+            unbracketed.join(", ")
+        ));
+    }
+    t
+}
+
+/// Every shelf of one stack: offered vs achieved, percentiles, errors, generator, resources,
+/// verdict and reasons.
+pub fn shelf_table(a: &StackAnalysis) -> Table {
+    let mut t = Table {
+        header: h(&[
+            "shelf", "offered", "achieved", "p50", "p90", "p95", "p99", "p99.9", "max", "errors", "gen lag p99", "gen CPU",
+            "stack CPU", "stack RSS", "PG CPU", "CPU µs/req", "window", "verdict", "reasons",
+        ]),
+        ..Default::default()
+    };
+    for s in &a.shelves {
+        let label = if a.model == LoadModel::Closed && a.levels.iter().any(|l| l.repetitions.len() > 1) {
+            format!("{} #{}", s.label, s.repetition + 1)
+        } else {
+            s.label.clone()
+        };
+        t.rows.push(vec![
+            label,
+            rps(s.offered_rps),
+            rps(s.achieved_rps),
+            fmt_ms(s.latency.p50_ms),
+            fmt_ms(s.latency.p90_ms),
+            fmt_ms(s.latency.p95_ms),
+            fmt_ms(s.latency.p99_ms),
+            fmt_ms(s.latency.p999_ms),
+            fmt_ms(s.latency.max_ms),
+            pct(s.error_rate),
+            fmt_ms(s.lag_p99_ms),
+            format!("{:.0}%", s.generator_cpu_mean),
+            cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)),
+            mib(s.stack.as_ref().map(|w| w.rss_mb_mean)),
+            cpu(s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
+            us(s.cpu_us_per_request),
+            format!("{} s", s.window.kept_s),
+            s.verdict.to_string(),
+            s.reasons_text(),
+        ]);
+        t.classes.push(s.verdict.to_string());
+    }
+    t.notes.push("Latency in ms from the intended send time; rates in RPS; CPU in % of one core.".into());
+    t
+}
+
+/// Per-request percentiles of every shelf.
+pub fn request_table(a: &StackAnalysis) -> Table {
+    let mut t = Table {
+        header: h(&["shelf", "request", "requests", "errors", "p50", "p90", "p95", "p99", "p99.9", "max", "service p99"]),
+        ..Default::default()
+    };
+    for s in &a.shelves {
+        for q in &s.per_request {
+            t.rows.push(vec![
+                s.label.clone(),
+                q.name.clone(),
+                q.requests.to_string(),
+                pct(q.error_rate),
+                fmt_ms(q.latency.p50_ms),
+                fmt_ms(q.latency.p90_ms),
+                fmt_ms(q.latency.p95_ms),
+                fmt_ms(q.latency.p99_ms),
+                fmt_ms(q.latency.p999_ms),
+                fmt_ms(q.latency.max_ms),
+                fmt_ms(q.service.p99_ms),
+            ]);
+            t.classes.push(s.verdict.to_string());
+        }
+    }
+    t
+}
+
+fn spread(e: &ceiling_analyze::Estimate, f: &dyn Fn(f64) -> String) -> String {
+    match e.ci95 {
+        Some(h) => format!("{} ± {} ({}–{})", f(e.mean), f(h), f(e.min), f(e.max)),
+        None => f(e.mean),
+    }
+}
+
+/// Closed-model levels: mean ± 95% CI (min–max) over repetitions.
+pub fn closed_table(a: &StackAnalysis) -> Table {
+    let mut t = Table {
+        header: h(&[
+            "level", "reps", "kept", "throughput RPS", "p50 ms", "p99 ms", "CPU µs/req", "stack CPU", "RSS MiB", "errors in reps", "verdict",
+        ]),
+        ..Default::default()
+    };
+    for l in &a.levels {
+        let Some(s) = l.headline() else {
+            t.rows.push(vec![l.label.clone(), "0".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), l.verdict.to_string()]);
+            t.classes.push(l.verdict.to_string());
+            continue;
+        };
+        let kept = if l.error_free.is_some() { "error-free" } else { "all (every rep had errors)" };
+        t.rows.push(vec![
+            l.label.clone(),
+            l.repetitions.len().to_string(),
+            format!("{} ({})", s.n, kept),
+            spread(&s.throughput_rps, &rps),
+            spread(&s.p50_ms, &|x| fmt_ms(x)),
+            spread(&s.p99_ms, &|x| fmt_ms(x)),
+            s.cpu_us_per_request.as_ref().map(|e| spread(e, &num)).unwrap_or_else(|| "–".into()),
+            s.stack_cpu_pct.as_ref().map(|e| spread(e, &|x| format!("{x:.0}%"))).unwrap_or_else(|| "–".into()),
+            s.stack_rss_mb.as_ref().map(|e| spread(e, &num)).unwrap_or_else(|| "–".into()),
+            if l.with_errors.is_empty() {
+                "none".into()
+            } else {
+                format!("⚑ reps {}", l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", "))
+            },
+            l.verdict.to_string(),
+        ]);
+        t.classes.push(l.verdict.to_string());
+    }
+    t.notes.push(
+        "mean ± 95% CI (Student t) (min–max) over the kept repetitions; source 003 kept only error-free runs — repetitions with errors are flagged ⚑ and left out when any error-free one exists; \"all\" aggregates are in run.json."
+            .into(),
+    );
+    t
+}
+
+/// Capacity-search probes of one stack (empty when it was not searched).
+pub fn search_table(a: &StackAnalysis) -> Table {
+    let mut t = Table {
+        header: h(&["repeat", "probe rate", "achieved", "p50", "p90", "p99", "errors", "verdict", "reasons"]),
+        ..Default::default()
+    };
+    if let Some(s) = &a.search {
+        for (i, r) in s.repeats.iter().enumerate() {
+            for p in &r.probes {
+                t.rows.push(vec![
+                    format!("#{}", i + 1),
+                    rps(p.rate),
+                    rps(p.achieved_rps),
+                    fmt_ms(p.p50_ms),
+                    fmt_ms(p.p90_ms),
+                    fmt_ms(p.p99_ms),
+                    pct(p.error_rate),
+                    p.verdict.to_string(),
+                    p.reasons.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
+                ]);
+                t.classes.push(p.verdict.to_string());
+            }
+            t.notes.push(format!(
+                "repeat #{}: ceiling {} RPS{}",
+                i + 1,
+                rps(r.ceiling_rps),
+                r.stopped.as_ref().map(|s| format!(" (stopped: {s})")).unwrap_or_default()
+            ));
+        }
+        if let Some(e) = &s.estimate {
+            t.notes.push(match e.ci95 {
+                Some(h) => format!("ceiling {} ± {} RPS (95% CI, Student t, n={}), range {}–{}", rps(e.mean), rps(h), e.n, rps(e.min), rps(e.max)),
+                None => format!("ceiling {} RPS (n=1: no confidence interval)", rps(e.mean)),
+            });
+        }
+    }
+    t
+}

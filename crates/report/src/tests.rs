@@ -1,0 +1,342 @@
+//! Reports rendered from synthetic runs.
+
+use crate::*;
+use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchRepeat, ProbeVerdict};
+use ceiling_metrics::{ResourceSample, Second, TimeseriesRow};
+use ceiling_plan::parse_plan;
+
+const PLAN: &str = r#"
+name = "demo-000"
+description = "Source 000's stepped profile, shortened"
+source = "000"
+[data.ids]
+csv = "@data/status_ids.csv"
+[[warmup]]
+hold = 300
+duration = "20s"
+[[stages]]
+ramp = { from = 0, to = 1500 }
+duration = "20s"
+[[stages]]
+hold = 1500
+duration = "60s"
+[[stages]]
+ramp = { from = 1500, to = 3000 }
+duration = "20s"
+[[stages]]
+hold = 3000
+duration = "60s"
+[[stages]]
+ramp = { from = 3000, to = 4500 }
+duration = "20s"
+[[stages]]
+hold = 4500
+duration = "60s"
+[[requests]]
+name = "get_by_id"
+weight = 70
+path = "/status/${ids.id}"
+expect = [200, 404]
+[[requests]]
+name = "get_batch"
+weight = 20
+path = "/status?ids=${ids.id*10}"
+[[requests]]
+name = "post"
+weight = 5
+method = "POST"
+path = "/status"
+body = '{"id":"${uuid}","status":${int:0:9}}'
+[[requests]]
+name = "put"
+weight = 5
+method = "PUT"
+path = "/status/${ids.id}"
+body = '{"status":${int:0:9}}'
+[slo]
+p99 = "350ms"
+errors = "1%"
+[analysis]
+trim_head = "10s"
+trim_tail = "5s"
+min_window = "30s"
+"#;
+
+/// A deterministic pseudo-random stream.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Latency (ms) at quantile q for a stack whose median is `base` and whose tail grows with `stress`.
+fn lat(q: f64, base: f64, stress: f64) -> f64 {
+    base * (1.0 + 3.0 * q.powi(4) + stress * q.powi(30))
+}
+
+/// Simulates one stack: `profile(rate) -> (median ms, tail stress, error fraction)`.
+fn simulate(plan: &ceiling_plan::Plan, stack: &str, seed: u64, profile: impl Fn(f64) -> (f64, f64, f64)) -> (ceiling_analyze::StackAnalysis, Vec<TimeseriesRow>) {
+    let mut rng = Lcg(seed);
+    let mut acc = RunAccumulator::new(plan, stack);
+    let mut rows = Vec::new();
+    let weights = [70.0, 20.0, 5.0, 5.0];
+    for sp in ceiling_analyze::stage_spans(plan, 1) {
+        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
+        let st = if sp.phase == ceiling_metrics::Phase::Warmup { &plan.warmup[sp.level] } else { &plan.stages[sp.level] };
+        for t in a..b {
+            let rate = match st {
+                ceiling_plan::Stage::Ramp { from, to, duration } => from + (to - from) * (t - a) as f64 / duration.as_secs_f64(),
+                ceiling_plan::Stage::Hold { rate, .. } => *rate,
+                _ => unreachable!(),
+            };
+            let offered = (rate * (1.0 + 0.04 * (rng.next() - 0.5))).round() as u64;
+            let (base, stress, err) = profile(rate);
+            let mut s = Second::new(t, sp.phase, sp.index, 4);
+            s.offered = offered;
+            s.sent = offered;
+            for (i, w) in weights.iter().enumerate() {
+                let n = (offered as f64 * w / 100.0).round() as u64;
+                let tag = &mut s.tags[i];
+                let mult = [1.0, 2.2, 1.6, 1.4][i];
+                for k in 0..n {
+                    let q = (k as f64 + rng.next()) / n as f64;
+                    let v = (lat(q, base * mult, stress) * 1000.0) as u64;
+                    ceiling_metrics::record_us(&mut tag.latency, v);
+                    ceiling_metrics::record_us(&mut tag.service, v * 2 / 3);
+                    tag.counts.add(if rng.next() < err { ceiling_metrics::Outcome::Status5xx } else { ceiling_metrics::Outcome::Ok });
+                }
+            }
+            for _ in 0..20 {
+                ceiling_metrics::record_us(&mut s.lag, 50 + (rng.next() * 400.0) as u64);
+            }
+            s.generator_cpu = 8.0 + rate / 150.0;
+            s.connections = (rate * base / 1000.0).ceil() as u64 + 4;
+            let res = vec![
+                ResourceSample { t: t as f64 + 1.0, who: "stack".into(), cpu_pct: (rate / 30.0 + 5.0 * rng.next()).min(200.0), rss_bytes: ((60.0 + rate / 100.0) * 1048576.0) as u64, cgroup_memory_bytes: None },
+                ResourceSample { t: t as f64 + 1.0, who: "postgres".into(), cpu_pct: rate / 45.0, rss_bytes: 420 << 20, cgroup_memory_bytes: None },
+            ];
+            rows.push(TimeseriesRow::from_second(&s, &res));
+            acc.push_second(&s);
+            acc.extend_resources(res);
+        }
+    }
+    (acc.finish(), rows)
+}
+
+/// The demo run, simulated once and shared by the tests (a scaled copy only changes the summary).
+fn demo(scale: f64) -> (RunReport, Series) {
+    static DEMO: std::sync::OnceLock<(RunReport, Series)> = std::sync::OnceLock::new();
+    let (mut rep, series) = DEMO.get_or_init(simulate_demo).clone();
+    rep.plan.scaled_by = scale;
+    (rep, series)
+}
+
+fn simulate_demo() -> (RunReport, Series) {
+    let plan = parse_plan(PLAN, std::path::Path::new("plans/demo.toml")).unwrap();
+    let mut rep = RunReport::new(&plan, "20260101-120000-demo");
+    rep.started = "2026-01-01T12:00:00Z".into();
+    rep.environment = serde_json::json!({"os": "Linux 6.8", "cpus": 8, "postgres": "16.4"});
+    rep.limits = serde_json::json!({"cpus": 2.0, "memory_mb": 1024});
+    let mut series = Series::new();
+    let (go, rows) = simulate(&plan, "go-pgx", 1, |r| (4.0 + r / 600.0, if r > 4000.0 { 120.0 } else { 1.5 }, 0.002));
+    series.insert("go-pgx".into(), rows);
+    rep.stacks.push(go);
+    let (mvc, rows) = simulate(&plan, "spring-mvc-jdbc", 2, |r| (30.0 + r / 40.0, 3.0, 0.001));
+    series.insert("spring-mvc-jdbc".into(), rows);
+    rep.stacks.push(mvc);
+    let (mut wf, rows) = simulate(&plan, "webflux-r2dbc", 3, |r| (6.0 + r / 900.0, 1.0, 0.0));
+    let probes: Vec<ProbeVerdict> = wf.shelves.iter().map(ProbeVerdict::from_shelf).collect();
+    wf.search = Some(SearchOutcome::new(vec![
+        SearchRepeat { probes, confirm: None, ceiling_rps: 4480.0, stopped: None },
+        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 4530.0, stopped: Some("max_rate reached".into()) },
+    ]));
+    series.insert("webflux-r2dbc".into(), rows);
+    rep.stacks.push(wf);
+    (rep, series)
+}
+
+#[test]
+fn demo_verdicts_are_what_the_profiles_say() {
+    let (rep, _) = demo(1.0);
+    let go = &rep.stacks[0];
+    assert_eq!(go.shelves.len(), 3);
+    assert!(go.shelves[0].is_valid() && go.shelves[1].is_valid(), "{}", go.shelves[1].reasons_text());
+    assert_eq!(go.shelves[2].verdict, ceiling_analyze::Verdict::Failed, "{:?}", go.shelves[2].latency);
+    assert!(go.ceiling.bracketed);
+    assert!((go.ceiling.rps - 3000.0).abs() < 60.0, "{}", go.ceiling.rps);
+    assert_eq!(rep.stacks[1].ceiling.rps, 0.0);
+    assert!(!rep.stacks[2].ceiling.bracketed);
+}
+
+#[test]
+fn html_report_is_self_contained_with_svg_charts() {
+    let (rep, series) = demo(1.0);
+    let html = render_html(&rep, &series).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // 4 time charts + 1 curve per stack, ceiling bars and the all-stacks curve.
+    assert_eq!(html.matches("<svg").count(), 3 * 5 + 2, "svg count");
+    assert_eq!(html.matches("</svg>").count(), html.matches("<svg").count());
+    for needle in ["latency over time", "offered vs achieved throughput", "CPU over time", "memory over time", "latency vs throughput", "Ceiling by stack", "p99 latency vs throughput, all stacks"] {
+        assert!(html.contains(needle), "missing chart: {needle}");
+    }
+    // Axis labels and units, legend, shelves shaded with labels.
+    assert!(html.contains("time since run start (s)") && html.contains("latency (ms, log scale)") && html.contains("RSS (MiB)"));
+    assert!(html.contains("✓ hold 1500") && html.contains("✗ hold 4500") && html.contains("warm-up"));
+    assert!(html.contains("SLO p99≤350ms"));
+    // Self-contained: no external resources or URLs at all, no scripts.
+    assert!(!html.contains("http://") && !html.contains("https://"), "external URL in the page");
+    for bad in ["<script", "src=", "<link", "@import", "<iframe"] {
+        assert!(!html.contains(bad), "found {bad}");
+    }
+    for (i, _) in html.match_indices("url(") {
+        assert!(html[i..].starts_with("url(#clip"), "non-local url(): {}", &html[i..i + 30]);
+    }
+    // Tables.
+    assert!(html.contains("RPS@p99≤350ms") && html.contains("spring-mvc-jdbc") && html.contains("get_batch"));
+    assert!(html.contains("Capacity search"));
+    assert!(!html.contains("SCALED RUN"));
+}
+
+#[test]
+fn notices_for_scaled_runs_and_missing_limits() {
+    let (mut rep, series) = demo(0.05);
+    rep.limits_note = Some("cgroup v2 is read-only in this container".into());
+    let html = render_html(&rep, &series).unwrap();
+    assert!(html.contains("SCALED RUN: every duration was multiplied by 0.05"));
+    assert!(html.contains("LIMITS NOT APPLIED: cgroup v2 is read-only"));
+    let md = render_summary_md(&rep);
+    assert!(md.contains("**⚠ SCALED RUN") && md.contains("LIMITS NOT APPLIED"));
+    let term = render_terminal(&rep);
+    assert!(term.starts_with("!! SCALED RUN"));
+}
+
+#[test]
+fn summary_tables_follow_source_000() {
+    let (rep, _) = demo(1.0);
+    let t = summary_table(&rep);
+    assert_eq!(t.header[..7], ["Stack", "RPS@p99≤350ms", "p95", "p99", "errors", "CPU (% of a core)", "RAM (RSS)"].map(String::from));
+    assert_eq!(t.header[8], "working load 70%");
+    assert_eq!(t.rows.len(), 3);
+    assert_eq!(t.rows[1][1], "0");
+    assert!(t.rows[1][3].ends_with('†'), "{:?}", t.rows[1]);
+    assert!(t.rows[2][1].contains("search 4505 ± "), "{}", t.rows[2][1]);
+    let md = render_summary_md(&rep);
+    assert!(md.contains("| Stack | RPS@p99≤350ms | p95 | p99 | errors |"));
+    assert!(md.contains("## go-pgx") && md.contains("### Shelves") && md.contains("### Per request"));
+    assert!(md.contains("no shelf passed"));
+    let term = render_terminal(&rep);
+    assert!(term.contains("go-pgx") && term.contains("hold 4500") && term.contains("failed"));
+    // Every data row of the terminal table is aligned to the header's width or wider.
+    println!("{term}");
+}
+
+#[test]
+fn csv_has_one_row_per_shelf() {
+    let (rep, _) = demo(1.0);
+    let text = render_shelves_csv(&rep);
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let h = r.headers().unwrap().clone();
+    assert!(h.iter().any(|c| c == "p99_ms") && h.iter().any(|c| c == "n_5xx") && h.iter().any(|c| c == "verdict"));
+    let recs: Vec<_> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(recs.len(), 9);
+    let vi = h.iter().position(|c| c == "verdict").unwrap();
+    assert_eq!(&recs[2][vi], "failed");
+    assert_eq!(&recs[0][0], "go-pgx");
+}
+
+#[test]
+fn run_json_round_trips_and_files_are_written() {
+    let (rep, series) = demo(1.0);
+    // Exact: serde_json's `float_roundtrip` feature makes every f64 read back bit for bit.
+    let back = RunReport::from_json(&rep.to_json()).unwrap();
+    let (a, b) = (back.to_json(), rep.to_json());
+    if let Some(i) = a.bytes().zip(b.bytes()).position(|(x, y)| x != y) {
+        panic!("run.json differs after a round trip at {i}: {:?} vs {:?}", &a[i.saturating_sub(80)..(i + 40).min(a.len())], &b[i.saturating_sub(80)..(i + 40).min(b.len())]);
+    }
+    assert_eq!(a.len(), b.len());
+    assert_eq!(back, rep);
+    let newer = rep.to_json().replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    assert!(RunReport::from_json(&newer).unwrap_err().contains("schema_version 99"));
+
+    let dir = std::env::temp_dir().join(format!("ceiling-report-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = write_all(&dir, &rep, &series).unwrap();
+    assert_eq!(files.len(), 4);
+    for f in &files {
+        assert!(std::fs::metadata(f).unwrap().len() > 100, "{}", f.display());
+    }
+    // `ceiling report DIR`: read back and find the series.
+    for (stack, rows) in &series {
+        std::fs::create_dir_all(dir.join(stack)).unwrap();
+        let mut w = ceiling_metrics::TimeseriesWriter::new(std::fs::File::create(dir.join(stack).join("timeseries.csv")).unwrap());
+        for r in rows {
+            w.write(r).unwrap();
+        }
+    }
+    let rep2 = read_run_json(&dir.join("run.json")).unwrap();
+    let s2 = load_series(&dir, &rep2);
+    assert_eq!(s2.len(), 3);
+    assert_eq!(rep2.stacks[0].shelves.len(), rep.stacks[0].shelves.len());
+    assert!(render_html(&rep2, &s2).unwrap().matches("<svg").count() == 17);
+    if let Ok(keep) = std::env::var("CEILING_REPORT_DEMO_DIR") {
+        write_all(std::path::Path::new(&keep), &rep, &series).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn closed_model_report() {
+    let text = r#"
+name = "c003"
+[load]
+repetitions = 3
+[[stages]]
+connections = 4
+duration = "20s"
+[[stages]]
+connections = 50
+duration = "20s"
+[[requests]]
+name = "people"
+path = "/people"
+[slo]
+p99 = "100ms"
+[analysis]
+trim_head = "2s"
+trim_tail = "2s"
+min_window = "10s"
+"#;
+    let plan = parse_plan(text, std::path::Path::new("c.toml")).unwrap();
+    let mut acc = RunAccumulator::with_passes(&plan, "mvc-jdbc", 3);
+    let mut t = 0;
+    for pass in 0..3u32 {
+        for lvl in 0..2usize {
+            for _ in 0..20 {
+                let n = [800u64, 3000][lvl] + pass as u64 * 20;
+                let mut s = Second::new(t, ceiling_metrics::Phase::Measure, pass as usize * 2 + lvl, 1);
+                s.offered = n;
+                for k in 0..n {
+                    ceiling_metrics::record_us(&mut s.tags[0].latency, 2000 + k % 700 * (1 + lvl as u64 * 20));
+                    s.tags[0].counts.add(if pass == 2 && lvl == 1 && k == 0 { ceiling_metrics::Outcome::Reset } else { ceiling_metrics::Outcome::Ok });
+                }
+                acc.push_second(&s);
+                acc.push_resource(ResourceSample { t: t as f64 + 1.0, who: "stack".into(), cpu_pct: 100.0 + lvl as f64 * 150.0, rss_bytes: 200 << 20, cgroup_memory_bytes: None });
+                t += 1;
+            }
+        }
+    }
+    let a = acc.finish();
+    let mut rep = RunReport::new(&plan, "closed");
+    rep.stacks.push(a);
+    let md = render_summary_md(&rep);
+    assert!(md.contains("### Levels (closed model)"), "{md}");
+    assert!(md.contains("⚑ reps #3"));
+    let tb = closed_table(&rep.stacks[0]);
+    assert_eq!(tb.rows.len(), 2);
+    assert!(tb.rows[0][3].starts_with("820 ± "), "{:?}", tb.rows[0]);
+    let html = render_html(&rep, &Series::new()).unwrap();
+    assert!(html.contains("Levels (closed model, over repetitions)"));
+    assert!(html.contains("No per-second series"));
+}
