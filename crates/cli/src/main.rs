@@ -2,6 +2,8 @@
 
 mod load_cmd;
 mod record;
+mod run_cmd;
+mod verify_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -19,12 +21,16 @@ enum Cmd {
     /// Send load to an HTTP service (open model by rate, or closed by connections) and report
     /// latency from the intended send time, per request name.
     Load(load_cmd::LoadArgs),
+    /// Run a plan end to end on the embedded stand: PostgreSQL, each stack in turn under limits,
+    /// conformance check, load, analysis (RPS@p99≤SLO), reports in results/<run-id>/.
+    Run(run_cmd::RunArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Load(a) => load_cmd::run(a),
+        Cmd::Run(a) => run_cmd::run(a),
     };
     match res {
         Ok(code) => code,

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Generator efficiency, side by side in one run: ceiling load vs wrk against one local nginx worker
+# serving a static JSON body. nginx gets core 0, each generator core 1 (taskset), one at a time.
+# CPU per request = the generator's user+sys CPU seconds / requests nginx counted (stub_status),
+# so both tools are judged by the same counter. Usage: bench/generator-vs-wrk.sh [seconds] [conns]
+set -euo pipefail
+secs=${1:-10}; conns=${2:-64}
+bin=${CEILING_BIN:-target/release/ceiling}
+for t in nginx wrk taskset "$bin"; do command -v "$t" >/dev/null || [ -x "$t" ] || { echo "missing $t: run scripts/setup.sh bench and make build" >&2; exit 1; }; done
+tmp=$(mktemp -d); port=${PORT:-18299}
+cat >"$tmp/nginx.conf" <<NGX
+worker_processes 1; daemon off; pid $tmp/nginx.pid; error_log $tmp/error.log;
+events { worker_connections 16384; }
+http { access_log off; server { listen 127.0.0.1:$port backlog=4096; keepalive_requests 100000000;
+  location = /nginx_status { stub_status; }
+  location / { default_type application/json; return 200 '{"ok":true,"message":"OK"}'; } } }
+NGX
+taskset -c 0 nginx -c "$tmp/nginx.conf" & ngx=$!
+trap 'kill $ngx 2>/dev/null; wait $ngx 2>/dev/null; rm -rf "$tmp"' EXIT
+sleep 0.5
+count() { curl -s "http://127.0.0.1:$port/nginx_status" | awk 'NR==3{print $3}'; }
+# measure NAME CMD...: prints "NAME cpu_s requests" and keeps the tool's stdout in $tmp/NAME.out
+measure() {
+  local name=$1; shift; local a b
+  a=$(count)
+  /usr/bin/time -f "%U %S %M" -o "$tmp/$name.time" taskset -c 1 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || true
+  b=$(count)
+  read -r u s rss <"$tmp/$name.time"
+  echo "$name $(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}') $((b - a - 1)) $rss"
+}
+echo "# generator-vs-wrk: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), nginx $(nginx -v 2>&1 | cut -d/ -f2), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+read -r _ wcpu wreq wrss < <(measure wrk wrk -t1 -c"$conns" -d"${secs}s" "http://127.0.0.1:$port/")
+read -r _ ccpu creq crss < <(measure ceiling_closed "$bin" load --url "http://127.0.0.1:$port/" --connections "$conns" --duration "${secs}s" -q)
+rate=$(awk -v r="$wreq" -v s="$secs" 'BEGIN{printf "%d", r/s/2}')
+read -r _ ocpu oreq orss < <(measure ceiling_open "$bin" load --url "http://127.0.0.1:$port/" --rate "$rate" --duration "${secs}s" --max-connections "$conns" --json -q)
+python3 - "$secs" "$conns" "$rate" "$wcpu" "$wreq" "$wrss" "$ccpu" "$creq" "$crss" "$ocpu" "$oreq" "$orss" "$tmp/ceiling_open.out" <<'PY'
+import json, sys
+secs, conns, rate = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+wcpu, wreq, wrss, ccpu, creq, crss, ocpu, oreq, orss = map(float, sys.argv[4:13])
+o = json.load(open(sys.argv[13]))
+us = lambda c, n: c / n * 1e6 if n else float("nan")
+w, c, op = us(wcpu, wreq), us(ccpu, creq), us(ocpu, oreq)
+print(f"| run | requests/s | CPU µs/request | max RSS MB | ratio to wrk |")
+print(f"|---|---|---|---|---|")
+print(f"| wrk -t1 -c{conns} {secs:.0f}s | {wreq/secs:,.0f} | {w:.2f} | {wrss/1024:.1f} | 1.00 |")
+print(f"| ceiling load -c {conns} {secs:.0f}s (closed) | {creq/secs:,.0f} | {c:.2f} | {crss/1024:.1f} | CPU {c/w:.2f}, RPS {creq/wreq:.2f} |")
+print(f"| ceiling load --rate {rate} (open, ½ wrk max) | {oreq/secs:,.0f} | {op:.2f} | {orss/1024:.1f} | CPU {op/w:.2f} |")
+ach = o["completed"] / o["offered"] if o["offered"] else 0
+print()
+print(f"open model: offered {o['offered']}, completed {o['completed']} ({ach*100:.2f}%), schedule lag p50 {o['schedule_lag']['p50_ms']:.3f} ms, "
+      f"p99 {o['schedule_lag']['p99_ms']:.3f} ms, latency p99 {o['latency']['p99_ms']:.3f} ms; verdict: {o['generator_verdict']}")
+ok = [c <= w, creq >= 0.9 * wreq, ach >= 0.99, o['schedule_lag']['p99_ms'] < 1.0, op <= 1.5 * w]
+names = ["closed CPU/req ≤ wrk", "closed RPS ≥ 90% wrk", "open achieved ≥ 99%", "open lag p99 < 1 ms", "open CPU/req ≤ 1.5× wrk"]
+print("targets: " + ", ".join(f"{n}: {'PASS' if k else 'FAIL'}" for n, k in zip(names, ok)))
+PY

@@ -1,0 +1,352 @@
+//! `ceiling run PLAN`: the lab end to end — embedded PostgreSQL, each stack in turn (build, start
+//! under limits, verify, warm up, measure, stop, cool down), analysis by the plan's method, and
+//! the report files in `results/<run-id>/`.
+
+use crate::load_cmd::install_ctrlc;
+use crate::record::Recorder;
+use anyhow::{bail, Context};
+use ceiling_analyze::{RunAccumulator, StackAnalysis};
+use ceiling_load::{parse_target, LoadConfig};
+use ceiling_plan::{Plan, Stage};
+use ceiling_report::{RunReport, Series};
+use ceiling_stand::{Sampler, Stand, StandOptions};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Arguments of `ceiling run`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  ceiling run plans/000-status-mixed.toml --quick --stacks go-pgx     (the demo: ~3 min)
+  ceiling run plans/000-status-mixed.toml                              (source 000 at full length)
+  ceiling run plans/003-people.toml --quick
+  ceiling run plans/000-status-mixed.toml --db-url postgres://bench:bench@127.0.0.1:5432/bench")]
+pub struct RunArgs {
+    /// Plan file (see plans/).
+    pub plan: PathBuf,
+    /// Multiply every duration by the plan's quick_scale (a scaled run; every output says so).
+    #[arg(long)]
+    pub quick: bool,
+    /// Stacks to measure, comma separated (default: the plan's target.stacks).
+    #[arg(long, value_delimiter = ',')]
+    pub stacks: Vec<String>,
+    /// Use an existing PostgreSQL instead of the embedded one (its `bench` database is recreated).
+    #[arg(long)]
+    pub db_url: Option<String>,
+    /// Directory with PostgreSQL's `postgres` and `initdb` binaries.
+    #[arg(long)]
+    pub pg_bin: Option<PathBuf>,
+    /// Where result directories go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Measure stacks even when `ceiling verify` fails for them (recorded in run.json).
+    #[arg(long)]
+    pub allow_unverified: bool,
+    /// Rebuild stacks even when their source is unchanged.
+    #[arg(long)]
+    pub rebuild: bool,
+    /// Generator threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Finds the repository root (the directory holding `contract/` and `stacks/`).
+pub fn repo_root() -> anyhow::Result<PathBuf> {
+    let mut dir = std::env::current_dir()?;
+    loop {
+        if dir.join("contract/schema.sql").is_file() && dir.join("stacks").is_dir() {
+            return Ok(dir);
+        }
+        if !dir.pop() {
+            bail!("run ceiling from inside its repository (no contract/schema.sql and stacks/ above the current directory)");
+        }
+    }
+}
+
+/// A run id: UTC time + plan name.
+pub fn run_id(plan: &Plan) -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let (d, s) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    let (y, m, dd) = civil(d);
+    format!("{y:04}{m:02}{dd:02}-{:02}{:02}{:02}-{}", s / 3600, s % 3600 / 60, s % 60, plan.name)
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+fn civil(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// ISO-8601 UTC now.
+pub fn now_iso() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let (y, m, d) = civil(secs.div_euclid(86400));
+    let s = secs.rem_euclid(86400);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", s / 3600, s % 3600 / 60, s % 60)
+}
+
+/// The plan as the engine runs it: closed-model repetitions become repeated passes over the stages.
+pub fn engine_stages(plan: &Plan) -> (Vec<Stage>, u32) {
+    let passes = if plan.is_open() { 1 } else { plan.load.repetitions.max(1) };
+    let stages = (0..passes).flat_map(|_| plan.stages.iter().cloned()).collect();
+    (stages, passes)
+}
+
+/// Everything measured for one stack.
+pub struct Measured {
+    /// The analysis.
+    pub analysis: StackAnalysis,
+    /// Per-second rows (for the HTML report).
+    pub rows: Vec<ceiling_metrics::TimeseriesRow>,
+}
+
+/// Runs the plan's load against a started stack and analyses it. `alive` is polled every second;
+/// when it returns an error message the run stops and the analysis carries the message.
+pub fn measure(
+    plan: &Plan,
+    stack_name: &str,
+    url: &str,
+    data_dir: Option<&Path>,
+    out_dir: &Path,
+    sampler_targets: Vec<ceiling_stand::SampleTarget>,
+    threads: usize,
+    stop: Arc<AtomicBool>,
+    quiet: bool,
+    mut alive: impl FnMut() -> Option<String>,
+) -> anyhow::Result<Measured> {
+    let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut cfg = LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (stages, passes) = engine_stages(plan);
+    cfg.stages = stages;
+    cfg.threads = threads.max(1);
+    let total: Duration = cfg.warmup.iter().chain(&cfg.stages).filter_map(Stage::duration).sum();
+    if cfg.warmup.iter().chain(&cfg.stages).all(|s| s.duration().is_some()) {
+        cfg.hard_limit = total + cfg.timeout + Duration::from_secs(10);
+    }
+    cfg.stop = stop.clone();
+    let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
+    let mut rec = Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?;
+    let mut acc = RunAccumulator::with_passes(plan, stack_name, passes);
+    let t0 = Instant::now();
+    let (mut sampler, samples) = Sampler::with_channel(t0, Duration::from_secs(1), sampler_targets);
+    let mut died: Option<String> = None;
+    let res = ceiling_load::run(cfg, |s| {
+        let fresh: Vec<_> = samples.try_iter().collect();
+        for r in &fresh {
+            acc.push_resource(r.clone());
+        }
+        rec.add_resources(fresh);
+        rec.second(s);
+        acc.push_second(s);
+        if died.is_none() {
+            if let Some(msg) = alive() {
+                died = Some(msg);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    });
+    sampler.stop();
+    let rest: Vec<_> = samples.try_iter().collect();
+    for r in &rest {
+        acc.push_resource(r.clone());
+    }
+    rec.add_resources(rest);
+    rec.finish();
+    let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut analysis = acc.finish();
+    if let Some(m) = died {
+        analysis.warnings.push(format!("the stack died during the run: {m}"));
+    } else if summary.stopped_early {
+        analysis.warnings.push("the run was stopped early (signal or time bound); shelves after that point are missing".into());
+    }
+    if let Some(e) = rec.io_error.take() {
+        analysis.warnings.push(e);
+    }
+    Ok(Measured { analysis, rows: std::mem::take(&mut rec.rows) })
+}
+
+/// Runs `ceiling run`.
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let root = repo_root()?;
+    let mut plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if a.quick {
+        plan = plan.scaled(plan.quick_scale);
+    }
+    if !a.stacks.is_empty() {
+        plan.target.stacks = a.stacks.clone();
+    }
+    if plan.target.stacks.is_empty() {
+        bail!("{}: no stacks to run: set target.stacks in the plan or pass --stacks", a.plan.display());
+    }
+    let id = run_id(&plan);
+    let dir = a.results.join(&id);
+    std::fs::create_dir_all(dir.join("logs")).with_context(|| format!("creating {}", dir.display()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrlc(stop.clone());
+
+    let mut report = RunReport::new(&plan, id.clone());
+    report.started = now_iso();
+    eprintln!("ceiling run {} → {}", plan.name, dir.display());
+    if plan.scaled_by != 1.0 {
+        eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
+    }
+
+    let mut opts = StandOptions::new(&root);
+    opts.log_dir = dir.join("logs");
+    opts.db_url = a.db_url.clone();
+    opts.pg_bin = a.pg_bin.clone();
+    eprintln!("stand: starting PostgreSQL…");
+    let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("stand: PostgreSQL {} ready; preparing data (seed {})…", stand.postgres_version(), plan.stand.seed);
+    let t = Instant::now();
+    let data = stand.prepare_data(plan.stand.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("stand: data ready in {:.1}s ({})", t.elapsed().as_secs_f64(), if data.reused { "reused" } else { "seeded" });
+    let data_dir = stand.data_dir().map(Path::to_path_buf);
+    report.environment = serde_json::to_value(stand.fingerprint())?;
+    let mut limits = serde_json::Map::new();
+    if let Some(l) = stand.postgres_limits() {
+        limits.insert("postgres".into(), serde_json::to_value(l)?);
+    }
+    let mut series = Series::new();
+    let mut exit = ExitCode::SUCCESS;
+
+    for (i, name) in plan.target.stacks.clone().iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            report.warnings.push(format!("stopped before stack `{name}`"));
+            break;
+        }
+        if i > 0 && !plan.stand.cooldown.is_zero() {
+            eprintln!("cool-down {}…", ceiling_plan::format_duration(plan.stand.cooldown));
+            sleep_unless(plan.stand.cooldown, &stop);
+        }
+        match run_stack(&plan, &a, &stand, name, &dir, data_dir.as_deref(), &stop) {
+            Ok((m, lim)) => {
+                limits.insert(name.clone(), lim);
+                series.insert(name.clone(), m.rows);
+                report.stacks.push(m.analysis);
+            }
+            Err(e) => {
+                let msg = format!("stack `{name}` was not measured: {e:#}");
+                eprintln!("{msg}");
+                report.warnings.push(msg);
+                exit = ExitCode::from(1);
+            }
+        }
+        report.limits = serde_json::Value::Object(limits.clone());
+        // Flush what we have after every stack, so an interrupted run keeps its results.
+        ceiling_report::write_all(&dir, &report, &series)?;
+    }
+    stand.stop();
+    report.limits = serde_json::Value::Object(limits);
+    let not_applied: Vec<String> = report
+        .limits
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, v)| v.get("applied").and_then(|x| x.as_bool()) == Some(false))
+                .map(|(k, v)| format!("{k}: {}", v.get("reason").and_then(|r| r.as_str()).unwrap_or("unknown")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !not_applied.is_empty() {
+        report.limits_note = Some(not_applied.join("; "));
+    }
+    let files = ceiling_report::write_all(&dir, &report, &series)?;
+    println!("{}", ceiling_report::render_terminal(&report));
+    eprintln!("results: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    if stop.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(exit)
+}
+
+fn sleep_unless(d: Duration, stop: &AtomicBool) {
+    let end = Instant::now() + d;
+    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100).min(end - Instant::now()));
+    }
+}
+
+/// One stack's lifecycle; returns the measurement and the limits record.
+fn run_stack(
+    plan: &Plan,
+    a: &RunArgs,
+    stand: &Stand,
+    name: &str,
+    dir: &Path,
+    data_dir: Option<&Path>,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<(Measured, serde_json::Value)> {
+    let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] building…");
+    let t = Instant::now();
+    let b = stand.build_stack(&spec, a.rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] build {} in {:.1}s", if b.skipped { "cached" } else { "done" }, t.elapsed().as_secs_f64());
+    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] starting…");
+    let mut stack = stand.start_stack(&spec, &plan.stand, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let lim = stack.limits_applied().clone();
+    eprintln!("[{name}] healthy at {}; limits: {}", stack.url(), lim.summary());
+    let mut warnings = Vec::new();
+    match crate::verify_cmd::verify_stack(stand, &stack.url(), &db) {
+        Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: {} cases passed", v.passed),
+        Ok(v) => {
+            let detail = format!("verify: {} of {} cases failed ({})", v.failed, v.passed + v.failed, v.failed_names.join(", "));
+            std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
+            if !a.allow_unverified {
+                stack.stop();
+                bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
+            }
+            eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
+            warnings.push(format!("UNVERIFIED: {detail}; measured with --allow-unverified"));
+        }
+        Err(e) => {
+            if !a.allow_unverified {
+                stack.stop();
+                bail!("verify could not run: {e:#}");
+            }
+            warnings.push(format!("UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"));
+        }
+    }
+    // Verify wrote rows; measure on a clean copy of the data, as every stack gets.
+    stack.stop();
+    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut stack = stand.start_stack(&spec, &plan.stand, db).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let _ = stand.stat_statements_reset();
+    let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
+    let out = dir.join(name);
+    let url = stack.url();
+    let res = measure(plan, name, &url, data_dir, &out, targets, a.threads, stop.clone(), a.quiet, || {
+        if stack.is_alive() {
+            None
+        } else {
+            Some(stack.crash_report().unwrap_or_else(|| "exited".into()))
+        }
+    });
+    let statements = stand.stat_statements(true).ok();
+    let crash = if stack.is_alive() { None } else { stack.crash_report() };
+    stack.stop();
+    let mut m = res?;
+    m.analysis.warnings.extend(warnings);
+    if let Some(c) = crash {
+        m.analysis.warnings.push(format!("stack log tail:\n{c}"));
+    }
+    if let Some(st) = statements {
+        std::fs::write(out.join("pg_stat_statements.json"), serde_json::to_string_pretty(&st)?).ok();
+    }
+    Ok((m, serde_json::to_value(&lim)?))
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what ceiling needs on a fresh machine of this kind, idempotently: a step whose tool is
+# already present is skipped. Usage: scripts/setup.sh [core|bench|jvm|all]
+#   core  — PostgreSQL server binaries (for the embedded stand), Rust/Go toolchains checked
+#   bench — wrk and nginx (the generator benchmarks compare against them)
+#   jvm   — Maven and a JDK (the JVM reference stacks)
+set -euo pipefail
+what=${1:-core}
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+
+case $what in core|all)
+  [ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ] || need_apt+=(postgresql postgresql-contrib)
+  have psql || need_apt+=(postgresql-client)
+;; esac
+case $what in bench|all)
+  have wrk || need_apt+=(wrk)
+  have nginx || need_apt+=(nginx-light)
+;; esac
+case $what in jvm|all)
+  have mvn || need_apt+=(maven)
+  have java || need_apt+=(openjdk-17-jdk-headless)
+;; esac
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} (Debian packages)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+missing=()
+have cargo || missing+=("cargo (Rust: https://rustup.rs)")
+have go || missing+=("go (the Go stack builds with it)")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: missing toolchains: ${missing[*]}" >&2
+  exit 1
+fi
+echo "setup ($what): ok"
