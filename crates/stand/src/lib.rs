@@ -52,7 +52,7 @@ pub use pg::{
     default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user, EmbeddedPostgres, PgBinaries,
     PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
 };
-pub use process::{cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport};
+pub use process::{cleanup_all, describe_status, install_signal_cleanup, interrupted, log_tail, set_state_dir, sweep_stale, which, StopReport};
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec, Effective, RunSpec, RunningStack,
@@ -60,6 +60,22 @@ pub use stack::{
 };
 
 use ceiling_plan::StandSettings;
+
+/// Puts this whole process (all threads) into a new cgroup `who` with `limits` — how the
+/// in-process load generator is limited or pinned. Dropping the returned group moves this
+/// process back to where it was and removes the group.
+pub fn limit_this_process(cgroups: &CgroupSystem, who: &str, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
+    let (cg, mut la) = cgroups.create(who, who, limits);
+    if let Some(c) = &cg {
+        if let Err(e) = c.add_pid(std::process::id()) {
+            la.problems.push(format!("moving this process into {}: {e}", c.name()));
+            la.cpus = None;
+            la.memory_mb = None;
+            la.cpuset = None;
+        }
+    }
+    (cg, la)
+}
 use std::path::{Path, PathBuf};
 
 /// Where the stand keeps things and which database to use.
@@ -229,13 +245,7 @@ impl Stand {
     /// the stack's). Keep the returned group alive while measuring; dropping it moves this
     /// process back and removes the group.
     pub fn limit_generator(&self, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
-        let (cg, mut la) = self.cgroups.create("generator", "generator", limits);
-        if let Some(c) = &cg {
-            if let Err(e) = c.add_pid(std::process::id()) {
-                la.problems.push(format!("moving the generator into {}: {e}", c.name()));
-            }
-        }
-        (cg, la)
+        limit_this_process(&self.cgroups, "generator", limits)
     }
     /// Resets `pg_stat_statements`.
     pub fn stat_statements_reset(&self) -> Result<()> {

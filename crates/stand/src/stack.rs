@@ -398,7 +398,7 @@ fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Re
         let name = e.file_name();
         let name_s = name.to_string_lossy();
         let r = rel.join(&name);
-        if HASH_EXCLUDES.contains(&name_s.as_ref()) || outputs.iter().any(|o| *o == r) {
+        if HASH_EXCLUDES.contains(&name_s.as_ref()) || outputs.contains(&r) {
             continue;
         }
         let ft = e.file_type().ctx(|| format!("stat {}", e.path().display()))?;

@@ -61,12 +61,12 @@ fn helper_killed_run() {
         let mut po = PgOptions::new(&state, bins.major, Default::default());
         po.limits = Limits { cpus: Some(1.0), memory_mb: Some(512), cpuset: None };
         let p = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
-        println!("PG {} {}", p.pid(), p.limits_applied().groups.join(" "));
+        println!("@@PG {} {}", p.pid(), p.limits_applied().groups.join(" "));
         pg = Some(p);
     }
     let st = start_dummy(&state.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: Some(128), cpuset: None });
-    println!("STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
-    println!("READY");
+    println!("@@STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
+    println!("@@READY");
     std::thread::sleep(Duration::from_secs(120));
     drop((pg, st));
 }
@@ -94,7 +94,8 @@ fn killed_run_is_swept_by_the_next_start() {
     for line in out.lines() {
         let line = line.unwrap();
         eprintln!("helper: {line}");
-        let parts: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = line.find("@@") else { continue };
+        let parts: Vec<&str> = line[at + 2..].split_whitespace().collect();
         match parts.first() {
             Some(&"PG") | Some(&"STACK") => {
                 pids.push(parts[1].parse().unwrap());
@@ -108,6 +109,8 @@ fn killed_run_is_swept_by_the_next_start() {
         }
     }
     assert!(ready, "helper did not get ready");
+    let want = if find_postgres(None, None, &state, None).is_ok() { 2 } else { 1 };
+    assert_eq!(pids.len(), want, "{pids:?}");
     // SIGKILL: no destructor, no handler runs
     child.kill().unwrap();
     child.wait().unwrap();
@@ -177,4 +180,94 @@ fn cleanup_all_stops_everything_registered() {
     assert!(!st.is_alive());
     st.stop();
     let _ = std::fs::remove_dir_all(d);
+}
+
+const SIGNAL_ENV: &str = "CEILING_STAND_HELPER_SIGNAL";
+
+/// Not a test on its own: a run that gets SIGTERM (runs only when the parent sets the env).
+#[test]
+#[ignore]
+fn helper_signalled_run() {
+    let Ok(dir) = std::env::var(SIGNAL_ENV) else { return };
+    install_signal_cleanup(Duration::from_secs(3)).unwrap();
+    let st = start_dummy(&Path::new(&dir).join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: None, cpuset: None });
+    println!("@@STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
+    println!("@@READY");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while interrupted().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // give the cleanup thread its moment, as a CLI writing partial results would
+    std::thread::sleep(Duration::from_millis(500));
+    println!("@@INTERRUPTED {:?}", interrupted());
+    drop(st);
+}
+
+#[test]
+fn sigterm_runs_cleanup() {
+    if which("python3").is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("signalled-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["helper_signalled_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(SIGNAL_ENV, &dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut pid = 0u32;
+    let mut groups = Vec::new();
+    for line in out.by_ref() {
+        let line = line.unwrap();
+        let Some(at) = line.find("@@") else { continue };
+        let line = line[at + 2..].to_string();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.first() == Some(&"STACK") {
+            pid = parts[1].parse().unwrap();
+            groups = parts[2..].iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        }
+        if line == "READY" {
+            break;
+        }
+    }
+    assert!(pid > 0);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut saw = false;
+    for line in out {
+        let line = line.unwrap();
+        eprintln!("helper: {line}");
+        if line.contains("@@INTERRUPTED Some(15)") {
+            saw = true;
+        }
+    }
+    let st = child.wait().unwrap();
+    assert!(saw, "helper did not see the signal");
+    assert!(st.success(), "{st:?}");
+    assert!(!procfs::is_alive(pid));
+    assert!(groups.iter().all(|g| !Path::new(g).exists()), "{groups:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn generator_process_can_be_limited_and_restored() {
+    let _serial = serial();
+    let cgs = CgroupSystem::detect();
+    let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let (cg, la) = limit_this_process(&cgs, "generator", &Limits { cpus: Some(2.0), memory_mb: None, cpuset: None });
+    eprintln!("{}", la.summary());
+    let Some(mut cg) = cg else {
+        eprintln!("skipping: no cgroup could be created here");
+        return;
+    };
+    let inside = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    assert!(inside.contains(cg.name()), "{inside}");
+    let dirs: Vec<PathBuf> = cg.dirs().iter().map(|d| d.path.clone()).collect();
+    let failed = cg.remove();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(std::fs::read_to_string("/proc/self/cgroup").unwrap(), before);
+    assert!(dirs.iter().all(|d| !d.exists()));
 }

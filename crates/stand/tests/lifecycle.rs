@@ -253,3 +253,26 @@ fn memory_limit_oom_is_reported() {
     assert!(rep.contains("OOM kill"), "{rep}");
     st.stop();
 }
+
+#[test]
+fn cpuset_pins_the_stack() {
+    if !have_python() || std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) < 2 {
+        return;
+    }
+    let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
+    let d = tmp("cpuset");
+    let mut l = launch(&spec, &d, "");
+    l.limits = Limits { cpus: None, memory_mb: None, cpuset: Some("1".into()) };
+    let mut st = start_stack(&spec, &l, &CgroupSystem::detect()).unwrap();
+    let la = st.limits_applied().clone();
+    eprintln!("{}", la.summary());
+    if la.cpuset.is_some() {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", st.pid())).unwrap();
+        let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+        assert_eq!(allowed, "1");
+    } else {
+        assert!(!la.fully_applied(), "cpuset missing but no problem reported: {la:?}");
+    }
+    st.stop();
+    assert!(la.groups.iter().all(|g| !Path::new(g).exists()));
+}
