@@ -13,6 +13,8 @@
 //! window is long enough; generator-bound shelves are invalid, not failed; RPS@p99≤SLO is the
 //! mean throughput of the last valid shelf, 0 when none passed.
 
+#![warn(missing_docs)]
+
 mod closed;
 mod criteria;
 mod hist;

@@ -81,15 +81,16 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let numeric = |s: &str| s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–' || c == '-') && !s.contains(' ') || s.ends_with("ms") || s.ends_with("MiB") || s.ends_with("µs");
-    let line = |cells: &[String], head: bool| {
+    let numeric = |s: &str| s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–');
+    let right: Vec<bool> = (0..n).map(|i| i > 0 && rows.iter().all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true))).collect();
+    let line = |cells: &[String]| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate().take(n) {
             let pad = w[i] - c.chars().count();
             if i > 0 {
                 s.push_str("  ");
             }
-            if !head && numeric(c) && i > 0 {
+            if right[i] {
                 s.push_str(&" ".repeat(pad));
                 s.push_str(c);
             } else {
@@ -101,12 +102,12 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
         }
         s.trim_end().to_string()
     };
-    let mut out = line(header, true);
+    let mut out = line(header);
     out.push('\n');
     out.push_str(&w.iter().map(|k| "─".repeat(*k)).collect::<Vec<_>>().join("  "));
     out.push('\n');
     for r in rows {
-        out.push_str(&line(r, false));
+        out.push_str(&line(r));
         out.push('\n');
     }
     out
@@ -115,8 +116,10 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
 /// A GitHub-flavoured Markdown table (pipes in cells escaped).
 pub fn md_table(header: &[String], rows: &[Vec<String>]) -> String {
     let esc = |s: &String| s.replace('|', "\\|");
+    let numeric = |s: &str| s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–');
     let mut out = format!("| {} |\n", header.iter().map(esc).collect::<Vec<_>>().join(" | "));
-    out.push_str(&format!("|{}\n", header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()));
+    let align = |i: usize| i > 0 && rows.iter().all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true));
+    out.push_str(&format!("|{}\n", (0..header.len()).map(|i| if align(i) { "---:|" } else { "---|" }).collect::<String>()));
     for r in rows {
         out.push_str(&format!("| {} |\n", r.iter().map(esc).collect::<Vec<_>>().join(" | ")));
     }

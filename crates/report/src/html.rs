@@ -130,16 +130,17 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
 
     let mut c = Chart::new(format!("{} — offered vs achieved throughput", a.stack), x_label, "requests per second");
     c.subtitle = "Offered = scheduled (open model) or sent (closed); achieved = completed, any outcome.".into();
-    let mut off = Line::line("offered", PALETTE[7], points(rows, |r| Some(r.offered_rps as f64), Agg::Mean));
+    let mut off = Line::line("offered (dashed)", "#111827", points(rows, |r| Some(r.offered_rps as f64), Agg::Mean));
     off.dashed = true;
+    off.width = 1.3;
     c.series = vec![
-        off,
         Line::line("achieved", PALETTE[0], points(rows, |r| Some(r.achieved_rps as f64), Agg::Mean)),
         Line::line(
             "errors/s",
             PALETTE[1],
             points(rows, |r| Some((r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other) as f64), Agg::Mean),
         ),
+        off,
     ];
     c.bands = bands.clone();
     c.band_legend = band_legend();
@@ -155,7 +156,8 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
     g.dashed = true;
     c.series.push(g);
     c.bands = bands.clone();
-    c.height = 280.0;
+    c.width = 640.0;
+    c.height = 300.0;
     out.push(svg::render(&c));
 
     let mut c = Chart::new(format!("{} — memory over time", a.stack), x_label, "RSS (MiB)");
@@ -165,7 +167,8 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
         c.series.push(Line::line("postgres", PALETTE[4], points(rows, |r| r.postgres_rss_mb, Agg::Mean)));
     }
     c.bands = bands;
-    c.height = 280.0;
+    c.width = 640.0;
+    c.height = 300.0;
     out.push(svg::render(&c));
     out
 }
@@ -343,7 +346,7 @@ pub fn render_html(r: &RunReport, series: &Series) -> Result<String, String> {
             "Source 000's method: for each shelf the first {} s and the last {} s are dropped; a shelf is valid when every latency limit holds ({}), errors < {}, throughput is stable within ±{} (achieved vs offered over the window and in every {} s block), the kept window is ≥ {} s, and the generator kept up. The ceiling is the mean throughput of the last valid shelf; 0 means no shelf passed. CPU and RAM are averaged over the same window; the recommended working load is {} of the ceiling.",
             c.trim_head_s, c.trim_tail_s,
             c.limits.iter().map(|l| l.describe()).collect::<Vec<_>>().join(", "),
-            fmt::pct(c.max_error_rate), fmt::frac_pct(c.stability), c.stability_block_s, c.min_window_s, fmt::frac_pct(c.working_load)
+            fmt::frac_pct(c.max_error_rate), fmt::frac_pct(c.stability), c.stability_block_s, c.min_window_s, fmt::frac_pct(c.working_load)
         ),
         summary => summary_table(r),
         overview => overview_charts(r),
@@ -372,7 +375,7 @@ header h1 { margin:0; font-size:22px; font-weight:650; letter-spacing:.2px; }
 header .meta { color:#9ca3af; font-size:13px; margin-top:4px; }
 nav { background:#1f2937; padding:8px 32px; font-size:13px; }
 nav a { color:#d1d5db; text-decoration:none; margin-right:18px; }
-main { max-width:1280px; margin:0 auto; padding:20px 32px 48px; }
+main { max-width:1440px; margin:0 auto; padding:20px 32px 48px; }
 section.card { background:#fff; border:1px solid var(--line); border-radius:10px; padding:18px 22px; margin:18px 0; box-shadow:0 1px 2px rgba(0,0,0,.04); }
 h2 { font-size:19px; margin:0 0 10px; }
 h3 { font-size:15px; margin:18px 0 8px; color:#374151; }
@@ -383,15 +386,16 @@ h3 { font-size:15px; margin:18px 0 8px; color:#374151; }
 .ceiling.failed { border-color:var(--failed); background:#fef2f2; }
 .ceiling.unbracketed { border-color:#d97706; background:#fffbeb; }
 .tablewrap { overflow-x:auto; }
-table { border-collapse:collapse; width:100%; font-size:12.5px; font-variant-numeric: tabular-nums; }
-th, td { padding:5px 8px; border-bottom:1px solid var(--line); text-align:right; white-space:nowrap; }
+table { border-collapse:collapse; width:100%; font-size:12px; font-variant-numeric: tabular-nums; }
+th, td { padding:4px 6px; border-bottom:1px solid var(--line); text-align:right; white-space:nowrap; }
 th { background:#f9fafb; color:#374151; font-weight:600; position:sticky; top:0; }
 th:first-child, td:first-child { text-align:left; }
-td.reasons, td.text { text-align:left; white-space:normal; min-width:220px; color:#374151; }
-tr.failed td:first-child { border-left:3px solid var(--failed); }
-tr.valid td:first-child { border-left:3px solid var(--valid); }
-tr.invalid td:first-child { border-left:3px solid var(--invalid); }
-tr.unbracketed td:first-child { border-left:3px solid #d97706; }
+td.reasons, td.text { text-align:left; white-space:normal; min-width:180px; color:#374151; }
+tr.failed td:first-child { box-shadow: inset 3px 0 0 var(--failed); }
+tr.valid td:first-child { box-shadow: inset 3px 0 0 var(--valid); }
+tr.invalid td:first-child { box-shadow: inset 3px 0 0 var(--invalid); }
+tr.unbracketed td:first-child { box-shadow: inset 3px 0 0 #d97706; }
+td:first-child { padding-left:10px; }
 .summary table { font-size:14px; }
 .summary td:nth-child(2) { font-weight:700; }
 .badge { display:inline-block; padding:0 7px; border-radius:10px; font-size:11.5px; font-weight:600; color:#fff; }
@@ -418,7 +422,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
 {% endfor %}
 {% macro table(t, reasons_col) %}
 <div class="tablewrap"><table>
-<thead><tr>{% for h in t.header %}<th>{{ h }}</th>{% endfor %}</tr></thead>
+<thead><tr>{% for h in t.header %}<th{% if reasons_col and loop.last %} style="text-align:left"{% endif %}>{{ h }}</th>{% endfor %}</tr></thead>
 <tbody>
 {% for row in t.rows %}{% set cls = t.classes[loop.index0] %}<tr class="{{ cls }}">{% for c in row %}{% if reasons_col and loop.last %}<td class="reasons">{{ c }}</td>{% elif c in ["valid", "failed", "invalid"] %}<td><span class="badge {{ c }}">{{ c }}</span></td>{% else %}<td>{{ c }}</td>{% endif %}{% endfor %}</tr>
 {% endfor %}

@@ -11,6 +11,8 @@
 //! // `ceiling report DIR`: let rep = read_run_json(&dir.join("run.json"))?; let series = load_series(&dir, &rep);
 //! ```
 
+#![warn(missing_docs)]
+
 mod fmt;
 mod html;
 pub mod svg;
@@ -314,7 +316,7 @@ pub fn render_summary_md(r: &RunReport) -> String {
         r.plan.slo,
         trim(r.plan.criteria.trim_head_s),
         trim(r.plan.criteria.trim_tail_s),
-        fmt::pct(r.plan.criteria.max_error_rate),
+        fmt::frac_pct(r.plan.criteria.max_error_rate),
         fmt::frac_pct(r.plan.criteria.stability),
         r.plan.criteria.stability_block_s,
         trim(r.plan.criteria.min_window_s),

@@ -254,6 +254,12 @@ pub fn render(c: &Chart) -> String {
         x_hi = x_lo + 1.0;
         x_lo -= 1.0;
     }
+    if c.x_range.is_none() && c.series.iter().any(|s| s.mark != Mark::Line) {
+        // Room for the dots at both ends.
+        let pad = (x_hi - x_lo) * 0.04;
+        x_lo = if x_lo >= 0.0 { (x_lo - pad).max(0.0) } else { x_lo - pad };
+        x_hi += pad;
+    }
     let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
     let y_max = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let (y_lo, y_hi, y_ticks): (f64, f64, Vec<(f64, bool)>) = if c.y_log {
