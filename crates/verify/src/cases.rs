@@ -122,6 +122,13 @@ impl Ctx {
     /// counted statements ran (nothing else touching the benchmark tables). The statements seen
     /// go into the case result.
     async fn with_statements(&self, req: &Request, want_status: u16, expected: &[(Shape, u64)]) -> Outcome {
+        self.with_statements_tx(req, want_status, expected, false).await
+    }
+
+    /// [`Ctx::with_statements`]; with `tx`, also that the statements ran inside one explicit
+    /// transaction (a `BEGIN`/`START TRANSACTION` and a `COMMIT`/`END` were seen; checked when
+    /// `pg_stat_statements.track_utility` is on, as it is by default).
+    async fn with_statements_tx(&self, req: &Request, want_status: u16, expected: &[(Shape, u64)], tx: bool) -> Outcome {
         let before = sql::snapshot(&self.db).await?;
         let r = self.send(req).await?;
         expect_status(req, &r, want_status)?;
@@ -149,11 +156,31 @@ impl Ctx {
                 m.iter().map(|(s, n)| format!("{n} × {s}")).collect::<Vec<_>>().join(", ")
             }
         };
-        if got == want {
-            Ok(format!("{}: {} → {} statement(s): {}", req.describe(), r.status, want.values().sum::<u64>(), fmt(&want)))
-        } else {
-            Err(format!("{}: want {}, saw {}", req.describe(), fmt(&want), fmt(&got)))
+        if got != want {
+            return Err(format!("{}: want {}, saw {}", req.describe(), fmt(&want), fmt(&got)));
         }
+        let mut note = String::new();
+        if tx {
+            let track: Option<String> =
+                self.q1("select current_setting('pg_stat_statements.track_utility', true)", &[]).await?.get(0);
+            if track.as_deref() == Some("on") {
+                let seen = self.seen.lock().unwrap().clone();
+                let first = |s: &StatementSeen| s.query.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+                let begun = seen.iter().any(|s| matches!(first(s).as_str(), "begin" | "start"));
+                let committed = seen.iter().any(|s| matches!(first(s).as_str(), "commit" | "end"));
+                if !begun || !committed {
+                    return Err(format!(
+                        "{}: {} but not inside one transaction (want BEGIN … COMMIT around them; saw begin: {begun}, commit: {committed})",
+                        req.describe(),
+                        fmt(&got)
+                    ));
+                }
+                note = " in one transaction (BEGIN … COMMIT)".into();
+            } else {
+                note = " (transaction not checked: pg_stat_statements.track_utility is off)".into();
+            }
+        }
+        Ok(format!("{}: {} → {} statement(s): {}{note}", req.describe(), r.status, want.values().sum::<u64>(), fmt(&want)))
     }
 }
 
@@ -982,7 +1009,7 @@ async fn sql_client_balance_repeat(c: &Ctx) -> Outcome {
 async fn sql_transfer(c: &Ctx) -> Outcome {
     let ids = c.insert_clients(&[1000, 1000]).await?;
     let want = [(Shape::TransferLock, 1), (Shape::TransferMove, 1), (Shape::TransferLog, 1)];
-    c.with_statements(&Request::post("/transfers", transfer_body(ids[0], ids[1], 100)), 200, &want).await
+    c.with_statements_tx(&Request::post("/transfers", transfer_body(ids[0], ids[1], 100)), 200, &want, true).await
 }
 async fn sql_orders(c: &Ctx) -> Outcome {
     c.with_statements(&Request::get("/orders?limit=10"), 200, &[(Shape::Orders, 1)]).await
