@@ -36,6 +36,9 @@ pub struct StageSpan {
     pub start_s: Option<f64>,
     /// Planned end (`None` when the start or the length is unknown).
     pub end_s: Option<f64>,
+    /// Planned length (`None` for a stage bounded by a request count).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
 }
 
 /// The stages of `plan` in run order, with planned times. `passes` > 1 repeats the measured
@@ -68,6 +71,7 @@ pub fn stage_spans(plan: &Plan, passes: u32) -> Vec<StageSpan> {
             requests,
             start_s: start,
             end_s: end,
+            duration_s: st.duration().map(|d| d.as_secs_f64()),
         });
     };
     for (i, st) in plan.warmup.iter().enumerate() {
@@ -83,6 +87,12 @@ pub fn stage_spans(plan: &Plan, passes: u32) -> Vec<StageSpan> {
 }
 
 /// One shelf to analyse: which seconds belong to it and which of those are kept.
+///
+/// With a stage filter the stage is found by its index. Its start is the planned start when the
+/// first second of the stage arrives on schedule (`t = ⌈start⌉`); when the generator drifted
+/// (or the start is unknown) it is the first second seen, and the end is that plus the planned
+/// duration (or, for request-bounded stages, when the stage index changes). Without a stage
+/// filter (probes) the planned start and end select seconds by time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShelfSpec {
     /// Position in the list of shelves (0-based).
@@ -104,6 +114,9 @@ pub struct ShelfSpec {
     pub start_s: Option<f64>,
     /// Planned stage end; `None` = when the stage index changes or the run finishes.
     pub end_s: Option<f64>,
+    /// Planned stage length (`None` for a stage bounded by a request count).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
     /// Dropped after the start, seconds.
     pub trim_head_s: f64,
     /// Dropped before the end, seconds.
@@ -139,6 +152,10 @@ pub fn shelf_specs(plan: &Plan, passes: u32) -> Vec<ShelfSpec> {
             connections: s.connections,
             start_s: s.start_s,
             end_s: s.end_s,
+            duration_s: match (s.start_s, s.end_s) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => s.duration_s,
+            },
             trim_head_s: c.trim_head_s,
             trim_tail_s: c.trim_tail_s,
         })

@@ -100,6 +100,7 @@ pub fn probe_accumulator(plan: &Plan, rate: f64, start_s: f64, shelf: usize) -> 
         connections: None,
         start_s: Some(start_s),
         end_s: Some(start_s + plan.search.probe.as_secs_f64()),
+        duration_s: Some(plan.search.probe.as_secs_f64()),
         trim_head_s: c.trim_head_s,
         trim_tail_s: 0.0,
     };

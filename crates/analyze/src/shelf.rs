@@ -112,6 +112,9 @@ pub struct ShelfAccumulator {
     names: Vec<String>,
     state: State,
     observed_start: Option<u32>,
+    /// Effective stage start and end, resolved at the first second of the stage.
+    start: Option<f64>,
+    end: Option<f64>,
     seen: u32,
     dense: Option<Box<Dense>>,
     delay: VecDeque<Compact>,
@@ -128,6 +131,8 @@ impl ShelfAccumulator {
             names: request_names,
             state: State::Waiting,
             observed_start: None,
+            start: None,
+            end: None,
             seen: 0,
             dense: None,
             delay: VecDeque::new(),
@@ -156,29 +161,42 @@ impl ShelfAccumulator {
             None => true,
         };
         let t = s.t as f64;
-        let past_end = self.spec.end_s.is_some_and(|e| t + EPS >= e);
-        let before_start = self.spec.start_s.is_some_and(|st| t + EPS < st);
-        let member = in_stage && !before_start && !(self.spec.stage.is_none() && past_end);
-        if !member {
-            if self.state == State::Active && (!in_stage || past_end) {
+        let by_time = self.spec.stage.is_none();
+        if by_time {
+            let before = self.spec.start_s.is_some_and(|st| t + EPS < st);
+            let past = self.spec.end_s.is_some_and(|e| t + EPS >= e);
+            if before || past {
+                if self.state == State::Active && past {
+                    self.finalize();
+                    return true;
+                }
+                return false;
+            }
+        } else if !in_stage {
+            if self.state == State::Active {
                 self.finalize();
                 return true;
             }
             return false;
         }
-        self.state = State::Active;
-        self.seen += 1;
-        let start = match self.spec.start_s {
-            Some(st) => st,
-            None => *self.observed_start.get_or_insert(s.t) as f64,
-        };
         if self.observed_start.is_none() {
             self.observed_start = Some(s.t);
+            let on_schedule = self.spec.start_s.is_some_and(|st| (st.ceil() - t).abs() < EPS || (by_time && st <= t));
+            if on_schedule {
+                self.start = self.spec.start_s;
+                self.end = self.spec.end_s;
+            } else {
+                self.start = Some(t);
+                self.end = self.spec.duration_s.map(|d| t + d);
+            }
         }
+        self.state = State::Active;
+        self.seen += 1;
+        let start = self.start.unwrap_or(t);
         if t + EPS < start + self.spec.trim_head_s {
             return false;
         }
-        match self.spec.end_s {
+        match self.end {
             Some(end) => {
                 if t + 1.0 <= end - self.spec.trim_tail_s + EPS {
                     self.dense.get_or_insert_with(|| Box::new(Dense::new())).add(s);
@@ -252,6 +270,8 @@ impl ShelfAccumulator {
             reached,
             seen: self.seen,
             observed_start: self.observed_start,
+            start: self.start,
+            end: self.end,
             kept: std::mem::take(&mut self.kept),
             latency: Percentiles::of(&overall_lat),
             service: Percentiles::of(&overall_svc),
@@ -276,6 +296,8 @@ struct ShelfMeasure {
     reached: bool,
     seen: u32,
     observed_start: Option<u32>,
+    start: Option<f64>,
+    end: Option<f64>,
     kept: Vec<Kept>,
     latency: Percentiles,
     service: Percentiles,
@@ -544,8 +566,8 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
         (Some(a), Some(b)) => (Some(a.t as f64), Some(b.t as f64 + 1.0)),
         _ => (None, None),
     };
-    let stage_start = spec.start_s.or(m.observed_start.map(|t| t as f64));
-    let stage_end = spec.end_s.or(m.observed_start.map(|t| t as f64 + m.seen as f64));
+    let stage_start = m.start.or(spec.start_s);
+    let stage_end = m.end.or(m.observed_start.map(|t| t as f64 + m.seen as f64)).or(spec.end_s);
     let window = ShelfWindow {
         stage_start_s: stage_start,
         stage_end_s: stage_end,
@@ -634,10 +656,9 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
         if kept_s + EPS < min_s || m.kept.is_empty() {
             reasons.push(Reason::WindowTooShort { kept_s, min_s: c.min_window_s });
         }
-        if let (Some(st), Some(en)) = (spec.start_s, spec.end_s) {
-            let planned = (en - st).floor();
-            if (m.seen as f64) + 1.0 + EPS < planned {
-                reasons.push(Reason::Incomplete { seen_s: m.seen as f64, planned_s: en - st });
+        if let Some(d) = spec.duration_s {
+            if (m.seen as f64) + 1.0 + EPS < d.floor() {
+                reasons.push(Reason::Incomplete { seen_s: m.seen as f64, planned_s: d });
             }
         }
     }

@@ -172,6 +172,33 @@ fn trimming_keeps_only_the_window() {
 }
 
 #[test]
+fn a_late_stage_start_moves_the_window_with_it() {
+    let p = open_plan("");
+    // The generator starts hold 200 three seconds late (t=58 instead of 55): the window follows
+    // the observed start plus the planned duration, [63, 93), instead of cutting 3 s of head trim.
+    let mut secs: Vec<Second> = Vec::new();
+    for t in 0..160u32 {
+        let (ph, st) = match t {
+            0..=4 => (Phase::Warmup, 0),
+            5..=14 => (Phase::Measure, 0),
+            15..=57 => (Phase::Measure, 1),
+            58..=97 => (Phase::Measure, 2),
+            _ => (Phase::Measure, 3),
+        };
+        // The first 5 s of the late stage are bad (they must be trimmed).
+        let s = if (58..63).contains(&t) { sec(200, vec![tag(200, 2000.0), tag(0, 1.0)]) } else { healthy(rate_of(st).max(10)) };
+        secs.push(build(t, ph, st, &s));
+    }
+    let a = analyse(&p, &secs, vec![]);
+    let s = &a.shelves[1];
+    assert_eq!((s.window.stage_start_s, s.window.stage_end_s), (Some(58.0), Some(98.0)));
+    assert_eq!((s.window.kept_start_s, s.window.kept_end_s), (Some(63.0), Some(93.0)));
+    assert_eq!(s.verdict, Verdict::Valid, "{}", s.reasons_text());
+    // hold 100 ran 3 s longer than planned: its planned window is unchanged.
+    assert_eq!(a.shelves[0].window.kept_end_s, Some(50.0));
+}
+
+#[test]
 fn latency_rule_and_last_valid_shelf() {
     let p = open_plan("");
     let secs = run_plan(&p, 1, |_, st, _, _| {
