@@ -98,6 +98,11 @@ impl RunAccumulator {
         done
     }
 
+    /// How many shelves currently hold histograms (for sequential stages: at most one).
+    pub fn live_shelves(&self) -> usize {
+        self.shelves.iter().filter(|s| s.holds_histograms()).count()
+    }
+
     /// Adds one resource sample.
     pub fn push_resource(&mut self, r: ResourceSample) {
         self.resources.push(r);
@@ -281,6 +286,65 @@ impl StackAnalysis {
         warnings.append(&mut a.warnings);
         a.warnings = warnings;
         Some(a)
+    }
+
+    /// The analysis of a capacity search: the confirming shelves of every repetition become the
+    /// shelves, and the ceiling is the mean of the repetitions' ceilings (95% CI in
+    /// `search.estimate`), with latency, CPU and memory averaged over the valid confirming
+    /// shelves. Bracketed when some probe above a repetition's ceiling failed.
+    pub fn from_search(stack: &str, criteria: ShelfCriteria, outcome: SearchOutcome) -> Self {
+        let mut shelves: Vec<ShelfResult> = Vec::new();
+        for (i, r) in outcome.repeats.iter().enumerate() {
+            if let Some(c) = &r.confirm {
+                let mut c = c.clone();
+                c.shelf = shelves.len();
+                c.repetition = i as u32;
+                shelves.push(c);
+            }
+        }
+        let mut a = StackAnalysis::from_shelves(stack, criteria, shelves);
+        a.warnings.retain(|w| !w.starts_with("ceiling not bracketed") && !w.starts_with("non-monotonic"));
+        let valid: Vec<&ShelfResult> = a.shelves.iter().filter(|s| s.is_valid()).collect();
+        let avg = |f: &dyn Fn(&ShelfResult) -> Option<f64>| {
+            let v: Vec<f64> = valid.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let c = &mut a.ceiling;
+        let est = outcome.estimate.clone();
+        c.rps = est.as_ref().map(|e| e.mean).unwrap_or(0.0);
+        c.found = c.rps > 0.0;
+        c.index = None;
+        c.label = Some("search".into());
+        c.offered_rps = avg(&|s| Some(s.offered_rps));
+        c.p50_ms = avg(&|s| Some(s.latency.p50_ms));
+        c.p95_ms = avg(&|s| Some(s.latency.p95_ms));
+        c.p99_ms = avg(&|s| Some(s.latency.p99_ms));
+        c.error_rate = avg(&|s| Some(s.error_rate));
+        c.stack_cpu_pct = avg(&|s| s.stack.as_ref().map(|w| w.cpu_pct_mean));
+        c.stack_rss_mb = avg(&|s| s.stack.as_ref().map(|w| w.rss_mb_mean));
+        c.postgres_cpu_pct = avg(&|s| s.postgres.as_ref().map(|w| w.cpu_pct_mean));
+        c.postgres_rss_mb = avg(&|s| s.postgres.as_ref().map(|w| w.rss_mb_mean));
+        c.cpu_us_per_request = avg(&|s| s.cpu_us_per_request);
+        c.working_load_rps = c.rps * c.working_load_fraction;
+        c.bracketed = outcome.repeats.iter().any(|r| r.probes.iter().any(|p| p.failed() && p.rate > r.ceiling_rps));
+        c.failed_after = None;
+        c.invalid_after = Vec::new();
+        c.failed_before = Vec::new();
+        c.summary = match &est {
+            Some(e) if c.found => format!(
+                "{}: mean of {} capacity search{}{}",
+                e.display(0),
+                e.n,
+                if e.n == 1 { "" } else { "es (± 95% CI, Student t)" },
+                if c.bracketed { "" } else { "; no probe above the ceiling failed: not bracketed" }
+            ),
+            _ => "0: the capacity search found no rate that holds the SLO".into(),
+        };
+        if c.found && !c.bracketed {
+            a.warnings.push("search not bracketed: no probe above the ceiling failed (max rate or time budget reached?)".into());
+        }
+        a.search = Some(outcome);
+        a
     }
 
     /// The shelf the ceiling came from (open model).

@@ -151,6 +151,11 @@ impl ShelfAccumulator {
         self.state == State::Done
     }
 
+    /// True while the shelf holds merged histograms (from its first kept second until it ends).
+    pub fn holds_histograms(&self) -> bool {
+        self.dense.is_some()
+    }
+
     /// Offers one second (seconds arrive in order). Returns true when this second ended the shelf.
     pub fn push(&mut self, s: &Second) -> bool {
         if self.state == State::Done {

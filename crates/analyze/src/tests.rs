@@ -452,11 +452,17 @@ fn completed_shelves_are_available_online() {
     let mut first_done_at = None;
     for s in &secs {
         let done = acc.push_second(s);
+        // Memory stays bounded: only the running shelf holds histograms.
+        assert!(acc.live_shelves() <= 1, "t={}", s.t);
+        if s.t == 17 {
+            assert_eq!(acc.live_shelves(), 0, "head of shelf 0 is trimmed: nothing allocated yet");
+        }
         if done.contains(&0) {
             first_done_at = Some(s.t);
         }
     }
     assert_eq!(first_done_at, Some(55), "shelf 0 ends when the next stage starts");
+    assert!(acc.live_shelves() <= 1);
     assert_eq!(acc.completed().len(), 2, "the last shelf closes at finish");
     assert_eq!(acc.finish().shelves.len(), 3);
 }
@@ -615,11 +621,21 @@ fn probes_for_the_search() {
     assert!(v.failed() && !v.generator_bound(), "{}", v.summary());
     assert_eq!(a.shelves[0].window.kept_s, 50.0);
 
+    let mut above = v.clone();
+    above.rate = 3500.0;
     let out = SearchOutcome::new(vec![
-        SearchRepeat { probes: vec![v.clone()], confirm: None, ceiling_rps: 2900.0, stopped: None },
+        SearchRepeat { probes: vec![above], confirm: None, ceiling_rps: 2900.0, stopped: None },
         SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3000.0, stopped: None },
         SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3100.0, stopped: None },
     ]);
+    // As the stack's analysis: ceiling = mean of the repeats, bracketed by the failed probe.
+    let mut with_confirm = out.clone();
+    with_confirm.repeats[0].confirm = Some(r.clone());
+    let sa = StackAnalysis::from_search("s", probe_criteria(&p), with_confirm);
+    assert!((sa.ceiling.rps - 3000.0).abs() < 1e-9);
+    assert!(sa.ceiling.bracketed, "a probe above the first repeat's ceiling failed");
+    assert_eq!(sa.shelves.len(), 1);
+    assert!(sa.ceiling.summary.starts_with("3000 ± 248"), "{}", sa.ceiling.summary);
     let e = out.estimate.unwrap();
     assert!((e.mean - 3000.0).abs() < 1e-9);
     assert!((e.ci95.unwrap() - 4.303 * 100.0 / 3f64.sqrt()).abs() < 1e-9);

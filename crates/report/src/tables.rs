@@ -76,7 +76,10 @@ pub fn summary_table(r: &RunReport) -> Table {
         let c = &a.ceiling;
         let mut rps_cell = rps(c.rps);
         if let Some(e) = a.search.as_ref().and_then(|s| s.estimate.as_ref()) {
+            let from_search = c.label.as_deref() == Some("search");
             rps_cell = match e.ci95 {
+                Some(h) if from_search => format!("{} ± {} (95% CI, n={})", rps(e.mean), rps(h), e.n),
+                None if from_search => format!("{} (n=1)", rps(e.mean)),
                 Some(h) => format!("{} (search {} ± {}, n={})", rps_cell, rps(e.mean), rps(h), e.n),
                 None => format!("{} (search {}, n=1)", rps_cell, rps(e.mean)),
             };
