@@ -350,12 +350,45 @@ pub struct EmbeddedPostgres {
     cgroup: Option<Cgroup>,
     limits: LimitsApplied,
     user: Option<RunAs>,
+    /// flock on `<root>/.lock`, held while this server runs (released by the kernel if we die).
+    _lock: std::fs::File,
+}
+
+/// Takes an exclusive, non-blocking flock on `<root>/.lock`, so two runs never share (or stop)
+/// one data directory.
+fn lock_root(root: &Path) -> Result<std::fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let path = root.join(".lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .ctx(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        return Err(StandError::Postgres {
+            message: format!(
+                "{} is in use by another ceiling run ({}); wait for it or use another cache dir",
+                root.display(),
+                if holder.trim().is_empty() { "unknown pid".to_string() } else { format!("pid {}", holder.trim()) }
+            ),
+            log_tail: String::new(),
+        });
+    }
+    let _ = f.set_len(0);
+    let _ = std::fs::write(&path, std::process::id().to_string());
+    Ok(f)
 }
 
 impl EmbeddedPostgres {
     /// initdb (when the data directory is new), then start the server and wait until it accepts
-    /// connections. A server left running by a killed earlier run on the same data directory is
-    /// stopped first (found through `postmaster.pid`, checked against its command line).
+    /// connections. The root is locked (flock) for the server's lifetime, so a second run on the
+    /// same cache dir fails clearly instead of sharing it. A server left running by a killed
+    /// earlier run on the same data directory is stopped first (found through `postmaster.pid`,
+    /// checked against its working directory / command line).
     pub fn start(bins: &PgBinaries, opts: &PgOptions, cgroups: &CgroupSystem) -> Result<EmbeddedPostgres> {
         let user = server_user()?;
         std::fs::create_dir_all(&opts.root).ctx(|| format!("creating {}", opts.root.display()))?;
@@ -366,6 +399,8 @@ impl EmbeddedPostgres {
             check_reachable(&root, u)?;
             chown(&root, u)?;
         }
+        let lock = lock_root(&root)?;
+        // with the lock held, any server still running on this data directory is an orphan
         stop_leftover(&data_dir)?;
         if !data_dir.join("PG_VERSION").exists() {
             initdb(bins, &root, &data_dir, user.as_ref())?;
@@ -418,7 +453,7 @@ impl EmbeddedPostgres {
             let mut proc = Managed::spawn(&spec)?;
             match wait_ready(&mut proc, port, bins, &log, opts.start_timeout) {
                 Ok(()) => {
-                    return Ok(EmbeddedPostgres { bins: bins.clone(), data_dir, port, log, proc, cgroup, limits, user });
+                    return Ok(EmbeddedPostgres { bins: bins.clone(), data_dir, port, log, proc, cgroup, limits, user, _lock: lock });
                 }
                 Err(e) => {
                     proc.stop(Duration::from_secs(10));

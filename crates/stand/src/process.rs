@@ -423,8 +423,40 @@ pub fn cleanup_all(grace: Duration) -> Vec<String> {
 
 /// Cleans up after earlier runs that died without cleaning up (e.g. SIGKILL): reads the state
 /// files in `dir`, and for each whose owner process is gone, stops the process groups it had
-/// started (matched by pid and start time) and removes its cgroups. Returns what it did.
+/// started (matched by pid and start time) and removes its cgroups; then removes any
+/// `ceiling-<pid>-*` cgroup below this process's own cgroups whose owner pid is gone. Returns
+/// what it did.
 pub fn sweep_stale(dir: &Path) -> Vec<String> {
+    let mut out = sweep_state_files(dir);
+    out.extend(sweep_orphan_cgroups(&cgroup::CgroupSystem::detect()));
+    out
+}
+
+fn sweep_orphan_cgroups(sys: &cgroup::CgroupSystem) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut roots: Vec<PathBuf> = sys.v1_own.values().cloned().collect();
+    roots.extend(sys.v2_own.clone());
+    roots.sort();
+    roots.dedup();
+    for root in roots {
+        let Ok(rd) = std::fs::read_dir(&root) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("ceiling-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == std::process::id() || procfs::read_stat(pid).is_some() || !e.path().is_dir() {
+                continue;
+            }
+            let failed = cgroup::kill_dirs(&[e.path()], Duration::from_secs(3));
+            out.push(format!("removed orphaned cgroup {}", e.path().display()));
+            out.extend(failed);
+        }
+    }
+    out
+}
+
+fn sweep_state_files(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else { return out };
     let me = std::process::id();

@@ -47,6 +47,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 const STATE_ENV: &str = "CEILING_STAND_HELPER_STATE";
+const NO_STACK_ENV: &str = "CEILING_STAND_HELPER_NO_STACK";
 
 /// Not a test on its own: the body of the killed run (runs only when the parent sets the env).
 #[test]
@@ -64,8 +65,12 @@ fn helper_killed_run() {
         println!("@@PG {} {}", p.pid(), p.limits_applied().groups.join(" "));
         pg = Some(p);
     }
-    let st = start_dummy(&state.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: Some(128), cpuset: None });
-    println!("@@STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
+    let mut st = None;
+    if std::env::var(NO_STACK_ENV).is_err() {
+        let s = start_dummy(&state.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: Some(128), cpuset: None });
+        println!("@@STACK {} {}", s.pid(), s.limits_applied().groups.join(" "));
+        st = Some(s);
+    }
     println!("@@READY");
     std::thread::sleep(Duration::from_secs(120));
     drop((pg, st));
@@ -80,40 +85,9 @@ fn killed_run_is_swept_by_the_next_start() {
     }
     let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("killed-run");
     let _ = std::fs::create_dir_all(&state);
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["helper_killed_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(STATE_ENV, &state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut pids: Vec<u32> = Vec::new();
-    let mut groups: Vec<String> = Vec::new();
-    let mut ready = false;
-    let out = BufReader::new(child.stdout.take().unwrap());
-    for line in out.lines() {
-        let line = line.unwrap();
-        eprintln!("helper: {line}");
-        let Some(at) = line.find("@@") else { continue };
-        let parts: Vec<&str> = line[at + 2..].split_whitespace().collect();
-        match parts.first() {
-            Some(&"PG") | Some(&"STACK") => {
-                pids.push(parts[1].parse().unwrap());
-                groups.extend(parts[2..].iter().map(|s| s.to_string()));
-            }
-            Some(&"READY") => {
-                ready = true;
-                break;
-            }
-            _ => {}
-        }
-    }
-    assert!(ready, "helper did not get ready");
+    let (pids, groups) = run_and_kill_helper(&state, false);
     let want = if find_postgres(None, None, &state, None).is_ok() { 2 } else { 1 };
     assert_eq!(pids.len(), want, "{pids:?}");
-    // SIGKILL: no destructor, no handler runs
-    child.kill().unwrap();
-    child.wait().unwrap();
     // everything it started is orphaned but alive
     for p in &pids {
         assert!(procfs::is_alive(*p), "pid {p} should have outlived its killed parent");
@@ -140,26 +114,75 @@ fn killed_run_is_swept_by_the_next_start() {
     }
 }
 
+/// Starts the helper, waits for READY, SIGKILLs it; returns the pids it reported.
+fn run_and_kill_helper(state: &Path, no_stack: bool) -> (Vec<u32>, Vec<String>) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["helper_killed_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(STATE_ENV, state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if no_stack {
+        cmd.env(NO_STACK_ENV, "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut pids: Vec<u32> = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    let mut ready = false;
+    let out = BufReader::new(child.stdout.take().unwrap());
+    for line in out.lines() {
+        let line = line.unwrap();
+        eprintln!("helper: {line}");
+        let Some(at) = line.find("@@") else { continue };
+        let parts: Vec<&str> = line[at + 2..].split_whitespace().collect();
+        match parts.first() {
+            Some(&"PG") | Some(&"STACK") => {
+                pids.push(parts[1].parse().unwrap());
+                groups.extend(parts[2..].iter().map(|s| s.to_string()));
+            }
+            Some(&"READY") => {
+                ready = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(ready, "helper did not get ready");
+    // SIGKILL: no destructor, no handler runs
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (pids, groups)
+}
+
 #[test]
 fn leftover_postmaster_is_stopped_by_the_next_start() {
+    // A postmaster whose owner was SIGKILLed, found without the state file (e.g. the state dir
+    // was deleted): the next start on the same data directory finds it through postmaster.pid.
     let _serial = serial();
-    // A postmaster whose owner died without a state file (e.g. state dir deleted) is still
-    // found through postmaster.pid when the same data directory is started again.
     let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("leftover-pg");
     let Ok(bins) = find_postgres(None, None, &state, None) else {
         eprintln!("skipping: no PostgreSQL");
         return;
     };
+    let (pids, groups) = run_and_kill_helper(&state, true);
+    assert_eq!(pids.len(), 1);
+    let old = pids[0];
+    assert!(procfs::is_alive(old));
+    let _ = std::fs::remove_dir_all(state.join("run")); // forget the state file
     let po = PgOptions::new(&state, bins.major, Default::default());
     let cgs = CgroupSystem::detect();
-    let first = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
-    let old = first.pid();
-    std::mem::forget(first); // simulate a dead owner: no stop, no drop
     let mut second = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
     assert!(!procfs::is_alive(old), "old postmaster {old} still running");
     assert_ne!(second.pid(), old);
+    // a concurrent second run on the same root is refused clearly
+    let e = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap_err().to_string();
+    assert!(e.contains("in use by another ceiling run"), "{e}");
     second.stop();
-    cleanup_all(Duration::from_secs(1)); // the forgotten one's cgroup
+    // the killed run's cgroups (no state file any more) are found by name and owner pid
+    let swept = sweep_stale(&state.join("run"));
+    eprintln!("{swept:#?}");
+    for g in &groups {
+        assert!(!Path::new(g).exists(), "cgroup {g} survived the sweep");
+    }
 }
 
 #[test]
