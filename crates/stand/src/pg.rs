@@ -148,7 +148,8 @@ pub fn find_postgres(want_major: Option<u32>, pg_bin: Option<&Path>, cache_dir: 
     }
     let pick = match want_major {
         Some(w) => found.iter().find(|f| f.3 == w).cloned(),
-        None => found.iter().max_by_key(|f| f.3).cloned(),
+        // nothing asked for: the system's newest, a fetched bundle only when there is none
+        None => found.iter().max_by_key(|f| (!f.1.starts_with("maven"), f.3)).cloned(),
     };
     if let Some((dir, origin, version, major)) = pick {
         let psql = find_psql(Some(&dir))?;

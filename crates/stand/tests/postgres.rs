@@ -176,3 +176,45 @@ fn missing_binaries_error_is_clear() {
     let e = find_postgres(None, Some(Path::new("/nonexistent/bin")), Path::new("/tmp"), None).unwrap_err().to_string();
     assert!(e.starts_with("PostgreSQL binaries not found:") && e.contains("--pg-bin"), "{e}");
 }
+
+/// Gated: `CEILING_TEST_REAL_STACK=go-pgx cargo test -p ceiling-stand --test postgres real_stack`
+/// builds a copy of `stacks/<name>` (so the stack's own folder is untouched), starts it against
+/// the embedded PostgreSQL and checks one request end to end, including its statement count.
+#[test]
+fn real_stack_end_to_end() {
+    let Ok(name) = std::env::var("CEILING_TEST_REAL_STACK") else { return };
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let copy_root = tmp.join(format!("real-stack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy_root);
+    std::fs::create_dir_all(&copy_root).unwrap();
+    let src = repo_root().join("stacks").join(&name);
+    let st = std::process::Command::new("cp").arg("-r").arg(&src).arg(&copy_root).status().unwrap();
+    assert!(st.success());
+    let spec = StackSpec::load(&copy_root, &name).unwrap();
+
+    let mut opts = StandOptions::new(&repo_root());
+    opts.cache_dir = tmp.join("pg-cache");
+    opts.log_dir = copy_root.join("logs");
+    let mut stand = Stand::start(&opts, &settings(None)).unwrap();
+    let data = stand.prepare_data(1).unwrap();
+    let t = Instant::now();
+    let b = build_stack(&spec, &copy_root.join("cache"), &copy_root.join("logs/build.log"), false).unwrap();
+    eprintln!("build: skipped={} in {:?}", b.skipped, t.elapsed());
+    let db = stand.reset_db().unwrap();
+    let mut stack = stand.start_stack(&spec, &settings(None), db).unwrap();
+    eprintln!("{} healthy at {}; {}", name, stack.url(), stack.limits_applied().summary());
+    let id = std::fs::read_to_string(data.data_dir.join("status_ids.csv")).unwrap().lines().nth(1).unwrap().to_string();
+    stand.stat_statements_reset().unwrap();
+    assert_eq!(http_status(stack.port(), &format!("/status/{id}"), Duration::from_secs(5)), Some(200));
+    assert_eq!(http_status(stack.port(), "/status/not-a-uuid", Duration::from_secs(5)), Some(400));
+    let snap = stand.stat_statements(true).unwrap();
+    eprintln!("{snap:#?}");
+    let sel: Vec<_> = snap.iter().filter(|s| s.query.to_lowercase().contains("from status where id = $1")).collect();
+    assert_eq!(sel.iter().map(|s| s.calls).sum::<u64>(), 1, "{snap:#?}");
+    assert!(stack.is_alive());
+    let rep = stack.stop();
+    eprintln!("stop: {rep:?}");
+    assert!(!rep.killed, "the stack should exit on SIGTERM: {rep:?}");
+    stand.stop();
+    let _ = std::fs::remove_dir_all(&copy_root);
+}
