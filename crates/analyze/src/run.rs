@@ -143,7 +143,7 @@ impl RunAccumulator {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     /// Mean achieved throughput of the last valid shelf (closed model: last valid level, mean over
-    /// its repetitions); 0 when no shelf passed.
+    /// its error-free repetitions, or all of them when every one had errors); 0 when no shelf passed.
     pub rps: f64,
     /// Whether a valid shelf exists.
     pub found: bool,
@@ -245,8 +245,10 @@ impl StackAnalysis {
         for l in &levels {
             if !l.with_errors.is_empty() {
                 warnings.push(format!(
-                    "{}: repetitions {:?} had errors (source 003 kept only error-free runs; both aggregates reported)",
-                    l.label, l.with_errors
+                    "{}: repetition{} {} had errors (source 003 kept only error-free runs; both aggregates reported, the error-free one first)",
+                    l.label,
+                    if l.with_errors.len() == 1 { "" } else { "s" },
+                    l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", ")
                 ));
             }
         }
@@ -273,7 +275,12 @@ impl StackAnalysis {
         let mut shelves = Vec::new();
         for p in parts {
             for w in p.warnings {
-                if !w.starts_with("ceiling not bracketed") && !w.contains("repetitions") && !warnings.contains(&w) {
+                // Warnings `from_shelves` derives are recomputed below; keep the others once.
+                let derived = w.starts_with("ceiling not bracketed")
+                    || w.starts_with("non-monotonic")
+                    || w.starts_with("generator-bound")
+                    || w.contains("had errors (source 003");
+                if !derived && !warnings.contains(&w) {
                     warnings.push(w);
                 }
             }
@@ -432,7 +439,7 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
         }
         LoadModel::Closed => {
             let l = levels.iter().find(|l| l.level == cand.index).expect("candidate from levels");
-            if let Some(a) = &l.all {
+            if let Some(a) = l.headline() {
                 ce.rps = a.throughput_rps.mean;
                 ce.p50_ms = Some(a.p50_ms.mean);
                 ce.p95_ms = Some(a.p95_ms.mean);
@@ -461,7 +468,10 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
         match (ce.failed_after, ce.invalid_after.is_empty()) {
             (Some(i), _) => format!("; `{}` failed", cands.iter().find(|x| x.index == i).map(|x| x.label.as_str()).unwrap_or("?")),
             (None, false) => "; later shelves invalid, not failed: not bracketed".into(),
-            (None, true) if pos + 1 == cands.len() => "; it was the last shelf: not bracketed".into(),
+            (None, true) if pos + 1 == cands.len() => format!(
+                "; it was the last {}: not bracketed",
+                if c.model == LoadModel::Open { "shelf" } else { "level" }
+            ),
             (None, true) => String::new(),
         }
     );

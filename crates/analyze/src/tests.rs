@@ -565,9 +565,10 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
     assert!((ef.throughput_rps.mean - 110.0).abs() < 1e-9);
     assert_eq!(l0.headline().unwrap().n, 2);
     assert!(a.warnings.iter().any(|w| w.contains("had errors")));
-    // Ceiling: last valid level, mean over its repetitions.
+    // Ceiling: last valid level, mean over its (error-free) repetitions.
     assert_eq!(a.levels[1].verdict, Verdict::Valid);
     assert!((a.ceiling.rps - 440.0).abs() < 1e-9);
+    assert_eq!(a.warnings.iter().filter(|w| w.contains("c=10: repetition #2 had errors")).count(), 1, "{:?}", a.warnings);
     assert_eq!(a.ceiling.label.as_deref(), Some("c=50"));
 }
 

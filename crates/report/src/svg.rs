@@ -188,6 +188,10 @@ fn text_w(s: &str, px: f64) -> f64 {
     s.chars().count() as f64 * px * 0.56
 }
 
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
 /// Renders the chart as an `<svg>` element.
 pub fn render(c: &Chart) -> String {
     let (w, h) = (c.width, c.height);
@@ -287,7 +291,8 @@ pub fn render(c: &Chart) -> String {
     };
     let xs_ = Scale { d0: x_lo, d1: x_hi, p0: px0, p1: px1, log: false };
     let ys_ = Scale { d0: y_lo, d1: y_hi, p0: py1, p1: py0, log: c.y_log };
-    let clip = format!("clip{}", (w * 7.0 + h * 13.0 + c.title.len() as f64 * 31.0 + x_hi + y_hi) as u64);
+    // A page-unique id: charts on one page differ by title (stack name and chart kind).
+    let clip = format!("clip{:016x}", fnv(&format!("{}|{}|{w}|{h}|{}|{}", c.title, c.subtitle, rows.len(), c.series.len())));
     let _ = write!(out, "<defs><clipPath id=\"{clip}\"><rect x=\"{px0}\" y=\"{py0}\" width=\"{}\" height=\"{}\"/></clipPath></defs>", px1 - px0, py1 - py0);
     let _ = write!(out, "<rect x=\"{px0}\" y=\"{py0}\" width=\"{}\" height=\"{}\" fill=\"#fcfcfd\"/>", px1 - px0, py1 - py0);
     // Bands.

@@ -193,6 +193,11 @@ fn html_report_is_self_contained_with_svg_charts() {
     for (i, _) in html.match_indices("url(") {
         assert!(html[i..].starts_with("url(#clip"), "non-local url(): {}", &html[i..i + 30]);
     }
+    // Clip-path ids are unique on the page.
+    let ids: Vec<&str> = html.match_indices("<clipPath id=\"").map(|(i, _)| &html[i + 15..i + 35]).collect();
+    let uniq: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), uniq.len());
+    assert_eq!(render_html(&rep, &series).unwrap(), html, "deterministic output");
     // Tables.
     assert!(html.contains("RPS@p99≤350ms") && html.contains("spring-mvc-jdbc") && html.contains("get_batch"));
     assert!(html.contains("Capacity search"));
@@ -331,6 +336,7 @@ min_window = "10s"
     let mut rep = RunReport::new(&plan, "closed");
     rep.stacks.push(a);
     let md = render_summary_md(&rep);
+    println!("{}", render_terminal(&rep));
     assert!(md.contains("### Levels (closed model)"), "{md}");
     assert!(md.contains("⚑ reps #3"));
     let tb = closed_table(&rep.stacks[0]);
