@@ -31,6 +31,8 @@
 //! Ctrl-C/SIGTERM handler); [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that
 //! was SIGKILLed.
 
+#![warn(missing_docs)]
+
 mod cgroup;
 mod db;
 mod env;

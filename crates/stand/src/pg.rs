@@ -406,6 +406,13 @@ impl EmbeddedPostgres {
         if !data_dir.join("PG_VERSION").exists() {
             initdb(bins, &root, &data_dir, user.as_ref())?;
         } else {
+            if let Some(u) = &user {
+                use std::os::unix::fs::MetadataExt;
+                // e.g. initialised by an earlier run as another user: hand it over
+                if std::fs::metadata(&data_dir).map(|m| m.uid() != u.uid).unwrap_or(false) {
+                    chown_tree(&data_dir, u)?;
+                }
+            }
             let v = std::fs::read_to_string(data_dir.join("PG_VERSION")).unwrap_or_default();
             if v.trim() != bins.major.to_string() {
                 return Err(StandError::Postgres {
@@ -615,6 +622,20 @@ fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
 
 fn chown(p: &Path, u: &RunAs) -> Result<()> {
     std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid)).ctx(|| format!("chown {} to {}", p.display(), u.name))
+}
+
+fn chown_tree(p: &Path, u: &RunAs) -> Result<()> {
+    let md = std::fs::symlink_metadata(p).ctx(|| format!("stat {}", p.display()))?;
+    if md.file_type().is_symlink() {
+        return Ok(());
+    }
+    chown(p, u)?;
+    if md.is_dir() {
+        for e in std::fs::read_dir(p).ctx(|| format!("reading {}", p.display()))?.flatten() {
+            chown_tree(&e.path(), u)?;
+        }
+    }
+    Ok(())
 }
 
 fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>) -> Result<()> {
