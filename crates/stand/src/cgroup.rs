@@ -50,6 +50,9 @@ pub struct LimitsApplied {
     pub groups: Vec<String>,
     /// One line per requested limit that could not be applied, with the reason. Empty = all applied.
     pub problems: Vec<String>,
+    /// Informational lines (e.g. a v2 controller could not be enabled, so v1 was used).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl LimitsApplied {
@@ -316,7 +319,7 @@ impl CgroupSystem {
                         continue;
                     }
                     Err(e) if self.v1_own.contains_key(*c) => {
-                        la.problems.push(format!("note: v2 controller {c} could not be enabled ({e}); using v1"));
+                        la.notes.push(format!("v2 controller {c} could not be enabled ({e}); using v1"));
                     }
                     Err(e) => {
                         la.problems.push(format!("{}: cgroup v2 controller `{c}` could not be enabled: {e}", field_of(c)));
