@@ -322,7 +322,13 @@ impl CgroupSystem {
                         la.notes.push(format!("v2 controller {c} could not be enabled ({e}); using v1"));
                     }
                     Err(e) => {
-                        la.problems.push(format!("{}: cgroup v2 controller `{c}` could not be enabled: {e}", field_of(c)));
+                        let hint = if e.raw_os_error() == Some(libc::EBUSY) {
+                            " (this process's own cgroup holds processes, so it cannot delegate controllers; \
+                             run ceiling inside a delegated cgroup, e.g. `systemd-run --scope -p Delegate=yes ceiling ...`)"
+                        } else {
+                            ""
+                        };
+                        la.problems.push(format!("{}: cgroup v2 controller `{c}` could not be enabled: {e}{hint}", field_of(c)));
                         continue;
                     }
                 }
