@@ -6,7 +6,7 @@
 //! waits in a bounded backlog (counted each second) and its latency still runs from its *intended*
 //! time. Closed model: N connection loops send-wait-send.
 
-use crate::clock::{now_ns, process_cpu_ns};
+use crate::clock::{now_ns, thread_cpu_ns};
 use crate::http::{Conn, ExchangeError};
 use crate::request::{load_table, Mix, Table, Wire};
 use crate::schedule::{timed_stages, Schedule, TimedStage};
@@ -57,6 +57,8 @@ struct Recorder {
     tx: mpsc::Sender<Msg>,
     clock: StageClock,
     ntags: usize,
+    /// This worker thread's CPU time at the start of the current second.
+    cpu_mark: u64,
 }
 
 impl Recorder {
@@ -72,7 +74,11 @@ impl Recorder {
             let nt = self.cur.t + 1;
             let (phase, stage) = self.clock.at(nt as u64 * 1_000_000_000);
             let next = Second::new(nt, phase, stage, self.ntags);
-            let done = std::mem::replace(&mut self.cur, next);
+            let mut done = std::mem::replace(&mut self.cur, next);
+            // The generator's own CPU: this worker thread's time over the second just closed.
+            let cpu = thread_cpu_ns();
+            done.generator_cpu = cpu.saturating_sub(self.cpu_mark) as f64 / 1e7;
+            self.cpu_mark = cpu;
             let _ = self.tx.send(Msg::Second(done));
         }
     }
@@ -82,6 +88,8 @@ impl Recorder {
         &mut self.cur.tags[tag]
     }
     fn flush(&mut self) {
+        let cpu = thread_cpu_ns();
+        self.cur.generator_cpu = cpu.saturating_sub(self.cpu_mark) as f64 / 1e7;
         let (phase, stage) = (self.cur.phase, self.cur.stage);
         let last = std::mem::replace(&mut self.cur, Second::new(u32::MAX, phase, stage, 0));
         let _ = self.tx.send(Msg::Second(last));
@@ -116,7 +124,15 @@ impl Ctx {
         let head_only = self.specs[tag].method == "HEAD";
         let timeout = self.cfg.timeout;
         let mut outcome = Outcome::Ok;
-        let mut sent = now_ns();
+        // Schedule lag is taken when the request reaches its connection: it measures whether the
+        // generator kept its schedule. Connecting is the service's side and goes into latency.
+        let picked = now_ns();
+        if let Some(i) = intended {
+            let mut rec = self.rec.borrow_mut();
+            rec.rotate(picked);
+            record_us(&mut rec.cur.lag, picked.saturating_sub(i) / 1000);
+        }
+        let mut sent = picked;
         if conn.is_none() {
             match tokio::time::timeout(timeout, Conn::connect(self.cfg.target.addr)).await {
                 Ok(Ok(c)) => {
@@ -129,11 +145,10 @@ impl Ctx {
             sent = now_ns();
         }
         if let Some(c) = conn.as_mut() {
-            if let Some(i) = intended {
+            if intended.is_some() {
                 let mut rec = self.rec.borrow_mut();
                 rec.rotate(sent);
                 rec.cur.sent += 1;
-                record_us(&mut rec.cur.lag, sent.saturating_sub(i) / 1000);
             } else {
                 let mut rec = self.rec.borrow_mut();
                 rec.rotate(sent);
@@ -408,7 +423,7 @@ fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64
         }
     };
     let (p0, s0) = clock.at(0);
-    let rec = Recorder { start, cur: Second::new(0, p0, s0, ntags), tx: tx.clone(), clock, ntags };
+    let rec = Recorder { start, cur: Second::new(0, p0, s0, ntags), tx: tx.clone(), clock, ntags, cpu_mark: thread_cpu_ns() };
     // Shards draw different request streams from one seed.
     let rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(shard.0));
     let ctx = Rc::new(Ctx {
@@ -492,12 +507,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     let mut next_t = 0u32;
     let mut done = 0usize;
     let mut failure = None;
-    let mut last_cpu = (process_cpu_ns(), now_ns());
-    let mut emit = |s: Second, summary: &mut Summary, last_cpu: &mut (u64, u64)| {
-        let mut s = s;
-        let (cpu, wall) = (process_cpu_ns(), now_ns());
-        s.generator_cpu = if wall > last_cpu.1 { (cpu - last_cpu.0) as f64 / (wall - last_cpu.1) as f64 * 100.0 } else { 0.0 };
-        *last_cpu = (cpu, wall);
+    // Generator CPU per second is the sum of the worker threads' own CPU time (Second::merge adds
+    // it up): the stand's sampler and file writing run on other threads and are not counted.
+    let mut emit = |s: Second, summary: &mut Summary| {
         summary.add(&s);
         on_second(&s);
     };
@@ -517,7 +529,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
                 entry.1 += 1;
                 while pending.get(&next_t).is_some_and(|(_, n)| *n == threads) {
                     let (s, _) = pending.remove(&next_t).unwrap();
-                    emit(s, &mut summary, &mut last_cpu);
+                    emit(s, &mut summary);
                     next_t += 1;
                 }
             }
@@ -536,7 +548,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     let mut rest: Vec<_> = pending.into_iter().collect();
     rest.sort_by_key(|(t, _)| *t);
     for (_, (s, _)) in rest {
-        emit(s, &mut summary, &mut last_cpu);
+        emit(s, &mut summary);
     }
     if let Some(e) = failure {
         return Err(LoadError::Runtime(e));
