@@ -5,6 +5,7 @@ import io.ktor.server.response.respond
 import io.ktor.server.routing.Route
 import io.ktor.server.routing.get
 import io.ktor.server.routing.post
+import io.ktor.server.routing.route
 import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
 
@@ -104,9 +105,12 @@ fun Route.bankRoutes(repo: BankRepository) {
         val balance = call.receiveJson<CreateClientRequest>().validBalance()
         call.respond(HttpStatusCode.Created, repo.create(balance))
     }
-    get("/clients/{id}/balance") {
-        val id = parseClientId(call.parameters["id"])
-        call.respond(repo.balance(id) ?: throw ApiException.notFound("no client with this id"))
+    route("/clients/{id}/balance") {
+        get {
+            val id = parseClientId(call.parameters["id"])
+            call.respond(repo.balance(id) ?: throw ApiException.notFound("no client with this id"))
+        }
+        otherMethodsNotAllowed()
     }
     post("/transfers") {
         val t = call.receiveJson<TransferRequest>().validate()

@@ -11,6 +11,7 @@ import io.ktor.server.plugins.statuspages.StatusPagesConfig
 import io.ktor.server.request.httpMethod
 import io.ktor.server.request.path
 import io.ktor.server.response.respond
+import io.ktor.server.routing.Route
 import kotlinx.serialization.Serializable
 
 /** The contract's error body: `{"error":"<code>","message":"<human text>"}`. */
@@ -29,6 +30,8 @@ class ApiException(val status: HttpStatusCode, val code: String, override val me
         fun conflict(message: String) = ApiException(HttpStatusCode.Conflict, "conflict", message)
         fun unsupportedMediaType(message: String) =
             ApiException(HttpStatusCode.UnsupportedMediaType, "unsupported_media_type", message)
+        fun methodNotAllowed() =
+            ApiException(HttpStatusCode.MethodNotAllowed, "method_not_allowed", "method not allowed on this route")
         fun payloadTooLarge() = ApiException(
             HttpStatusCode.PayloadTooLarge, "payload_too_large",
             "request body is larger than $MAX_BODY_BYTES bytes",
@@ -64,8 +67,16 @@ fun StatusPagesConfig.errorPages() {
             if (code == HttpStatusCode.NotFound) {
                 call.respond(code, ErrorBody("not_found", "no such route"))
             } else {
-                call.respond(code, ErrorBody("method_not_allowed", "method not allowed on this route"))
+                call.respondError(ApiException.methodNotAllowed())
             }
         }
     }
 }
+
+/**
+ * Ktor answers 405 by itself only where every path segment is a constant (`/status`, `/ping`); on a
+ * path with a parameter another method would be a 404. This handler on the path's own route node
+ * makes it 405 there too, as go-pgx (chi) and the Spring stacks answer. Method-specific children
+ * match with a higher quality, so it is reached only when none of them does.
+ */
+fun Route.otherMethodsNotAllowed() = handle { throw ApiException.methodNotAllowed() }

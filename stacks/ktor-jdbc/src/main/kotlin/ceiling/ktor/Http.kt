@@ -4,6 +4,10 @@ import io.ktor.http.ContentType
 import io.ktor.http.HttpHeaders
 import io.ktor.server.application.Application
 import io.ktor.server.application.ApplicationCall
+import io.ktor.server.application.ApplicationCallPipeline
+import io.ktor.server.application.call
+import io.ktor.server.response.respond
+import io.ktor.http.HttpStatusCode
 import io.ktor.server.request.ApplicationReceivePipeline
 import io.ktor.server.request.contentLength
 import io.ktor.server.request.receive
@@ -87,4 +91,22 @@ fun ApplicationCall.queryValues(name: String): List<String>? = try {
     request.queryParameters.getAll(name)
 } catch (e: IllegalArgumentException) {
     throw ApiException.badRequest("malformed query string: ${e.message}")
+}
+
+/**
+ * Decodes the query string before routing does: Netty's decoder throws IllegalArgumentException
+ * on `%zz`, and routing reads the query parameters while it builds call.parameters, where that would
+ * surface as a 500. Netty caches the decoded parameters, so this costs nothing extra. It answers
+ * and finish()es the pipeline itself rather than throwing: an exception handled by StatusPages in
+ * this phase would still let the later interceptors (routing) run.
+ */
+fun Application.rejectMalformedQueryStrings() {
+    intercept(ApplicationCallPipeline.Plugins) {
+        try {
+            call.request.queryParameters.isEmpty()
+        } catch (e: IllegalArgumentException) {
+            call.respond(HttpStatusCode.BadRequest, ErrorBody("bad_request", "malformed query string: ${e.message}"))
+            finish()
+        }
+    }
 }

@@ -78,6 +78,7 @@ fun Application.module(cfg: Config) {
         accept { _, _ -> emptyList() }
     }
     install(StatusPages) { errorPages() }
+    rejectMalformedQueryStrings()
     limitRequestBodies()
 
     // No request logging: the hot path does only the work the contract asks for.

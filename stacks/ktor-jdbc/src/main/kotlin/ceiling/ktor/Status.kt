@@ -6,6 +6,7 @@ import io.ktor.server.routing.Route
 import io.ktor.server.routing.get
 import io.ktor.server.routing.post
 import io.ktor.server.routing.put
+import io.ktor.server.routing.route
 import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
 import java.sql.PreparedStatement
@@ -77,9 +78,18 @@ class StatusRepository(private val db: Database) {
 }
 
 fun Route.statusRoutes(repo: StatusRepository) {
-    get("/status/{id}") {
-        val id = requireUuid(call.parameters["id"])
-        call.respond(repo.get(id) ?: throw ApiException.notFound("no status with this id"))
+    route("/status/{id}") {
+        get {
+            val id = requireUuid(call.parameters["id"])
+            call.respond(repo.get(id) ?: throw ApiException.notFound("no status with this id"))
+        }
+        put {
+            val id = requireUuid(call.parameters["id"])
+            val req = call.receiveJson<UpdateStatusRequest>()
+            val status = requireSmallint("status", req.status.requireLong("status"))
+            call.respond(repo.update(id, status) ?: throw ApiException.notFound("no status with this id"))
+        }
+        otherMethodsNotAllowed()
     }
     get("/status") {
         val ids = parseStatusIds(call.queryValues("ids"))
@@ -91,11 +101,5 @@ fun Route.statusRoutes(repo: StatusRepository) {
         val status = requireSmallint("status", req.status.requireLong("status"))
         val created = repo.insert(id, status) ?: throw ApiException.conflict("a status with this id already exists")
         call.respond(HttpStatusCode.Created, created)
-    }
-    put("/status/{id}") {
-        val id = requireUuid(call.parameters["id"])
-        val req = call.receiveJson<UpdateStatusRequest>()
-        val status = requireSmallint("status", req.status.requireLong("status"))
-        call.respond(repo.update(id, status) ?: throw ApiException.notFound("no status with this id"))
     }
 }
