@@ -67,7 +67,8 @@ impl Ctx {
     }
 
     async fn new_uuid(&self) -> Check<String> {
-        Ok(self.q1("select gen_random_uuid()::text", &[]).await?.get(0))
+        // md5 → uuid works on every PostgreSQL version (gen_random_uuid needs 13+)
+        Ok(self.q1("select md5(random()::text || clock_timestamp()::text)::uuid::text", &[]).await?.get(0))
     }
 
     /// The status rows with these ids, ascending by id.
@@ -295,7 +296,7 @@ async fn metrics(c: &Ctx) -> Outcome {
         return Err("no samples".into());
     }
     let cpu = names.iter().find(|n| n.starts_with("process_cpu"));
-    let mem = names.iter().find(|n| n.contains("memory") || n.starts_with("process_resident"));
+    let mem = names.iter().find(|n| ["memory", "resident", "working_set", "rss"].iter().any(|m| n.contains(m)));
     match (cpu, mem) {
         (Some(cpu), Some(mem)) => Ok(format!("200 {ct}, {} samples, process CPU ({cpu}) and memory ({mem})", names.len())),
         (None, _) => Err(format!("{} samples but no process CPU metric (process_cpu_*)", names.len())),
@@ -1119,7 +1120,7 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
     let mut errs = Vec::new();
     if problem_count > 0 {
         problems.truncate(5);
-        errs.push(format!("{problem_count} of {total} transfers answered wrongly (not 200/409 as the contract says):\n{}", problems.join("\n")));
+        errs.push(format!("{problem_count} of {total} transfers answered wrongly (not 200/409 as the contract says): {}", problems.join("\n")));
     }
     if ok.is_empty() {
         errs.push("no transfer succeeded".into());
@@ -1180,6 +1181,9 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
 
 async fn setup(cfg: &VerifyConfig) -> Result<Ctx, VerifyError> {
     let base = BaseUrl::parse(&cfg.base_url).map_err(VerifyError::Config)?;
+    if let Some(o) = cfg.only.iter().find(|o| !CASES.iter().any(|(g, n)| g == o || n == o)) {
+        return Err(VerifyError::Config(format!("no case or group named {o:?}")));
+    }
     let (db, conn) = cfg
         .db
         .pg_config()
@@ -1356,6 +1360,20 @@ mod tests {
             assert!(["ops", "ping", "status", "bank", "rows", "sql", "concurrency"].contains(g), "{g}");
         }
         assert!(CASES.len() >= 60);
+    }
+
+    #[test]
+    fn config_errors_come_before_connecting() {
+        let db = crate::DbConfig { host: "127.0.0.1".into(), port: 1, user: "u".into(), password: String::new(), dbname: "d".into() };
+        let mut cfg = VerifyConfig::new("http://127.0.0.1:1", db);
+        cfg.only = vec!["sql".into(), "no-such-case".into()];
+        let e = crate::verify(&cfg).unwrap_err().to_string();
+        assert!(e.contains("no-such-case"), "{e}");
+        cfg.only.clear();
+        cfg.base_url = "https://x".into();
+        assert!(matches!(crate::verify(&cfg), Err(VerifyError::Config(_))));
+        cfg.base_url = "http://127.0.0.1:1".into();
+        assert!(matches!(crate::verify(&cfg), Err(VerifyError::Db { .. })));
     }
 
     #[test]

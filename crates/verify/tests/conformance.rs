@@ -81,7 +81,8 @@ fn broken_fixtures_are_caught(env: &mut Env) {
 
 fn main() {
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let tests: [(&str, fn(&mut Env)); 2] =
+    type Test = (&'static str, fn(&mut Env));
+    let tests: [Test; 2] =
         [("go_pgx_passes", go_pgx_passes), ("broken_fixtures_are_caught", broken_fixtures_are_caught)];
     let selected: Vec<_> = tests.iter().filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str()))).collect();
     println!("\nrunning {} tests", selected.len());
