@@ -161,7 +161,23 @@ impl Ctx {
         if got != want {
             return Err(format!("{}: want {}, saw {}", req.describe(), fmt(&want), fmt(&got)));
         }
-        Ok(format!("{}: {} → {} statement(s): {}", req.describe(), r.status, want.values().sum::<u64>(), fmt(&want)))
+        // API.md's text, modulo what it allows (whitespace, $n vs ?, constants): reported, not failed
+        let differs: Vec<String> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.shape.contract_sql().is_some_and(|c| sql::spelling(c) != sql::spelling(&s.query)))
+            .map(|s| s.shape.label().to_string())
+            .collect();
+        let spelling = if want.is_empty() {
+            String::new()
+        } else if differs.is_empty() {
+            "; text as in the contract".to_string()
+        } else {
+            format!("; spelled differently from the contract: {}", differs.join(", "))
+        };
+        Ok(format!("{}: {} → {} statement(s): {}{spelling}", req.describe(), r.status, want.values().sum::<u64>(), fmt(&want)))
     }
 }
 

@@ -101,7 +101,12 @@ impl Request {
 
     /// `METHOD /path` plus a short form of the body, for reports.
     pub fn describe(&self) -> String {
-        let mut s = format!("{} {}", self.method, self.path);
+        let path = if self.path.chars().count() > 110 {
+            format!("{}…({} chars)", self.path.chars().take(100).collect::<String>(), self.path.len())
+        } else {
+            self.path.clone()
+        };
+        let mut s = format!("{} {path}", self.method);
         if let Some(b) = &self.body {
             if b.len() > 120 {
                 s.push_str(&format!(" <{} byte body>", b.len()));

@@ -45,6 +45,29 @@ impl Shape {
         self != Shape::Unrelated
     }
 
+    /// The contract's text of this statement (API.md), if it is one of the contract's.
+    pub fn contract_sql(self) -> Option<&'static str> {
+        Some(match self {
+            Shape::StatusGetOne => "SELECT id, status, updated_at FROM status WHERE id = $1",
+            Shape::StatusGetMany => "SELECT id, status, updated_at FROM status WHERE id = ANY($1) ORDER BY id",
+            Shape::StatusInsert => {
+                "INSERT INTO status (id, status) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id, status, updated_at"
+            }
+            Shape::StatusUpdate => "UPDATE status SET status = $2, updated_at = now() WHERE id = $1 RETURNING id, status, updated_at",
+            Shape::ClientInsert => "INSERT INTO clients (balance) VALUES ($1) RETURNING id, balance",
+            Shape::ClientBalance => "SELECT id, balance FROM clients WHERE id = $1",
+            Shape::TransferLock => "SELECT id, balance FROM clients WHERE id IN ($1, $2) ORDER BY id FOR UPDATE",
+            Shape::TransferMove => {
+                "UPDATE clients SET balance = balance + CASE WHEN id = $1 THEN -$3::bigint ELSE $3::bigint END WHERE id IN ($1, $2)"
+            }
+            Shape::TransferLog => "INSERT INTO transfers (from_id, to_id, amount) VALUES ($1, $2, $3)",
+            Shape::Orders => "SELECT id, customer, item, quantity, price_cents, created_at FROM orders ORDER BY id LIMIT $1",
+            Shape::DbPing => "SELECT json_build_object('ok', true, 'message', 'OK')::text",
+            Shape::DbTime => "SELECT json_build_object('serverTime', extract(epoch from now())::integer)::text",
+            Shape::OtherBenchmark | Shape::Unrelated => return None,
+        })
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Shape::StatusGetOne => "status-by-id",
@@ -144,6 +167,50 @@ pub fn classify(query: &str) -> Shape {
     } else {
         shape
     }
+}
+
+/// A statement's text with what API.md allows to differ taken out: case, whitespace, `$n` vs
+/// `?` numbering, and the constants `pg_stat_statements` replaces by parameters.
+pub fn spelling(query: &str) -> String {
+    let mut out = String::new();
+    let mut chars = query.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\'' => {
+                // a string constant
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                }
+                out.push('?');
+            }
+            '$' if chars.peek().is_some_and(|c| c.is_ascii_digit()) => {
+                while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    chars.next();
+                }
+                out.push('?');
+            }
+            c if c.is_whitespace() => out.push(' '),
+            c => out.push(c.to_ascii_lowercase()),
+        }
+    }
+    // no space matters next to punctuation; collapse the rest
+    let collapsed = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut tight = String::new();
+    let cs: Vec<char> = collapsed.chars().collect();
+    for (i, &c) in cs.iter().enumerate() {
+        if c == ' ' {
+            let prev = cs.get(i.wrapping_sub(1)).copied().unwrap_or(' ');
+            let next = cs.get(i + 1).copied().unwrap_or(' ');
+            let word = |x: char| x.is_ascii_alphanumeric() || x == '_' || x == '?';
+            if !(word(prev) && word(next)) {
+                continue;
+            }
+        }
+        tight.push(c);
+    }
+    tight.replace("extract(epoch", "extract(?").replace("true", "?").replace("false", "?")
 }
 
 /// One statement seen during a case: the `pg_stat_statements` text and how often it ran.
@@ -268,6 +335,30 @@ mod tests {
         for q in ["BEGIN", "COMMIT", "SELECT $1", "SET extra_float_digits = 3", "select typname from pg_type where oid = $1", "ROLLBACK"] {
             assert_eq!(classify(q), Shape::Unrelated, "{q}");
         }
+    }
+
+    #[test]
+    fn spelling_ignores_what_the_contract_allows() {
+        for shape in [Shape::StatusGetOne, Shape::TransferMove, Shape::DbPing, Shape::DbTime, Shape::Orders] {
+            let c = shape.contract_sql().unwrap();
+            assert_eq!(spelling(c), spelling(&c.to_uppercase()), "{c}");
+        }
+        // what pg_stat_statements shows for go-pgx / R2DBC and for JDBC
+        assert_eq!(spelling("SELECT json_build_object($1, $2, $3, $4)::text"), spelling(Shape::DbPing.contract_sql().unwrap()));
+        assert_eq!(
+            spelling("SELECT json_build_object($1, extract($2 from now())::integer)::text"),
+            spelling(Shape::DbTime.contract_sql().unwrap())
+        );
+        assert_eq!(
+            spelling("UPDATE clients SET balance = balance + CASE WHEN id = $1 THEN -$2::bigint ELSE $3::bigint END WHERE id IN ($4, $5)"),
+            spelling(Shape::TransferMove.contract_sql().unwrap())
+        );
+        assert_eq!(spelling("select id,status,updated_at\n  from status where id=?"), spelling(Shape::StatusGetOne.contract_sql().unwrap()));
+        // an ORM's aliases are a different spelling (reported, not failed)
+        assert_ne!(
+            spelling("select s1_0.id, s1_0.status, s1_0.updated_at from status s1_0 where s1_0.id = $1"),
+            spelling(Shape::StatusGetOne.contract_sql().unwrap())
+        );
     }
 
     #[test]

@@ -66,4 +66,8 @@ fn spec_sql_is_api_md_sql_with_the_counted_shapes() {
         shapes.insert(shape);
     }
     assert_eq!(shapes.len(), 12, "each statement has its own shape: {shapes:?}");
+    for shape in shapes {
+        let text = shape.contract_sql().unwrap();
+        assert!(stmts.iter().any(|s| s == text), "the suite's text of {shape} is not the spec's: {text}");
+    }
 }
