@@ -7,35 +7,49 @@ use std::fmt;
 
 /// What kind of statement a `pg_stat_statements` entry is, by the contract's SQL table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// Serialized as its [`Shape::label`].
 pub enum Shape {
     /// `SELECT id, status, updated_at FROM status WHERE id = $1`
+    #[serde(rename = "status-by-id")]
     StatusGetOne,
     /// `SELECT id, status, updated_at FROM status WHERE id = ANY($1) ORDER BY id`
+    #[serde(rename = "status-by-ids")]
     StatusGetMany,
     /// `INSERT INTO status (id, status) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING …`
+    #[serde(rename = "status-insert")]
     StatusInsert,
     /// `UPDATE status SET status = $2, updated_at = now() WHERE id = $1 RETURNING …`
+    #[serde(rename = "status-update")]
     StatusUpdate,
     /// `INSERT INTO clients (balance) VALUES ($1) RETURNING id, balance`
+    #[serde(rename = "client-insert")]
     ClientInsert,
     /// `SELECT id, balance FROM clients WHERE id = $1`
+    #[serde(rename = "client-balance")]
     ClientBalance,
     /// `SELECT id, balance FROM clients WHERE id IN ($1, $2) ORDER BY id FOR UPDATE`
+    #[serde(rename = "transfer-lock")]
     TransferLock,
     /// `UPDATE clients SET balance = balance + CASE … END WHERE id IN ($1, $2)`
+    #[serde(rename = "transfer-move")]
     TransferMove,
     /// `INSERT INTO transfers (from_id, to_id, amount) VALUES ($1, $2, $3)`
+    #[serde(rename = "transfer-log")]
     TransferLog,
     /// `SELECT id, customer, item, quantity, price_cents, created_at FROM orders ORDER BY id LIMIT $1`
+    #[serde(rename = "orders")]
     Orders,
     /// `SELECT json_build_object('ok', true, 'message', 'OK')::text`
+    #[serde(rename = "db-ping")]
     DbPing,
     /// `SELECT json_build_object('serverTime', extract(epoch from now())::integer)::text`
+    #[serde(rename = "db-time")]
     DbTime,
     /// Touches a benchmark table (or is ping SQL) but is none of the above: never expected.
+    #[serde(rename = "unexpected")]
     OtherBenchmark,
     /// Touches no benchmark table (pool checks, `BEGIN`, `SET`, catalog lookups): not counted.
+    #[serde(rename = "not-counted")]
     Unrelated,
 }
 
@@ -359,6 +373,15 @@ mod tests {
             spelling("select s1_0.id, s1_0.status, s1_0.updated_at from status s1_0 where s1_0.id = $1"),
             spelling(Shape::StatusGetOne.contract_sql().unwrap())
         );
+    }
+
+    #[test]
+    fn shapes_serialize_as_their_labels() {
+        for shape in [Shape::StatusGetOne, Shape::TransferLog, Shape::OtherBenchmark, Shape::Unrelated, Shape::DbTime] {
+            let json = serde_json::to_string(&shape).unwrap();
+            assert_eq!(json, format!("\"{}\"", shape.label()));
+            assert_eq!(serde_json::from_str::<Shape>(&json).unwrap(), shape);
+        }
     }
 
     #[test]
