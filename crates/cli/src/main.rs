@@ -3,6 +3,8 @@
 mod load_cmd;
 mod record;
 mod run_cmd;
+mod report_cmd;
+mod search_cmd;
 mod verify_cmd;
 
 use clap::{Parser, Subcommand};
@@ -10,7 +12,12 @@ use std::process::ExitCode;
 
 /// ceiling — RPS@p99≤SLO, measured honestly.
 #[derive(Parser)]
-#[command(name = "ceiling", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "ceiling",
+    version,
+    about = "ceiling — the highest load a web stack sustains within its latency SLO (RPS@p99≤SLO), and what it costs",
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -24,6 +31,15 @@ enum Cmd {
     /// Run a plan end to end on the embedded stand: PostgreSQL, each stack in turn under limits,
     /// conformance check, load, analysis (RPS@p99≤SLO), reports in results/<run-id>/.
     Run(run_cmd::RunArgs),
+    /// Find RPS@p99≤SLO automatically: bracket, bisect, confirm with a full shelf, repeat → mean
+    /// with a 95% confidence interval; several stacks end in one comparison table.
+    Search(search_cmd::SearchArgs),
+    /// Rebuild summary.md, shelves.csv and report.html of a results directory from its run.json
+    /// and per-second files, and print the table.
+    Report(report_cmd::ReportArgs),
+    /// Check that a stack does the contract's work: every positive and negative case, payloads
+    /// against the database, statements counted in pg_stat_statements, money conserved.
+    Verify(verify_cmd::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +47,9 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Load(a) => load_cmd::run(a),
         Cmd::Run(a) => run_cmd::run(a),
+        Cmd::Search(a) => search_cmd::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Verify(a) => verify_cmd::run(a),
     };
     match res {
         Ok(code) => code,

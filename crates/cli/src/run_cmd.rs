@@ -281,6 +281,58 @@ fn sleep_unless(d: Duration, stop: &AtomicBool) {
     }
 }
 
+/// Builds and starts a stack on a fresh database, runs the conformance suite, and restarts it on
+/// a clean copy of the data (verify writes rows). Refuses an unverified stack unless allowed.
+/// Returns the spec, the running stack and warnings for the report.
+pub fn start_verified(
+    plan: &Plan,
+    stand: &Stand,
+    name: &str,
+    dir: &Path,
+    allow_unverified: bool,
+    rebuild: bool,
+) -> anyhow::Result<(ceiling_stand::StackSpec, ceiling_stand::RunningStack, Vec<String>)> {
+    let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] building…");
+    let t = Instant::now();
+    let b = stand.build_stack(&spec, rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] build {} in {:.1}s", if b.skipped { "cached" } else { "done" }, t.elapsed().as_secs_f64());
+    let mut warnings = Vec::new();
+    if plan.stand.verify {
+        let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stack = stand.start_stack(&spec, &plan.stand, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        eprintln!("[{name}] verifying the contract at {}…", stack.url());
+        let res = crate::verify_cmd::verify_stack(stand, &stack.url(), &db);
+        stack.stop();
+        match res {
+            Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),
+            Ok(v) => {
+                let detail = format!("verify: {} of {} cases failed ({})", v.failed, v.passed + v.failed, v.failed_names.join(", "));
+                std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
+                if !allow_unverified {
+                    bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
+                }
+                eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
+                warnings.push(format!("UNVERIFIED: {detail}; measured with --allow-unverified"));
+            }
+            Err(e) => {
+                if !allow_unverified {
+                    bail!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
+                }
+                eprintln!("[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)");
+                warnings.push(format!("UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"));
+            }
+        }
+    } else {
+        warnings.push("verify skipped: the plan sets stand.verify = false".into());
+    }
+    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] starting on a fresh copy of the data…");
+    let stack = stand.start_stack(&spec, &plan.stand, db).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] healthy at {}; limits: {}", stack.url(), stack.limits_applied().summary());
+    Ok((spec, stack, warnings))
+}
+
 /// One stack's lifecycle; returns the measurement and the limits record.
 fn run_stack(
     plan: &Plan,
@@ -291,41 +343,8 @@ fn run_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, serde_json::Value)> {
-    let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] building…");
-    let t = Instant::now();
-    let b = stand.build_stack(&spec, a.rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] build {} in {:.1}s", if b.skipped { "cached" } else { "done" }, t.elapsed().as_secs_f64());
-    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] starting…");
-    let mut stack = stand.start_stack(&spec, &plan.stand, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (_spec, mut stack, warnings) = start_verified(plan, stand, name, dir, a.allow_unverified, a.rebuild)?;
     let lim = stack.limits_applied().clone();
-    eprintln!("[{name}] healthy at {}; limits: {}", stack.url(), lim.summary());
-    let mut warnings = Vec::new();
-    match crate::verify_cmd::verify_stack(stand, &stack.url(), &db) {
-        Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: {} cases passed", v.passed),
-        Ok(v) => {
-            let detail = format!("verify: {} of {} cases failed ({})", v.failed, v.passed + v.failed, v.failed_names.join(", "));
-            std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
-            if !a.allow_unverified {
-                stack.stop();
-                bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
-            }
-            eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
-            warnings.push(format!("UNVERIFIED: {detail}; measured with --allow-unverified"));
-        }
-        Err(e) => {
-            if !a.allow_unverified {
-                stack.stop();
-                bail!("verify could not run: {e:#}");
-            }
-            warnings.push(format!("UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"));
-        }
-    }
-    // Verify wrote rows; measure on a clean copy of the data, as every stack gets.
-    stack.stop();
-    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut stack = stand.start_stack(&spec, &plan.stand, db).map_err(|e| anyhow::anyhow!("{e}"))?;
     let _ = stand.stat_statements_reset();
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
@@ -346,6 +365,7 @@ fn run_stack(
         m.analysis.warnings.push(format!("stack log tail:\n{c}"));
     }
     if let Some(st) = statements {
+        std::fs::create_dir_all(&out).ok();
         std::fs::write(out.join("pg_stat_statements.json"), serde_json::to_string_pretty(&st)?).ok();
     }
     Ok((m, serde_json::to_value(&lim)?))

@@ -1,6 +1,12 @@
-//! `ceiling verify`: the conformance suite (crates/verify) against a stack.
+//! `ceiling verify`: the conformance suite (crates/verify) against a stack — started by the stand
+//! when given a stack name, or already running at `--url` with `--db-url` for the database truth.
 
-use ceiling_stand::{DbConfig, Stand};
+use crate::run_cmd::repo_root;
+use anyhow::{bail, Context};
+use ceiling_stand::{DbConfig, Stand, StandOptions};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 /// What `ceiling run` needs to know from a verify pass.
 pub struct VerifySummary {
@@ -14,7 +20,92 @@ pub struct VerifySummary {
     pub text: String,
 }
 
-/// Runs the conformance suite against a started stack whose database is `db`.
-pub fn verify_stack(_stand: &Stand, _url: &str, _db: &DbConfig) -> anyhow::Result<VerifySummary> {
-    anyhow::bail!("the conformance suite (crates/verify) is not wired into ceiling yet")
+fn to_verify_db(a: &DbConfig) -> ceiling_verify::DbConfig {
+    ceiling_verify::DbConfig { host: a.host.clone(), port: a.port, user: a.user.clone(), password: a.password.clone(), dbname: a.dbname.clone() }
+}
+
+fn run_suite(url: &str, db: ceiling_verify::DbConfig, only: &[String]) -> anyhow::Result<ceiling_verify::VerifyReport> {
+    let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
+    cfg.only = only.to_vec();
+    ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Runs the conformance suite against a started stack whose database is `db`. Statement counting
+/// reads pg_stat_statements as the stand's superuser, on the stack's database.
+pub fn verify_stack(stand: &Stand, url: &str, db: &DbConfig) -> anyhow::Result<VerifySummary> {
+    let admin = stand.admin().config.with_db(&db.dbname);
+    let r = run_suite(url, to_verify_db(&admin), &[])?;
+    Ok(VerifySummary {
+        passed: r.passed(),
+        failed: r.failed(),
+        failed_names: r.failures().map(|c| c.name.clone()).collect(),
+        text: ceiling_verify::render_text(&r),
+    })
+}
+
+/// Arguments of `ceiling verify`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  ceiling verify go-pgx                      (the stand starts PostgreSQL and the stack)
+  ceiling verify --url http://127.0.0.1:8080 --db-url postgres://postgres:pw@127.0.0.1:5432/bench
+  ceiling verify go-pgx --only status,sql-transfer --json")]
+pub struct VerifyArgs {
+    /// A stack in stacks/ to build, start and check.
+    #[arg(conflicts_with = "url")]
+    pub stack: Option<String>,
+    /// Check a service that is already running.
+    #[arg(long, requires = "db_url")]
+    pub url: Option<String>,
+    /// The service's database, as a role that can read pg_stat_statements (with --url; or an
+    /// existing server for the stand to use with a stack name).
+    #[arg(long)]
+    pub db_url: Option<String>,
+    /// Only these cases or groups (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Rebuild the stack even when its source is unchanged.
+    #[arg(long)]
+    pub rebuild: bool,
+}
+
+/// Runs `ceiling verify`.
+pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let report = if let Some(url) = &a.url {
+        ceiling_load::parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let db = ceiling_verify::DbConfig::from_url(a.db_url.as_deref().unwrap_or_default()).map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
+        run_suite(url, db, &a.only)?
+    } else {
+        let Some(name) = &a.stack else { bail!("give a stack name (see stacks/) or --url with --db-url") };
+        let root = repo_root()?;
+        let mut opts = StandOptions::new(&root);
+        opts.db_url = a.db_url.clone();
+        let log_dir: PathBuf = opts.cache_dir.join("logs");
+        opts.log_dir = log_dir;
+        let settings = ceiling_plan::parse_plan("name = \"verify\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n", std::path::Path::new("<verify>"))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .stand;
+        eprintln!("stand: starting PostgreSQL…");
+        let mut stand = Stand::start(&opts, &settings).map_err(|e| anyhow::anyhow!("{e}"))?;
+        stand.prepare_data(settings.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        eprintln!("[{name}] building…");
+        stand.build_stack(&spec, a.rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stack = stand.start_stack(&spec, &settings, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        eprintln!("[{name}] verifying {}…", stack.url());
+        let admin = stand.admin().config.with_db(&db.dbname);
+        let r = run_suite(&stack.url(), to_verify_db(&admin), &a.only).context("running the conformance suite");
+        stack.stop();
+        stand.stop();
+        r?
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", ceiling_verify::render_text(&report));
+    }
+    Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

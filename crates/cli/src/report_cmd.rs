@@ -1,0 +1,31 @@
+//! `ceiling report DIR`: rebuild a run's reports from its raw files.
+
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `ceiling report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A results directory (results/<run-id>/) holding run.json.
+    pub dir: PathBuf,
+    /// Print summary.md instead of the terminal table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// Runs `ceiling report`.
+pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let path = a.dir.join("run.json");
+    let report = ceiling_report::read_run_json(&path).with_context(|| format!("reading {} (is {} a results directory?)", path.display(), a.dir.display()))?;
+    let series = ceiling_report::load_series(&a.dir, &report);
+    let files = ceiling_report::write_all(&a.dir, &report, &series)?;
+    if a.markdown {
+        println!("{}", ceiling_report::render_summary_md(&report));
+    } else {
+        println!("{}", ceiling_report::render_terminal(&report));
+    }
+    eprintln!("rebuilt: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,288 @@
+//! `ceiling search`: RPS@p99≤SLO found automatically (bracket, bisect, confirm, repeat → mean with
+//! a 95% confidence interval), for one or several stacks on the stand, or for any URL.
+
+use crate::load_cmd::install_ctrlc;
+use crate::run_cmd::{measure, now_iso, repo_root, run_id};
+use anyhow::{bail, Context};
+use ceiling_analyze::{probe_criteria, StackAnalysis};
+use ceiling_plan::{parse_duration, Plan, PercentileLimit};
+use ceiling_report::{RunReport, Series};
+use ceiling_search::{search, ProbeRunner};
+use ceiling_stand::{SampleTarget, Stand, StandOptions};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `ceiling search`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  ceiling search plans/000-status-mixed.toml --stacks go-pgx
+  ceiling search plans/000-status-mixed.toml --stacks go-pgx,ktor-jdbc --repeat 3 --max-time 40m
+  ceiling search plans/000-status-mixed.toml --url http://127.0.0.1:8080 --data-dir .ceiling/data/seed-1 --slo 'p99<=200ms,errors<0.5%'")]
+pub struct SearchArgs {
+    /// Plan whose request mix, SLO and [search] settings to use.
+    pub plan: PathBuf,
+    /// Stacks to search on the embedded stand, comma separated (default: the plan's target.stacks).
+    #[arg(long, value_delimiter = ',', conflicts_with = "url")]
+    pub stacks: Vec<String>,
+    /// Search a service that is already running instead (loopback unless --allow-remote).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Data directory for `@data/` sources with --url.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// SLO override, e.g. `p99<=350ms,p95<=200ms,errors<1%`.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Repetitions of the whole search (default: the plan's search.repeat).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Time budget per stack (default: the plan's search.max_time).
+    #[arg(long)]
+    pub max_time: Option<String>,
+    /// First probe rate.
+    #[arg(long)]
+    pub start_rate: Option<f64>,
+    /// Bisection tolerance as a fraction (0.05 = ±5%).
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+    /// Multiply the search's durations (probe, confirm, drain, budget) by the plan's quick_scale.
+    #[arg(long)]
+    pub quick: bool,
+    /// Use an existing PostgreSQL instead of the embedded one.
+    #[arg(long)]
+    pub db_url: Option<String>,
+    /// Where result directories go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Measure stacks even when `ceiling verify` fails for them (recorded).
+    #[arg(long)]
+    pub allow_unverified: bool,
+    /// Allow a non-loopback --url.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Generator threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+/// Parses `p99<=350ms,errors<1%` into the plan's SLO.
+pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
+    let mut limits = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some(v) = part.strip_prefix("errors<") {
+            let v = v.trim();
+            let f = match v.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+                None => v.parse::<f64>(),
+            }
+            .ok()
+            .filter(|f| (0.0..=1.0).contains(f))
+            .with_context(|| format!("--slo `{part}`: write errors<1% or errors<0.01"))?;
+            plan.slo.max_error_rate = f;
+            continue;
+        }
+        let (k, v) = part.split_once("<=").with_context(|| format!("--slo `{part}`: write p99<=350ms"))?;
+        let p: f64 = k.trim().strip_prefix('p').and_then(|x| x.replace('_', ".").parse().ok()).filter(|p: &f64| *p > 0.0 && *p < 100.0).with_context(|| format!("--slo `{part}`: `{k}` is not a percentile like p99"))?;
+        let limit = parse_duration(v).map_err(|e| anyhow::anyhow!("--slo `{part}`: {e}"))?;
+        limits.push(PercentileLimit { percentile: p, limit });
+    }
+    if !limits.is_empty() {
+        plan.slo.limits = limits;
+    }
+    Ok(())
+}
+
+/// Probes run through `measure` (sampling, hlog, CSV per probe).
+struct Runner<'a> {
+    url: String,
+    stack: String,
+    data_dir: Option<PathBuf>,
+    dir: PathBuf,
+    targets: Box<dyn Fn() -> Vec<SampleTarget> + 'a>,
+    threads: usize,
+    stop: Arc<AtomicBool>,
+    alive: Box<dyn FnMut() -> Option<String> + 'a>,
+    last_rows: Vec<ceiling_metrics::TimeseriesRow>,
+    t0: Instant,
+}
+
+impl ProbeRunner for Runner<'_> {
+    fn run(&mut self, plan: &Plan, label: &str) -> Result<StackAnalysis, String> {
+        if let Some(m) = (self.alive)() {
+            return Err(format!("the stack is not running: {m}"));
+        }
+        let out = self.dir.join("probes").join(label);
+        let offset = self.t0.elapsed().as_secs() as u32;
+        let alive = &mut self.alive;
+        let m = measure(plan, &self.stack, &self.url, self.data_dir.as_deref(), &out, (self.targets)(), self.threads, self.stop.clone(), true, || alive())
+            .map_err(|e| format!("{e:#}"))?;
+        // One time axis for the whole search: each probe's seconds placed where the probe ran.
+        self.last_rows.extend(m.rows.into_iter().map(|mut r| {
+            r.t += offset;
+            r
+        }));
+        Ok(m.analysis)
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs `ceiling search`.
+pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
+    let mut plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if a.quick {
+        plan = plan.scaled(plan.quick_scale);
+    }
+    if let Some(s) = &a.slo {
+        apply_slo(&mut plan, s)?;
+    }
+    if let Some(r) = a.repeat {
+        plan.search.repeat = r.clamp(1, 100);
+    }
+    if let Some(m) = &a.max_time {
+        plan.search.max_time = parse_duration(m).map_err(|e| anyhow::anyhow!("--max-time: {e}"))?;
+    }
+    if let Some(r) = a.start_rate {
+        if !(r >= 1.0) {
+            bail!("--start-rate must be at least 1");
+        }
+        plan.search.start_rate = r;
+    }
+    if let Some(t) = a.tolerance {
+        if !(0.001..=0.5).contains(&t) {
+            bail!("--tolerance must be between 0.001 and 0.5");
+        }
+        plan.search.tolerance = t;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrlc(stop.clone());
+    let id = run_id(&plan).replacen(&plan.name, &format!("search-{}", plan.name), 1);
+    let dir = a.results.join(&id);
+    std::fs::create_dir_all(dir.join("logs")).with_context(|| format!("creating {}", dir.display()))?;
+    let mut report = RunReport::new(&plan, id);
+    report.started = now_iso();
+    let mut series = Series::new();
+    eprintln!(
+        "ceiling search {} → {}  SLO {}; start {:.0} RPS, ×{} until a probe fails, bisect to ±{}%, confirm {}, {} repeat(s), budget {} per stack",
+        plan.name,
+        dir.display(),
+        plan.slo.describe(),
+        plan.search.start_rate,
+        plan.search.growth,
+        plan.search.tolerance * 100.0,
+        ceiling_plan::format_duration(plan.search.confirm),
+        plan.search.repeat,
+        ceiling_plan::format_duration(plan.search.max_time)
+    );
+    if plan.scaled_by != 1.0 {
+        eprintln!("note: SCALED search — probe and confirm durations × {}", plan.scaled_by);
+    }
+    let mut log = |m: &str| eprintln!("{m}");
+
+    if let Some(url) = &a.url {
+        let name = "url".to_string();
+        let mut runner = Runner {
+            url: url.clone(),
+            stack: name.clone(),
+            data_dir: a.data_dir.clone(),
+            dir: dir.join(&name),
+            targets: Box::new(Vec::new),
+            threads: a.threads,
+            stop: stop.clone(),
+            alive: Box::new(|| None),
+            last_rows: Vec::new(),
+            t0: Instant::now(),
+        };
+        ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let out = search(&plan, &mut runner, &mut log);
+        series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
+        report.stacks.push(StackAnalysis::from_search(&name, probe_criteria(&plan), out));
+    } else {
+        let root = repo_root()?;
+        if !a.stacks.is_empty() {
+            plan.target.stacks = a.stacks.clone();
+        }
+        if plan.target.stacks.is_empty() {
+            bail!("no stacks: pass --stacks or --url");
+        }
+        let mut opts = StandOptions::new(&root);
+        opts.log_dir = dir.join("logs");
+        opts.db_url = a.db_url.clone();
+        let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
+        stand.prepare_data(plan.stand.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+        report.environment = serde_json::to_value(stand.fingerprint())?;
+        let data_dir = stand.data_dir().map(Path::to_path_buf);
+        let mut limits = serde_json::Map::new();
+        for name in plan.target.stacks.clone() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match search_stack(&plan, &a, &stand, &name, &dir, data_dir.as_deref(), &stop, &mut log) {
+                Ok((analysis, rows, lim)) => {
+                    limits.insert(name.clone(), lim);
+                    series.insert(name.clone(), rows);
+                    report.stacks.push(analysis);
+                }
+                Err(e) => report.warnings.push(format!("stack `{name}` was not searched: {e:#}")),
+            }
+            report.limits = serde_json::Value::Object(limits.clone());
+            ceiling_report::write_all(&dir, &report, &series)?;
+        }
+        stand.stop();
+    }
+    let files = ceiling_report::write_all(&dir, &report, &series)?;
+    println!("{}", ceiling_report::render_terminal(&report));
+    eprintln!("results: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(if stop.load(Ordering::Relaxed) { ExitCode::from(130) } else if report.stacks.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn search_stack(
+    plan: &Plan,
+    a: &SearchArgs,
+    stand: &Stand,
+    name: &str,
+    dir: &Path,
+    data_dir: Option<&Path>,
+    stop: &Arc<AtomicBool>,
+    log: &mut dyn FnMut(&str),
+) -> anyhow::Result<(StackAnalysis, Vec<ceiling_metrics::TimeseriesRow>, serde_json::Value)> {
+    let (spec, mut stack, warnings) = crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
+    let lim = serde_json::to_value(stack.limits_applied())?;
+    let url = stack.url();
+    let t0 = Instant::now();
+    let stack_cell = std::cell::RefCell::new(&mut stack);
+    let mut runner = Runner {
+        url,
+        stack: name.to_string(),
+        data_dir: data_dir.map(Path::to_path_buf),
+        dir: dir.join(name),
+        targets: Box::new(|| stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))),
+        threads: a.threads,
+        stop: stop.clone(),
+        alive: Box::new(|| {
+            let mut s = stack_cell.borrow_mut();
+            if s.is_alive() {
+                None
+            } else {
+                Some(s.crash_report().unwrap_or_else(|| "exited".into()))
+            }
+        }),
+        last_rows: Vec::new(),
+        t0,
+    };
+    log(&format!("[{name}] searching…"));
+    let out = search(plan, &mut runner, log);
+    let rows = std::mem::take(&mut runner.last_rows);
+    drop(runner);
+    let _ = spec;
+    stack.stop();
+    let mut analysis = StackAnalysis::from_search(name, probe_criteria(plan), out);
+    analysis.warnings.extend(warnings);
+    Ok((analysis, rows, lim))
+}
