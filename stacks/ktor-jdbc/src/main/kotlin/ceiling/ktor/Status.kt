@@ -8,7 +8,7 @@ import io.ktor.server.routing.post
 import io.ktor.server.routing.put
 import io.ktor.server.routing.route
 import kotlinx.serialization.Serializable
-import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
 import java.sql.PreparedStatement
 import java.sql.ResultSet
 import java.time.OffsetDateTime
@@ -24,11 +24,16 @@ const val SQL_STATUS_UPDATE = "UPDATE status SET status = ?, updated_at = now() 
 @Serializable
 data class StatusDto(val id: String, val status: Int, val updatedAt: String)
 
-@Serializable
-class CreateStatusRequest(val id: JsonElement? = null, val status: JsonElement? = null)
+/** POST /status body; fields checked in the handler (Inputs.kt). */
+class CreateStatusRequest(body: JsonObject) {
+    val id = body["id"]
+    val status = body["status"]
+}
 
-@Serializable
-class UpdateStatusRequest(val status: JsonElement? = null)
+/** PUT /status/{id} body. */
+class UpdateStatusRequest(body: JsonObject) {
+    val status = body["status"]
+}
 
 class StatusRepository(private val db: Database) {
     suspend fun get(id: UUID): StatusDto? = db.query { c ->
@@ -85,7 +90,7 @@ fun Route.statusRoutes(repo: StatusRepository) {
         }
         put {
             val id = requireUuid(call.parameters["id"])
-            val req = call.receiveJson<UpdateStatusRequest>()
+            val req = UpdateStatusRequest(call.receiveJsonObject())
             val status = requireSmallint("status", req.status.requireLong("status"))
             call.respond(repo.update(id, status) ?: throw ApiException.notFound("no status with this id"))
         }
@@ -96,7 +101,7 @@ fun Route.statusRoutes(repo: StatusRepository) {
         call.respond(repo.getMany(ids))
     }
     post("/status") {
-        val req = call.receiveJson<CreateStatusRequest>()
+        val req = CreateStatusRequest(call.receiveJsonObject())
         val id = requireUuid(req.id.requireString("id"))
         val status = requireSmallint("status", req.status.requireLong("status"))
         val created = repo.insert(id, status) ?: throw ApiException.conflict("a status with this id already exists")
