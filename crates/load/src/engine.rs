@@ -29,6 +29,9 @@ use std::time::Duration;
 /// Granularity of the open model's send timer (adds at most this much schedule lag).
 const TIMER_GRID_NS: u64 = 200_000;
 
+/// Keep-alive connections each open-model worker opens before the schedule starts.
+const PRECONNECT: usize = 64;
+
 /// Connections allowed to be in their first connect at once (open model).
 const MAX_OPENING: usize = 64;
 
@@ -240,11 +243,32 @@ async fn next_job(slot: &Rc<Slot>, d: &Dispatch) -> Option<Job> {
     .await
 }
 
-async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Job) {
+async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
     let slot = Rc::new(Slot { job: Cell::new(None), waker: Cell::new(None), closed: Cell::new(false) });
     let mut conn: Option<Conn> = None;
-    let mut job = first;
     let mut first_done = false;
+    let mut job = match first {
+        Some(j) => j,
+        None => {
+            // Pre-opened before the schedule starts: connect, then wait for work.
+            if let Ok(Ok(c)) = tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await {
+                conn = Some(c);
+                ctx.conns.set(ctx.conns.get() + 1);
+            }
+            first_done = true;
+            d.opening.set(d.opening.get() - 1);
+            match next_job(&slot, &d).await {
+                Some(j) => j,
+                None => {
+                    if conn.is_some() {
+                        ctx.conns.set(ctx.conns.get() - 1);
+                    }
+                    d.open_tasks.set(d.open_tasks.get() - 1);
+                    return;
+                }
+            }
+        }
+    };
     loop {
         ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended)).await;
         if !first_done {
@@ -292,6 +316,19 @@ async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), star
     let backlog_cap = (cfg.max_backlog / shard.1 as usize).max(1);
     let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
     let mut timer = PreciseTimer::new().map_err(|e| format!("cannot create timerfd: {e}"))?;
+    // Like wrk, open a first set of keep-alive connections before the first intended send time,
+    // so the start of the run does not measure connection set-up.
+    if cfg.keep_alive {
+        for _ in 0..cap.min(PRECONNECT) {
+            d.open_tasks.set(d.open_tasks.get() + 1);
+            d.opening.set(d.opening.get() + 1);
+            tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), None));
+        }
+        let wait_until = start.saturating_sub(1_000_000);
+        while d.opening.get() > 0 && now_ns() < wait_until {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
     poll_fn(|cx| loop {
         if ctx.stopping.get() {
             return Poll::Ready(());
@@ -327,7 +364,7 @@ async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), star
                 // go to the first connections that come up, still timed from their intended time.
                 d.open_tasks.set(d.open_tasks.get() + 1);
                 d.opening.set(d.opening.get() + 1);
-                tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), job));
+                tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), Some(job)));
             } else if d.backlog.borrow().len() < backlog_cap {
                 d.backlog.borrow_mut().push_back(job);
                 ctx.backlog.set(d.backlog.borrow().len() as u64);
@@ -519,7 +556,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     }
     let threads = cfg.threads.max(1);
     let (tx, rx) = mpsc::channel();
-    let start = now_ns() + 20_000_000; // a moment for the workers to start
+    let start = now_ns() + 150_000_000; // time for the workers to start and pre-open connections
     let mut handles = Vec::new();
     for i in 0..threads {
         let (cfg, tables, tx) = (cfg.clone(), tables.clone(), tx.clone());

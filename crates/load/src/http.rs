@@ -97,6 +97,13 @@ impl Conn {
                             return Ok(Response { status, reusable: false, bytes: n });
                         };
                         self.consume(total);
+                        if self.filled == 0 {
+                            // The response is complete and nothing else is buffered: the server
+                            // sends nothing more until our next request. Drop tokio's cached read
+                            // readiness now, so the next read waits for epoll instead of spending
+                            // a recv() syscall that can only return EAGAIN (wrk does not pay it).
+                            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
+                        }
                         return Ok(Response { status, reusable: !close, bytes: total });
                     }
                     Ok(httparse::Status::Partial) => {}
