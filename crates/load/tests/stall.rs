@@ -18,6 +18,11 @@ const PERIOD: Duration = Duration::from_millis(1000);
 
 /// Starts the stalling server on an ephemeral loopback port; returns the port.
 fn stalling_server() -> u16 {
+    server(STALL, PERIOD)
+}
+
+/// A server that holds every response for `stall` out of every `period` (stall = period: always).
+fn server(stall: Duration, period: Duration) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -46,9 +51,11 @@ fn stalling_server() -> u16 {
                         buf.copy_within(end..filled, 0);
                         filled -= end;
                         let now = t0.elapsed();
-                        let phase = Duration::from_nanos((now.as_nanos() % PERIOD.as_nanos()) as u64);
-                        if phase < STALL {
-                            tokio::time::sleep(STALL - phase).await;
+                        let phase = Duration::from_nanos((now.as_nanos() % period.as_nanos()) as u64);
+                        if stall >= period {
+                            tokio::time::sleep(stall).await;
+                        } else if phase < stall {
+                            tokio::time::sleep(stall - phase).await;
                         }
                         if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
                             return;
@@ -129,4 +136,19 @@ fn connection_errors_are_counted_not_dropped() {
     let c = s.counts();
     assert_eq!(c.total(), 200);
     assert_eq!(c.get(ceiling_metrics::Outcome::Connect), 200);
+}
+
+#[test]
+fn a_slow_service_gets_the_connections_it_needs_without_schedule_lag() {
+    // Every response takes 200 ms: at 1000 RPS about 200 requests are in flight at once, far more
+    // than the connections opened up front. New connections must open as needed (not wait for a
+    // whole exchange), so the generator keeps its schedule and latency is the service's 200 ms.
+    let port = server(Duration::from_millis(200), Duration::from_millis(200));
+    let s = run(config(port, Model::Open, Stage::Hold { rate: 1000.0, duration: Duration::from_secs(3) }), |_| {}).unwrap();
+    let lag_p99 = s.lag.value_at_quantile(0.99) as f64 / 1000.0;
+    let p50 = s.latency().value_at_quantile(0.5) as f64 / 1000.0;
+    eprintln!("slow service: lag p99 {lag_p99:.2} ms, latency p50 {p50:.1} ms");
+    assert_eq!(s.counts().total(), 3000);
+    assert!(lag_p99 < 20.0, "schedule lag p99 {lag_p99:.2} ms: the generator queued requests behind connects");
+    assert!((195.0..240.0).contains(&p50), "latency p50 {p50:.1} ms should be the service's 200 ms");
 }
