@@ -3,7 +3,9 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/ceiling
 
-.PHONY: all setup build demo test test-rust test-stacks bench clean
+JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc
+
+.PHONY: all setup build demo test test-rust test-stacks test-jvm bench clean
 
 all: build
 
@@ -19,15 +21,23 @@ demo: build
 	$(BIN) run plans/demo.toml
 
 # Every test: the Rust workspace (engine, plan, analysis, stand, verify — the integration tests
-# start PostgreSQL and the Go stack), and the stacks' own unit tests.
-test: setup test-rust test-stacks
+# start PostgreSQL and the Go stack), the stacks' own unit tests, and every JVM stack built with
+# Maven and checked by the conformance suite (`ceiling verify`) on the embedded stand.
+test: setup test-rust test-stacks test-jvm
 
 test-rust:
-	$(CARGO) build --release --locked -p ceiling-cli
 	$(CARGO) test --release --locked --workspace
 
 test-stacks:
 	cd stacks/go-pgx && go vet ./... && go test ./...
+
+test-jvm: build
+	@scripts/setup.sh jvm
+	@mkdir -p .ceiling; set -e; for s in $(JVM_STACKS); do \
+	  echo "== ceiling verify $$s"; \
+	  $(BIN) verify $$s > .ceiling/verify-$$s.txt 2>&1 || { tail -40 .ceiling/verify-$$s.txt; echo "verify $$s: FAILED"; exit 1; }; \
+	  tail -1 .ceiling/verify-$$s.txt; \
+	done
 
 # Generator efficiency against wrk on a local nginx (results go to docs/benchmarks.md by hand).
 bench: build

@@ -49,6 +49,16 @@ pub struct SearchArgs {
     /// Bisection tolerance as a fraction (0.05 = ±5%).
     #[arg(long)]
     pub tolerance: Option<f64>,
+    /// Length of each probe shelf (default: the plan's search.probe).
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Dropped from the start of each probe (default: the plan's search.probe_trim).
+    #[arg(long)]
+    pub probe_trim: Option<String>,
+    /// Length of the confirming shelf (default: the plan's search.confirm); it is judged with the
+    /// plan's [analysis] trimming, scaled down when the shelf is shorter than trim + min_window.
+    #[arg(long)]
+    pub confirm: Option<String>,
     /// Multiply the search's durations (probe, confirm, drain, budget) by the plan's quick_scale.
     #[arg(long)]
     pub quick: bool,
@@ -158,6 +168,31 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             bail!("--tolerance must be between 0.001 and 0.5");
         }
         plan.search.tolerance = t;
+    }
+    let d = |v: &Option<String>, what: &str| -> anyhow::Result<Option<std::time::Duration>> {
+        v.as_deref().map(|x| parse_duration(x).map_err(|e| anyhow::anyhow!("--{what}: {e}"))).transpose()
+    };
+    if let Some(p) = d(&a.probe, "probe")? {
+        plan.search.probe = p;
+    }
+    if let Some(p) = d(&a.probe_trim, "probe-trim")? {
+        plan.search.probe_trim = p;
+    }
+    if plan.search.probe_trim >= plan.search.probe {
+        bail!("--probe-trim must be shorter than the probe ({})", ceiling_plan::format_duration(plan.search.probe));
+    }
+    if let Some(c) = d(&a.confirm, "confirm")? {
+        plan.search.confirm = c;
+        // Judge a shorter confirming shelf proportionally: keep the plan's trims and window as
+        // fractions of a shelf of source length (20 min in plan 000).
+        let a_ = &mut plan.analysis;
+        let need = a_.trim_head + a_.trim_tail + a_.min_window;
+        if c < need {
+            let f = c.as_secs_f64() / need.as_secs_f64();
+            a_.trim_head = a_.trim_head.mul_f64(f);
+            a_.trim_tail = a_.trim_tail.mul_f64(f);
+            a_.min_window = a_.min_window.mul_f64(f);
+        }
     }
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());

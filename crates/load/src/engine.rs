@@ -123,7 +123,7 @@ impl Ctx {
                 let o = if self.specs[tag].expects(resp.status) { Outcome::Ok } else { Outcome::for_unexpected_status(resp.status) };
                 (o, resp.reusable)
             }
-            Err(ExchangeError::Reset) => (Outcome::Reset, false),
+            Err(ExchangeError::Reset) | Err(ExchangeError::Closed) => (Outcome::Reset, false),
             Err(ExchangeError::Malformed) => (Outcome::Other, false),
         }
     }
@@ -165,11 +165,24 @@ impl Ctx {
                 rec.cur.sent += 1;
                 rec.cur.offered += 1;
             }
-            let res = tokio::time::timeout(timeout, async {
+            let mut res = tokio::time::timeout(timeout, async {
                 c.send(wire.as_bytes()).await?;
                 c.receive(head_only).await
             })
             .await;
+            // The idle-close race: a kept-alive connection the server closed just as we reused it
+            // fails before any byte of the response. Like HTTP clients (and source 000's JMeter
+            // with one retry), send it again once on a new connection; the latency still runs from
+            // the intended send time, so the retry's cost stays in the measurement.
+            if matches!(res, Ok(Err(ExchangeError::Closed))) && c.served > 0 {
+                let left = timeout.saturating_sub(Duration::from_nanos(now_ns().saturating_sub(sent)));
+                res = tokio::time::timeout(left, async {
+                    *c = Conn::connect(self.cfg.target.addr).await.map_err(|_| ExchangeError::Reset)?;
+                    c.send(wire.as_bytes()).await?;
+                    c.receive(head_only).await
+                })
+                .await;
+            }
             let keep = match res {
                 Ok(r) => {
                     let (o, reusable) = self.outcome(tag, r);

@@ -10,6 +10,9 @@ use tokio::net::TcpStream;
 /// How an exchange failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExchangeError {
+    /// The peer closed the connection before sending any byte of the response (on a kept-alive
+    /// connection this is the idle-close race: the request can be retried on a new connection).
+    Closed,
     /// The peer reset or closed the connection before the response was complete.
     Reset,
     /// The response could not be parsed.
@@ -30,6 +33,8 @@ pub struct Response {
 
 /// A keep-alive connection with its read buffer.
 pub struct Conn {
+    /// Responses completed on this connection (0 = fresh).
+    pub served: u64,
     stream: TcpStream,
     buf: Vec<u8>,
     /// Bytes of `buf` that hold data not yet consumed.
@@ -41,12 +46,13 @@ impl Conn {
     pub async fn connect(addr: std::net::SocketAddr) -> std::io::Result<Conn> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: vec![0; 16 * 1024], filled: 0 })
+        Ok(Conn { served: 0, stream, buf: vec![0; 16 * 1024], filled: 0 })
     }
 
     /// Writes the request. Returns an error on a broken connection.
     pub async fn send(&mut self, req: &[u8]) -> Result<(), ExchangeError> {
-        self.stream.write_all(req).await.map_err(|_| ExchangeError::Reset)
+        // Nothing of a response can have arrived yet: a failed write is a close before the response.
+        self.stream.write_all(req).await.map_err(|_| ExchangeError::Closed)
     }
 
     /// Reads one response. `head_only` for HEAD requests (no body follows).
@@ -104,6 +110,7 @@ impl Conn {
                             // a recv() syscall that can only return EAGAIN (wrk does not pay it).
                             let _ = self.stream.try_io(tokio::io::Interest::READABLE, || Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
                         }
+                        self.served += 1;
                         return Ok(Response { status, reusable: !close, bytes: total });
                     }
                     Ok(httparse::Status::Partial) => {}
@@ -126,7 +133,9 @@ impl Conn {
             }
             self.buf.resize(self.buf.len() * 2, 0);
         }
+        let before = self.filled;
         match self.stream.read(&mut self.buf[self.filled..]).await {
+            Ok(0) | Err(_) if before == 0 => Err(ExchangeError::Closed),
             Ok(0) | Err(_) => Err(ExchangeError::Reset),
             Ok(n) => {
                 self.filled += n;
