@@ -65,6 +65,11 @@ fn shelf_of(a: &StackAnalysis) -> Option<&ShelfResult> {
     a.shelves.first()
 }
 
+/// The request-stream seed of probe `k` of repetition `rep` (deterministic, distinct per probe).
+pub fn probe_seed(plan: &Plan, rep: u32, k: u64) -> u64 {
+    plan.load.seed.wrapping_add(1_000 * (rep as u64 + 1) + k)
+}
+
 /// One repetition of the search.
 pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant, rep: u32, log: Log) -> SearchRepeat {
     let s = &plan.search;
@@ -85,7 +90,11 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
             return None;
         }
         let label = format!("r{}-probe-{:.0}", rep + 1, rate);
-        let a = match runner.run(&probe_plan(plan, rate), &label) {
+        let mut pp = probe_plan(plan, rate);
+        // A seed of its own per probe: the same seed would replay the same POSTed ids, and every
+        // probe after the first would collide with rows the earlier ones created (409s).
+        pp.load.seed = probe_seed(plan, rep, probes.len() as u64 + 1);
+        let a = match runner.run(&pp, &label) {
             Ok(a) => a,
             Err(e) => {
                 *stopped = Some(format!("probe at {rate:.0} RPS could not run: {e}"));
@@ -167,7 +176,9 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
                 break;
             }
             log(&format!("  repeat {} confirming {:.0} RPS for {}", rep + 1, l, ceiling_plan::format_duration(s.confirm)));
-            match runner.run(&confirm_plan(plan, l), &format!("r{}-confirm-{:.0}", rep + 1, l)) {
+            let mut cp = confirm_plan(plan, l);
+            cp.load.seed = probe_seed(plan, rep, 900 + attempt as u64);
+            match runner.run(&cp, &format!("r{}-confirm-{:.0}", rep + 1, l)) {
                 Ok(a) => {
                     let shelf = shelf_of(&a).cloned();
                     let ok = shelf.as_ref().is_some_and(|x| x.verdict == Verdict::Valid);
