@@ -112,7 +112,10 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
         let passed = v.passed();
         probes.push(v);
         if gen {
-            *stopped = Some(format!("generator-bound at {rate:.0} RPS: the generator, not the service, limited this probe; the ceiling is not reported above the last valid probe"));
+            let held = probes.iter().filter(|v| v.passed()).map(|v| v.rate).fold(0.0, f64::max);
+            *stopped = Some(format!(
+                "generator-bound at {rate:.0} RPS: the generator, not the service, limited this probe, so no ceiling is reported (the SLO held at {held:.0} RPS, the last valid probe: the ceiling is at least that)"
+            ));
             return None;
         }
         std::thread::sleep(s.drain);
