@@ -193,6 +193,10 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             a_.trim_tail = a_.trim_tail.mul_f64(f);
             a_.min_window = a_.min_window.mul_f64(f);
         }
+        // Windows are counted in whole seconds: leave one second of slack so a full-length
+        // confirming shelf can meet its own minimum window.
+        let room = c.saturating_sub(a_.trim_head + a_.trim_tail).as_secs().saturating_sub(1);
+        a_.min_window = a_.min_window.min(std::time::Duration::from_secs(room.max(1)));
     }
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
