@@ -3,7 +3,7 @@
 //! Method, per repetition: **bracket** by growing the offered rate (×`growth`, default doubling)
 //! until a probe shelf fails, **bisect** between the last pass and the first fail until the bracket
 //! is within ±`tolerance` of its midpoint, then **confirm** the last passing rate with a
-//! full-length shelf (stepping down by the tolerance if the confirmation fails). The bracket is
+//! full-length shelf (stepping down by twice the tolerance, up to 5 times, if it fails). The bracket is
 //! narrowed until the lowest failing rate is within `tolerance` of the highest passing one, so the
 //! true ceiling lies in [ceiling, ceiling·(1+tolerance)]. Each probe is a
 //! short open-model shelf, trimmed and judged by the plan's own SLO rules; between probes the
@@ -64,6 +64,9 @@ pub type Log<'a> = &'a mut dyn FnMut(&str);
 fn shelf_of(a: &StackAnalysis) -> Option<&ShelfResult> {
     a.shelves.first()
 }
+
+/// Confirming shelves tried (each 2×tolerance lower than the last) before giving up.
+pub const CONFIRM_ATTEMPTS: u32 = 5;
 
 /// The request-stream seed of probe `k` of repetition `rep` (deterministic, distinct per probe).
 pub fn probe_seed(plan: &Plan, rep: u32, k: u64) -> u64 {
@@ -173,7 +176,7 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
     let mut confirm: Option<ShelfResult> = None;
     let mut ceiling = 0.0;
     if let (Some(mut l), None) = (lo, &stopped) {
-        for attempt in 0..3 {
+        for attempt in 0..CONFIRM_ATTEMPTS {
             if runner.stopped() || Instant::now() + s.confirm > deadline {
                 stopped = Some(format!("time budget ran out before the confirming shelf; unconfirmed bracket {:.0}…{} RPS", l, hi.map(|h| format!("{h:.0}")).unwrap_or("?".into())));
                 break;
@@ -198,10 +201,13 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
                         stopped = Some(format!("generator-bound on the confirming shelf at {l:.0} RPS"));
                         break;
                     }
+                    // Short probes can overstate what a full-length shelf sustains (a loaded
+                    // system degrades over minutes): step down by twice the tolerance and confirm
+                    // again; the ceiling then lies between the passing and the last failed rate.
                     hi = Some(l);
-                    l *= 1.0 - s.tolerance;
-                    if attempt == 2 {
-                        stopped = Some("the confirming shelf failed three times; no ceiling confirmed".into());
+                    l *= 1.0 - 2.0 * s.tolerance;
+                    if attempt + 1 == CONFIRM_ATTEMPTS {
+                        stopped = Some(format!("the confirming shelf failed {CONFIRM_ATTEMPTS} times; no ceiling confirmed"));
                     }
                     std::thread::sleep(s.drain);
                 }
