@@ -17,6 +17,7 @@ mod http;
 mod request;
 mod schedule;
 mod summary;
+pub mod testing;
 mod timer;
 
 pub use clock::{now_ns, process_cpu_ns};

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const STALL: Duration = Duration::from_millis(100);
 const PERIOD: Duration = Duration::from_millis(1000);
@@ -21,51 +20,20 @@ fn stalling_server() -> u16 {
     server(STALL, PERIOD)
 }
 
-/// A server that holds every response for `stall` out of every `period` (stall = period: always).
+/// A server that holds every response for `stall` out of every `period` (stall ≥ period: always).
 fn server(stall: Duration, period: Duration) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let t0 = Instant::now();
-            loop {
-                let Ok((mut s, _)) = listener.accept().await else { continue };
-                s.set_nodelay(true).ok();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut filled = 0;
-                    loop {
-                        // One request head per response (the generator does not pipeline).
-                        let end = loop {
-                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
-                                break i + 4;
-                            }
-                            match s.read(&mut buf[filled..]).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => filled += n,
-                            }
-                        };
-                        buf.copy_within(end..filled, 0);
-                        filled -= end;
-                        let now = t0.elapsed();
-                        let phase = Duration::from_nanos((now.as_nanos() % period.as_nanos()) as u64);
-                        if stall >= period {
-                            tokio::time::sleep(stall).await;
-                        } else if phase < stall {
-                            tokio::time::sleep(stall - phase).await;
-                        }
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-    });
-    port
+    let t0 = Instant::now();
+    ceiling_load::testing::spawn_server(move |now| {
+        if stall >= period {
+            return now + stall;
+        }
+        let phase = Duration::from_nanos((now.duration_since(t0).as_nanos() % period.as_nanos()) as u64);
+        if phase < stall {
+            now + (stall - phase)
+        } else {
+            now
+        }
+    })
 }
 
 fn config(port: u16, model: Model, stage: Stage) -> LoadConfig {

@@ -10,57 +10,22 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WORKERS: usize = 4;
 const SERVICE: Duration = Duration::from_millis(10);
 const CAPACITY: f64 = WORKERS as f64 / 0.010; // 400 RPS
 
 fn capacity_server() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    l.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(l).unwrap();
-            let free = Arc::new(Mutex::new(vec![Instant::now(); WORKERS]));
-            loop {
-                let Ok((mut s, _)) = l.accept().await else { continue };
-                s.set_nodelay(true).ok();
-                let free = free.clone();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut filled = 0;
-                    loop {
-                        let end = loop {
-                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
-                                break i + 4;
-                            }
-                            match s.read(&mut buf[filled..]).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => filled += n,
-                            }
-                        };
-                        buf.copy_within(end..filled, 0);
-                        filled -= end;
-                        let done = {
-                            let mut f = free.lock().unwrap();
-                            let (i, t) = f.iter().enumerate().min_by_key(|(_, t)| **t).map(|(i, t)| (i, *t)).unwrap();
-                            let done = t.max(Instant::now()) + SERVICE;
-                            f[i] = done;
-                            done
-                        };
-                        tokio::time::sleep_until(done.into()).await;
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-    });
-    port
+    // Each request takes the worker that frees up first; completion times are computed on a
+    // virtual clock, so sleep jitter never turns into lost capacity.
+    let free = Mutex::new(vec![Instant::now(); WORKERS]);
+    ceiling_load::testing::spawn_server(move |now| {
+        let mut f = free.lock().unwrap();
+        let (i, t) = f.iter().enumerate().min_by_key(|(_, t)| **t).map(|(i, t)| (i, *t)).unwrap();
+        let done = t.max(now) + SERVICE;
+        f[i] = done;
+        done
+    })
 }
 
 fn plan() -> Plan {

@@ -1,0 +1,52 @@
+//! A tiny HTTP/1.1 keep-alive server for tests of the engine and of the search: it answers every
+//! request with `200 ok` at the instant a caller-supplied function picks, so a test can model a
+//! service with known timing (periodic stalls, a fixed capacity) exactly.
+
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Starts the server on an ephemeral loopback port (its own thread and runtime) and returns the
+/// port. `respond_at(arrival)` returns when to send the response for a request that arrived at
+/// `arrival`.
+pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'static) -> u16 {
+    let respond_at = Arc::new(respond_at);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().expect("local address").port();
+    listener.set_nonblocking(true).expect("non-blocking listener");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("test runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { continue };
+                s.set_nodelay(true).ok();
+                let respond_at = respond_at.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut filled = 0;
+                    loop {
+                        // One request head per response (the engine does not pipeline).
+                        let end = loop {
+                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            match s.read(&mut buf[filled..]).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => filled += n,
+                            }
+                        };
+                        buf.copy_within(end..filled, 0);
+                        filled -= end;
+                        let at = respond_at(Instant::now());
+                        tokio::time::sleep_until(at.into()).await;
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    port
+}
