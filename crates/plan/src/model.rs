@@ -303,8 +303,8 @@ impl Plan {
         self.warmup.iter().chain(&self.stages).filter_map(Stage::duration).sum()
     }
 
-    /// A copy with every duration multiplied by `factor` (rates and counts unchanged). Used by
-    /// `--quick`; the report says the run was scaled.
+    /// A copy with every measured duration multiplied by `factor` (rates, counts and the warm-up
+    /// unchanged). Used by `--quick`; the report says the run was scaled.
     pub fn scaled(&self, factor: f64) -> Plan {
         let s = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() * factor);
         let sc = |st: &Stage| match st {
@@ -315,7 +315,8 @@ impl Plan {
             }
         };
         let mut p = self.clone();
-        p.warmup = self.warmup.iter().map(sc).collect();
+        // Warm-up is not scaled: it exists to reach steady state (JIT, pools, caches), which takes
+        // as long in a short run as in a long one.
         p.stages = self.stages.iter().map(sc).collect();
         p.analysis.trim_head = s(p.analysis.trim_head);
         p.analysis.trim_tail = s(p.analysis.trim_tail);
