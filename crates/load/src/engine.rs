@@ -133,11 +133,10 @@ impl Ctx {
 
     /// Sends one request on `conn` (connecting first if needed) and records it.
     /// `intended` is the latency origin: the schedule's time (open) or the write time (closed).
-    async fn exchange(&self, conn: &mut Option<Conn>, tag: usize, wire: &Wire, intended: Option<u64>, picked: Option<u64>) {
+    async fn exchange(&self, conn: &mut Option<Conn>, tag: usize, wire: &Wire, intended: Option<u64>) {
         let head_only = self.specs[tag].method == "HEAD";
         let timeout = self.cfg.timeout;
         let mut outcome = Outcome::Ok;
-        let _ = picked;
         let mut sent = now_ns();
         if conn.is_none() {
             match tokio::time::timeout(timeout, Conn::connect(self.cfg.target.addr)).await {
@@ -278,10 +277,8 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
             }
         }
     };
-    let mut picked = None;
     if !first_done {
         // A new connection for a waiting request: it counts as "opening" only until connected.
-        picked = Some(now_ns());
         if let Ok(Ok(c)) = tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await {
             conn = Some(c);
             ctx.conns.set(ctx.conns.get() + 1);
@@ -290,7 +287,7 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
         d.opening.set(d.opening.get() - 1);
     }
     loop {
-        ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended), picked.take()).await;
+        ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended)).await;
         // I/O-driven dispatch: if the schedule is due, run the dispatcher now rather than waiting
         // for its timer.
         if now_ns() >= d.next_due.get() {
@@ -463,7 +460,7 @@ async fn run_closed(ctx: Rc<Ctx>, stages: Vec<(Phase, usize, Stage)>, shard: (u6
                         let tag = mix.pick(rng);
                         (tag, mix.render(tag, rng))
                     };
-                    ctx.exchange(&mut conn, tag, &wire, None, None).await;
+                    ctx.exchange(&mut conn, tag, &wire, None).await;
                 }
                 if conn.is_some() {
                     ctx.conns.set(ctx.conns.get() - 1);
