@@ -48,7 +48,9 @@ impl LevelStats {
         if shelves.is_empty() {
             return None;
         }
-        let e = |f: &dyn Fn(&ShelfResult) -> f64| Estimate::of(&shelves.iter().map(|s| f(s)).collect::<Vec<_>>());
+        let e = |f: &dyn Fn(&ShelfResult) -> f64| {
+            Estimate::of(&shelves.iter().map(|s| f(s)).collect::<Vec<_>>())
+        };
         let o = |f: &dyn Fn(&ShelfResult) -> Option<f64>| {
             let v: Vec<f64> = shelves.iter().filter_map(|s| f(s)).collect();
             Estimate::of(&v)
@@ -114,9 +116,16 @@ pub fn aggregate_levels(shelves: &[ShelfResult]) -> Vec<LevelAggregate> {
     }
     by.into_iter()
         .map(|(level, reps)| {
-            let reached: Vec<&ShelfResult> =
-                reps.iter().copied().filter(|s| !s.reasons.iter().any(|r| matches!(r, Reason::NotReached))).collect();
-            let clean: Vec<&ShelfResult> = reached.iter().copied().filter(|s| s.errors == 0 && s.requests > 0).collect();
+            let reached: Vec<&ShelfResult> = reps
+                .iter()
+                .copied()
+                .filter(|s| !s.reasons.iter().any(|r| matches!(r, Reason::NotReached)))
+                .collect();
+            let clean: Vec<&ShelfResult> = reached
+                .iter()
+                .copied()
+                .filter(|s| s.errors == 0 && s.requests > 0)
+                .collect();
             let verdict = if reached.is_empty() {
                 Verdict::Invalid
             } else if reached.iter().all(|s| s.verdict == Verdict::Valid) {
@@ -129,7 +138,10 @@ pub fn aggregate_levels(shelves: &[ShelfResult]) -> Vec<LevelAggregate> {
             let mut reasons: Vec<Reason> = Vec::new();
             for s in &reps {
                 for r in &s.reasons {
-                    if !reasons.iter().any(|x| std::mem::discriminant(x) == std::mem::discriminant(r) && x.to_string() == r.to_string()) {
+                    if !reasons.iter().any(|x| {
+                        std::mem::discriminant(x) == std::mem::discriminant(r)
+                            && x.to_string() == r.to_string()
+                    }) {
                         reasons.push(r.clone());
                     }
                 }
@@ -140,8 +152,16 @@ pub fn aggregate_levels(shelves: &[ShelfResult]) -> Vec<LevelAggregate> {
                 connections: reps[0].connections,
                 shelves: reps.iter().map(|s| s.shelf).collect(),
                 repetitions: reached.iter().map(|s| s.repetition).collect(),
-                with_errors: reached.iter().filter(|s| s.errors > 0).map(|s| s.repetition).collect(),
-                not_valid: reached.iter().filter(|s| s.verdict != Verdict::Valid).map(|s| s.repetition).collect(),
+                with_errors: reached
+                    .iter()
+                    .filter(|s| s.errors > 0)
+                    .map(|s| s.repetition)
+                    .collect(),
+                not_valid: reached
+                    .iter()
+                    .filter(|s| s.verdict != Verdict::Valid)
+                    .map(|s| s.repetition)
+                    .collect(),
                 all: LevelStats::of(&reached),
                 error_free: LevelStats::of(&clean),
                 verdict,

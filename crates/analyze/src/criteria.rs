@@ -40,7 +40,11 @@ pub struct SloLimit {
 impl SloLimit {
     /// `p99≤350ms` or `get:p99≤100ms`.
     pub fn describe(&self) -> String {
-        let base = format!("{}≤{}ms", pct_name(self.percentile), trim_float(self.limit_ms));
+        let base = format!(
+            "{}≤{}ms",
+            pct_name(self.percentile),
+            trim_float(self.limit_ms)
+        );
         match &self.request {
             Some(r) => format!("{r}:{base}"),
             None => base,
@@ -111,7 +115,11 @@ impl ShelfCriteria {
             .slo
             .limits
             .iter()
-            .map(|l| SloLimit { request: None, percentile: l.percentile, limit_ms: l.limit.as_secs_f64() * 1000.0 })
+            .map(|l| SloLimit {
+                request: None,
+                percentile: l.percentile,
+                limit_ms: l.limit.as_secs_f64() * 1000.0,
+            })
             .collect();
         for (name, ls) in &plan.slo.per_request {
             for l in ls {
@@ -140,14 +148,24 @@ impl ShelfCriteria {
     /// The headline limit: the overall p99 limit if there is one, else the first overall limit.
     pub fn headline_limit(&self) -> Option<&SloLimit> {
         let overall = self.limits.iter().filter(|l| l.request.is_none());
-        overall.clone().find(|l| (l.percentile - 99.0).abs() < 1e-9).or_else(|| self.limits.iter().find(|l| l.request.is_none()))
+        overall
+            .clone()
+            .find(|l| (l.percentile - 99.0).abs() < 1e-9)
+            .or_else(|| self.limits.iter().find(|l| l.request.is_none()))
     }
 
     /// `p99≤350ms, errors<1%, stable ±5% (10 s blocks), window≥600s`.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self.limits.iter().map(SloLimit::describe).collect();
-        parts.push(format!("errors<{}%", trim_float(self.max_error_rate * 100.0)));
-        parts.push(format!("stable ±{}% ({} s blocks)", trim_float(self.stability * 100.0), self.stability_block_s));
+        parts.push(format!(
+            "errors<{}%",
+            trim_float(self.max_error_rate * 100.0)
+        ));
+        parts.push(format!(
+            "stable ±{}% ({} s blocks)",
+            trim_float(self.stability * 100.0),
+            self.stability_block_s
+        ));
         parts.push(format!("window≥{}s", trim_float(self.min_window_s)));
         parts.join(", ")
     }
@@ -155,7 +173,11 @@ impl ShelfCriteria {
     /// The name of the metric: `RPS@p99≤350ms`.
     pub fn metric_name(&self) -> String {
         match self.headline_limit() {
-            Some(l) => format!("RPS@{}≤{}ms", pct_name(l.percentile), trim_float(l.limit_ms)),
+            Some(l) => format!(
+                "RPS@{}≤{}ms",
+                pct_name(l.percentile),
+                trim_float(l.limit_ms)
+            ),
             None => "RPS@SLO".to_string(),
         }
     }

@@ -83,7 +83,11 @@ pub(crate) struct Sparse(Vec<(u64, u64)>);
 
 impl Sparse {
     pub(crate) fn of(h: &Histogram<u64>) -> Self {
-        Sparse(h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect())
+        Sparse(
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        )
     }
     /// Adds the stored counts into `dst` (same bucket as the original values, exactly).
     pub(crate) fn add_to(&self, dst: &mut Histogram<u64>) {

@@ -57,7 +57,11 @@ pub fn stage_spans(plan: &Plan, passes: u32) -> Vec<StageSpan> {
         let (rate, connections, requests) = match st {
             Stage::Hold { rate, .. } => (Some(*rate), None, None),
             Stage::Ramp { .. } => (None, None, None),
-            Stage::Closed { connections, requests, .. } => (None, Some(*connections), *requests),
+            Stage::Closed {
+                connections,
+                requests,
+                ..
+            } => (None, Some(*connections), *requests),
         };
         out.push(StageSpan {
             phase,
@@ -126,11 +130,15 @@ pub struct ShelfSpec {
 impl ShelfSpec {
     /// Planned kept window `[start + trim_head, end − trim_tail)`, when both ends are known.
     pub fn planned_window(&self) -> Option<(f64, f64)> {
-        Some((self.start_s? + self.trim_head_s, self.end_s? - self.trim_tail_s))
+        Some((
+            self.start_s? + self.trim_head_s,
+            self.end_s? - self.trim_tail_s,
+        ))
     }
     /// Whole seconds the planned kept window holds (`None` when unknown).
     pub fn planned_kept_seconds(&self) -> Option<f64> {
-        self.planned_window().map(|(a, b)| (b.floor() - a.ceil()).max(0.0))
+        self.planned_window()
+            .map(|(a, b)| (b.floor() - a.ceil()).max(0.0))
     }
 }
 

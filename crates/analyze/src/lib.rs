@@ -33,10 +33,12 @@ pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, RunAccumulator, StackAnalysis};
 pub use search::{
-    ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict, SearchOutcome,
-    SearchRepeat,
+    ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict,
+    SearchOutcome, SearchRepeat,
 };
-pub use shelf::{outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability};
+pub use shelf::{
+    outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
+};
 pub use stats::{mean, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
 

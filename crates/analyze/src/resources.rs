@@ -24,13 +24,25 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Aggregates the samples of `who` in `(start, end]` (seconds since the run start);
 /// `None` when there is none.
-pub fn window_of(samples: &[ResourceSample], who: &str, start: f64, end: f64) -> Option<ResourceWindow> {
-    let sel: Vec<&ResourceSample> = samples.iter().filter(|s| s.who == who && s.t > start && s.t <= end + 1e-9).collect();
+pub fn window_of(
+    samples: &[ResourceSample],
+    who: &str,
+    start: f64,
+    end: f64,
+) -> Option<ResourceWindow> {
+    let sel: Vec<&ResourceSample> = samples
+        .iter()
+        .filter(|s| s.who == who && s.t > start && s.t <= end + 1e-9)
+        .collect();
     if sel.is_empty() {
         return None;
     }
     let n = sel.len() as f64;
-    let cg: Vec<f64> = sel.iter().filter_map(|s| s.cgroup_memory_bytes).map(|b| b as f64 / MIB).collect();
+    let cg: Vec<f64> = sel
+        .iter()
+        .filter_map(|s| s.cgroup_memory_bytes)
+        .map(|b| b as f64 / MIB)
+        .collect();
     Some(ResourceWindow {
         samples: sel.len(),
         cpu_pct_mean: sel.iter().map(|s| s.cpu_pct).sum::<f64>() / n,

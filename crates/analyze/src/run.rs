@@ -39,7 +39,12 @@ impl RunAccumulator {
     /// measured stages within one run (stage indices keep counting: `pass · n + i`).
     pub fn with_passes(plan: &Plan, stack: &str, passes: u32) -> Self {
         let names = plan.requests.iter().map(|r| r.name.clone()).collect();
-        Self::from_specs(stack, ShelfCriteria::from_plan(plan), names, shelf_specs(plan, passes))
+        Self::from_specs(
+            stack,
+            ShelfCriteria::from_plan(plan),
+            names,
+            shelf_specs(plan, passes),
+        )
     }
 
     /// For one repetition run on its own (a separate generator run per repetition): every shelf is
@@ -49,15 +54,26 @@ impl RunAccumulator {
         for s in &mut a.shelves {
             let mut spec = s.spec().clone();
             spec.repetition = repetition;
-            *s = ShelfAccumulator::new(spec, a.criteria.clone(), plan.requests.iter().map(|r| r.name.clone()).collect());
+            *s = ShelfAccumulator::new(
+                spec,
+                a.criteria.clone(),
+                plan.requests.iter().map(|r| r.name.clone()).collect(),
+            );
         }
         a
     }
 
     /// From explicit shelves (e.g. probes of a capacity search).
-    pub fn from_specs(stack: &str, criteria: ShelfCriteria, request_names: Vec<String>, specs: Vec<ShelfSpec>) -> Self {
-        let shelves =
-            specs.into_iter().map(|s| ShelfAccumulator::new(s, criteria.clone(), request_names.clone())).collect();
+    pub fn from_specs(
+        stack: &str,
+        criteria: ShelfCriteria,
+        request_names: Vec<String>,
+        specs: Vec<ShelfSpec>,
+    ) -> Self {
+        let shelves = specs
+            .into_iter()
+            .map(|s| ShelfAccumulator::new(s, criteria.clone(), request_names.clone()))
+            .collect();
         RunAccumulator {
             stack: stack.to_string(),
             criteria,
@@ -83,8 +99,16 @@ impl RunAccumulator {
     /// available from [`RunAccumulator::completed`] right away, e.g. for live progress).
     pub fn push_second(&mut self, s: &Second) -> Vec<usize> {
         if let Some(l) = self.last_t {
-            if s.t <= l && !self.warnings.iter().any(|w| w.starts_with("seconds out of order")) {
-                self.warnings.push(format!("seconds out of order (t={} after t={l}); the analysis assumes order", s.t));
+            if s.t <= l
+                && !self
+                    .warnings
+                    .iter()
+                    .any(|w| w.starts_with("seconds out of order"))
+            {
+                self.warnings.push(format!(
+                    "seconds out of order (t={} after t={l}); the analysis assumes order",
+                    s.t
+                ));
             }
         }
         self.last_t = Some(s.t);
@@ -115,7 +139,10 @@ impl RunAccumulator {
 
     /// Results of the shelves finished so far (judged with the resource samples seen so far).
     pub fn completed(&self) -> Vec<ShelfResult> {
-        self.shelves.iter().filter_map(|s| s.result(&self.resources)).collect()
+        self.shelves
+            .iter()
+            .filter_map(|s| s.result(&self.resources))
+            .collect()
     }
 
     /// Ends the run: open shelves are closed (their trimmed tails dropped), every shelf judged,
@@ -124,13 +151,18 @@ impl RunAccumulator {
         for s in &mut self.shelves {
             s.finish();
         }
-        let shelves: Vec<ShelfResult> = self.shelves.iter().filter_map(|s| s.result(&self.resources)).collect();
+        let shelves: Vec<ShelfResult> = self
+            .shelves
+            .iter()
+            .filter_map(|s| s.result(&self.resources))
+            .collect();
         let mut a = StackAnalysis::from_shelves(&self.stack, self.criteria, shelves);
         if self.seconds == 0 {
             a.warnings.insert(0, "no seconds were recorded".into());
         }
         if !self.resources.iter().any(|r| r.who == "stack") && self.seconds > 0 {
-            a.warnings.push("no resource samples of the stack: CPU and RAM are unknown".into());
+            a.warnings
+                .push("no resource samples of the stack: CPU and RAM are unknown".into());
         }
         let mut w = self.warnings;
         w.append(&mut a.warnings);
@@ -223,7 +255,11 @@ struct Candidate {
 impl StackAnalysis {
     /// Builds the analysis from judged shelves: closed-model levels, the ceiling, warnings.
     pub fn from_shelves(stack: &str, criteria: ShelfCriteria, shelves: Vec<ShelfResult>) -> Self {
-        let levels = if criteria.model == LoadModel::Closed { aggregate_levels(&shelves) } else { Vec::new() };
+        let levels = if criteria.model == LoadModel::Closed {
+            aggregate_levels(&shelves)
+        } else {
+            Vec::new()
+        };
         let ceiling = ceiling_of(&criteria, &shelves, &levels);
         let mut warnings = Vec::new();
         if ceiling.found && !ceiling.bracketed {
@@ -235,7 +271,11 @@ impl StackAnalysis {
         if !ceiling.failed_before.is_empty() {
             warnings.push("non-monotonic: a shelf failed before the last valid one".into());
         }
-        let gb: Vec<String> = shelves.iter().filter(|s| s.is_generator_bound()).map(|s| s.label.clone()).collect();
+        let gb: Vec<String> = shelves
+            .iter()
+            .filter(|s| s.is_generator_bound())
+            .map(|s| s.label.clone())
+            .collect();
         if !gb.is_empty() {
             warnings.push(format!(
                 "generator-bound (invalid, not failed): {} — give the generator more CPU/connections or lower the rate",
@@ -310,7 +350,8 @@ impl StackAnalysis {
             }
         }
         let mut a = StackAnalysis::from_shelves(stack, criteria, shelves);
-        a.warnings.retain(|w| !w.starts_with("ceiling not bracketed") && !w.starts_with("non-monotonic"));
+        a.warnings
+            .retain(|w| !w.starts_with("ceiling not bracketed") && !w.starts_with("non-monotonic"));
         let valid: Vec<&ShelfResult> = a.shelves.iter().filter(|s| s.is_valid()).collect();
         let avg = |f: &dyn Fn(&ShelfResult) -> Option<f64>| {
             let v: Vec<f64> = valid.iter().filter_map(|s| f(s)).collect();
@@ -333,7 +374,11 @@ impl StackAnalysis {
         c.postgres_rss_mb = avg(&|s| s.postgres.as_ref().map(|w| w.rss_mb_mean));
         c.cpu_us_per_request = avg(&|s| s.cpu_us_per_request);
         c.working_load_rps = c.rps * c.working_load_fraction;
-        c.bracketed = outcome.repeats.iter().any(|r| r.probes.iter().any(|p| p.failed() && p.rate > r.ceiling_rps));
+        c.bracketed = outcome.repeats.iter().any(|r| {
+            r.probes
+                .iter()
+                .any(|p| p.failed() && p.rate > r.ceiling_rps)
+        });
         c.failed_after = None;
         c.invalid_after = Vec::new();
         c.failed_before = Vec::new();
@@ -342,8 +387,16 @@ impl StackAnalysis {
                 "{}: mean of {} capacity search{}{}",
                 e.display(0),
                 e.n,
-                if e.n == 1 { "" } else { "es (± 95% CI, Student t)" },
-                if c.bracketed { "" } else { "; no probe above the ceiling failed: not bracketed" }
+                if e.n == 1 {
+                    ""
+                } else {
+                    "es (± 95% CI, Student t)"
+                },
+                if c.bracketed {
+                    ""
+                } else {
+                    "; no probe above the ceiling failed: not bracketed"
+                }
             ),
             _ => "0: the capacity search found no rate that holds the SLO".into(),
         };
@@ -357,7 +410,10 @@ impl StackAnalysis {
     /// The shelf the ceiling came from (open model).
     pub fn ceiling_shelf(&self) -> Option<&ShelfResult> {
         match self.model {
-            LoadModel::Open => self.ceiling.index.and_then(|i| self.shelves.iter().find(|s| s.shelf == i)),
+            LoadModel::Open => self
+                .ceiling
+                .index
+                .and_then(|i| self.shelves.iter().find(|s| s.shelf == i)),
             LoadModel::Closed => None,
         }
     }
@@ -365,12 +421,22 @@ impl StackAnalysis {
 
 fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggregate]) -> Ceiling {
     let cands: Vec<Candidate> = match c.model {
-        LoadModel::Open => {
-            shelves.iter().map(|s| Candidate { index: s.shelf, label: s.label.clone(), verdict: s.verdict }).collect()
-        }
-        LoadModel::Closed => {
-            levels.iter().map(|l| Candidate { index: l.level, label: l.label.clone(), verdict: l.verdict }).collect()
-        }
+        LoadModel::Open => shelves
+            .iter()
+            .map(|s| Candidate {
+                index: s.shelf,
+                label: s.label.clone(),
+                verdict: s.verdict,
+            })
+            .collect(),
+        LoadModel::Closed => levels
+            .iter()
+            .map(|l| Candidate {
+                index: l.level,
+                label: l.label.clone(),
+                verdict: l.verdict,
+            })
+            .collect(),
     };
     let last = cands.iter().rposition(|x| x.verdict == Verdict::Valid);
     let mut ce = Ceiling {
@@ -398,16 +464,31 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
     };
     let Some(pos) = last else {
         ce.bracketed = cands.iter().any(|x| x.verdict == Verdict::Failed);
-        ce.failed_after = cands.iter().find(|x| x.verdict == Verdict::Failed).map(|x| x.index);
-        ce.invalid_after = cands.iter().filter(|x| x.verdict == Verdict::Invalid).map(|x| x.index).collect();
+        ce.failed_after = cands
+            .iter()
+            .find(|x| x.verdict == Verdict::Failed)
+            .map(|x| x.index);
+        ce.invalid_after = cands
+            .iter()
+            .filter(|x| x.verdict == Verdict::Invalid)
+            .map(|x| x.index)
+            .collect();
         ce.summary = match cands.iter().find(|x| x.verdict == Verdict::Failed) {
             Some(f) => {
                 let why = shelves
                     .iter()
-                    .find(|s| (c.model == LoadModel::Open && s.shelf == f.index) || (c.model == LoadModel::Closed && s.level == f.index && s.verdict == Verdict::Failed))
+                    .find(|s| {
+                        (c.model == LoadModel::Open && s.shelf == f.index)
+                            || (c.model == LoadModel::Closed
+                                && s.level == f.index
+                                && s.verdict == Verdict::Failed)
+                    })
                     .map(|s| s.reasons_text())
                     .unwrap_or_default();
-                format!("0: no shelf passed; the first failed shelf was `{}` ({why})", f.label)
+                format!(
+                    "0: no shelf passed; the first failed shelf was `{}` ({why})",
+                    f.label
+                )
             }
             None if cands.is_empty() => "0: the plan has no shelves".into(),
             None => "0: no shelf could be judged (all invalid)".into(),
@@ -418,13 +499,27 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
     ce.found = true;
     ce.index = Some(cand.index);
     ce.label = Some(cand.label.clone());
-    ce.failed_after = cands[pos + 1..].iter().find(|x| x.verdict == Verdict::Failed).map(|x| x.index);
+    ce.failed_after = cands[pos + 1..]
+        .iter()
+        .find(|x| x.verdict == Verdict::Failed)
+        .map(|x| x.index);
     ce.bracketed = ce.failed_after.is_some();
-    ce.invalid_after = cands[pos + 1..].iter().filter(|x| x.verdict == Verdict::Invalid).map(|x| x.index).collect();
-    ce.failed_before = cands[..pos].iter().filter(|x| x.verdict == Verdict::Failed).map(|x| x.index).collect();
+    ce.invalid_after = cands[pos + 1..]
+        .iter()
+        .filter(|x| x.verdict == Verdict::Invalid)
+        .map(|x| x.index)
+        .collect();
+    ce.failed_before = cands[..pos]
+        .iter()
+        .filter(|x| x.verdict == Verdict::Failed)
+        .map(|x| x.index)
+        .collect();
     match c.model {
         LoadModel::Open => {
-            let s = shelves.iter().find(|s| s.shelf == cand.index).expect("candidate from shelves");
+            let s = shelves
+                .iter()
+                .find(|s| s.shelf == cand.index)
+                .expect("candidate from shelves");
             ce.rps = s.achieved_rps;
             ce.offered_rps = Some(s.offered_rps);
             ce.p50_ms = Some(s.latency.p50_ms);
@@ -438,7 +533,10 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
             ce.cpu_us_per_request = s.cpu_us_per_request;
         }
         LoadModel::Closed => {
-            let l = levels.iter().find(|l| l.level == cand.index).expect("candidate from levels");
+            let l = levels
+                .iter()
+                .find(|l| l.level == cand.index)
+                .expect("candidate from levels");
             if let Some(a) = l.headline() {
                 ce.rps = a.throughput_rps.mean;
                 ce.p50_ms = Some(a.p50_ms.mean);
@@ -455,7 +553,8 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
                 .filter(|s| s.level == l.level)
                 .filter_map(|s| s.postgres.as_ref().map(|w| w.rss_mb_mean))
                 .collect();
-            ce.postgres_rss_mb = (!pg_rss.is_empty()).then(|| pg_rss.iter().sum::<f64>() / pg_rss.len() as f64);
+            ce.postgres_rss_mb =
+                (!pg_rss.is_empty()).then(|| pg_rss.iter().sum::<f64>() / pg_rss.len() as f64);
         }
     }
     ce.working_load_rps = ce.rps * c.working_load;
@@ -463,14 +562,29 @@ fn ceiling_of(c: &ShelfCriteria, shelves: &[ShelfResult], levels: &[LevelAggrega
         "{:.0} RPS: mean throughput of `{}`, the last valid {} (p99 {} ms){}",
         ce.rps,
         cand.label,
-        if c.model == LoadModel::Open { "shelf" } else { "level" },
+        if c.model == LoadModel::Open {
+            "shelf"
+        } else {
+            "level"
+        },
         ce.p99_ms.map(fmt_ms).unwrap_or_else(|| "–".into()),
         match (ce.failed_after, ce.invalid_after.is_empty()) {
-            (Some(i), _) => format!("; `{}` failed", cands.iter().find(|x| x.index == i).map(|x| x.label.as_str()).unwrap_or("?")),
+            (Some(i), _) => format!(
+                "; `{}` failed",
+                cands
+                    .iter()
+                    .find(|x| x.index == i)
+                    .map(|x| x.label.as_str())
+                    .unwrap_or("?")
+            ),
             (None, false) => "; later shelves invalid, not failed: not bracketed".into(),
             (None, true) if pos + 1 == cands.len() => format!(
                 "; it was the last {}: not bracketed",
-                if c.model == LoadModel::Open { "shelf" } else { "level" }
+                if c.model == LoadModel::Open {
+                    "shelf"
+                } else {
+                    "level"
+                }
             ),
             (None, true) => String::new(),
         }

@@ -68,9 +68,19 @@ impl ProbeVerdict {
         let why = if self.reasons.is_empty() {
             String::new()
         } else {
-            format!(": {}", self.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "))
+            format!(
+                ": {}",
+                self.reasons
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
         };
-        format!("{:.0} RPS: {} (achieved {:.0}, p99 {:.1} ms){why}", self.rate, self.verdict, self.achieved_rps, self.p99_ms)
+        format!(
+            "{:.0} RPS: {} (achieved {:.0}, p99 {:.1} ms){why}",
+            self.rate, self.verdict, self.achieved_rps, self.p99_ms
+        )
     }
 }
 
@@ -80,7 +90,9 @@ pub fn probe_criteria(plan: &Plan) -> ShelfCriteria {
     let mut c = ShelfCriteria::from_plan(plan);
     c.trim_head_s = plan.search.probe_trim.as_secs_f64();
     c.trim_tail_s = 0.0;
-    c.min_window_s = (plan.search.probe.as_secs_f64() - c.trim_head_s).floor().max(1.0);
+    c.min_window_s = (plan.search.probe.as_secs_f64() - c.trim_head_s)
+        .floor()
+        .max(1.0);
     c
 }
 
@@ -104,7 +116,11 @@ pub fn probe_accumulator(plan: &Plan, rate: f64, start_s: f64, shelf: usize) -> 
         trim_head_s: c.trim_head_s,
         trim_tail_s: 0.0,
     };
-    ShelfAccumulator::new(spec, c, plan.requests.iter().map(|r| r.name.clone()).collect())
+    ShelfAccumulator::new(
+        spec,
+        c,
+        plan.requests.iter().map(|r| r.name.clone()).collect(),
+    )
 }
 
 /// A one-shelf plan for a probe at `rate` (no warm-up, a hold of `search.probe`, analysed with
@@ -113,7 +129,10 @@ pub fn probe_accumulator(plan: &Plan, rate: f64, start_s: f64, shelf: usize) -> 
 pub fn probe_plan(plan: &Plan, rate: f64) -> Plan {
     let mut p = plan.clone();
     p.warmup.clear();
-    p.stages = vec![Stage::Hold { rate, duration: plan.search.probe }];
+    p.stages = vec![Stage::Hold {
+        rate,
+        duration: plan.search.probe,
+    }];
     p.analysis.trim_head = plan.search.probe_trim;
     p.analysis.trim_tail = Duration::ZERO;
     p.analysis.min_window = plan.search.probe.saturating_sub(plan.search.probe_trim);
@@ -125,7 +144,10 @@ pub fn probe_plan(plan: &Plan, rate: f64) -> Plan {
 pub fn confirm_plan(plan: &Plan, rate: f64) -> Plan {
     let mut p = plan.clone();
     p.warmup.clear();
-    p.stages = vec![Stage::Hold { rate, duration: plan.search.confirm }];
+    p.stages = vec![Stage::Hold {
+        rate,
+        duration: plan.search.confirm,
+    }];
     p
 }
 
@@ -160,6 +182,9 @@ impl SearchOutcome {
     /// Collects repetitions and computes the estimate of their ceilings.
     pub fn new(repeats: Vec<SearchRepeat>) -> Self {
         let v: Vec<f64> = repeats.iter().map(|r| r.ceiling_rps).collect();
-        SearchOutcome { estimate: ceiling_estimate(&v), repeats }
+        SearchOutcome {
+            estimate: ceiling_estimate(&v),
+            repeats,
+        }
     }
 }

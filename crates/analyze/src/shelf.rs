@@ -48,7 +48,12 @@ struct Dense {
 
 impl Dense {
     fn new() -> Self {
-        Dense { latency: Vec::new(), service: Vec::new(), counts: Vec::new(), lag: new_histogram() }
+        Dense {
+            latency: Vec::new(),
+            service: Vec::new(),
+            counts: Vec::new(),
+            lag: new_histogram(),
+        }
     }
     fn ensure(&mut self, ntags: usize) {
         while self.latency.len() < ntags {
@@ -88,7 +93,11 @@ impl Compact {
     fn of(s: &Second) -> Self {
         Compact {
             kept: Kept::of(s),
-            tags: s.tags.iter().map(|t| (Sparse::of(&t.latency), Sparse::of(&t.service), t.counts)).collect(),
+            tags: s
+                .tags
+                .iter()
+                .map(|t| (Sparse::of(&t.latency), Sparse::of(&t.service), t.counts))
+                .collect(),
             lag: Sparse::of(&s.lag),
         }
     }
@@ -186,7 +195,10 @@ impl ShelfAccumulator {
         }
         if self.observed_start.is_none() {
             self.observed_start = Some(s.t);
-            let on_schedule = self.spec.start_s.is_some_and(|st| (st.ceil() - t).abs() < EPS || (by_time && st <= t));
+            let on_schedule = self
+                .spec
+                .start_s
+                .is_some_and(|st| (st.ceil() - t).abs() < EPS || (by_time && st <= t));
             if on_schedule {
                 self.start = self.spec.start_s;
                 self.end = self.spec.end_s;
@@ -204,20 +216,26 @@ impl ShelfAccumulator {
         match self.end {
             Some(end) => {
                 if t + 1.0 <= end - self.spec.trim_tail_s + EPS {
-                    self.dense.get_or_insert_with(|| Box::new(Dense::new())).add(s);
+                    self.dense
+                        .get_or_insert_with(|| Box::new(Dense::new()))
+                        .add(s);
                     self.kept.push(Kept::of(s));
                 }
             }
             None => {
                 let tail = self.spec.trim_tail_s.ceil().max(0.0) as usize;
                 if tail == 0 {
-                    self.dense.get_or_insert_with(|| Box::new(Dense::new())).add(s);
+                    self.dense
+                        .get_or_insert_with(|| Box::new(Dense::new()))
+                        .add(s);
                     self.kept.push(Kept::of(s));
                 } else {
                     self.delay.push_back(Compact::of(s));
                     while self.delay.len() > tail {
                         let c = self.delay.pop_front().expect("non-empty");
-                        self.dense.get_or_insert_with(|| Box::new(Dense::new())).add_compact(&c);
+                        self.dense
+                            .get_or_insert_with(|| Box::new(Dense::new()))
+                            .add_compact(&c);
                         self.kept.push(c.kept);
                     }
                 }
@@ -250,7 +268,10 @@ impl ShelfAccumulator {
                 merge_into(&mut overall_svc, &d.service[i]);
                 counts.merge(&d.counts[i]);
                 per_request.push(RequestStats::new(
-                    self.names.get(i).cloned().unwrap_or_else(|| format!("#{i}")),
+                    self.names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| format!("#{i}")),
                     &d.counts[i],
                     &d.latency[i],
                     &d.service[i],
@@ -269,7 +290,11 @@ impl ShelfAccumulator {
                 }
             };
             let measured = h.and_then(|h| percentile_ms(h, l.percentile));
-            checks.push(SloCheck { limit: l.clone(), measured_ms: measured, ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9) });
+            checks.push(SloCheck {
+                limit: l.clone(),
+                measured_ms: measured,
+                ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9),
+            });
         }
         self.measure = Some(ShelfMeasure {
             reached,
@@ -315,7 +340,11 @@ struct ShelfMeasure {
 
 /// Outcome counts by class name (`ok`, `4xx`, `5xx`, `timeout`, …), non-zero classes only.
 pub fn outcome_map(c: &Counts) -> BTreeMap<String, u64> {
-    Outcome::ALL.iter().filter(|o| c.get(**o) > 0).map(|o| (o.name().to_string(), c.get(*o))).collect()
+    Outcome::ALL
+        .iter()
+        .filter(|o| c.get(**o) > 0)
+        .map(|o| (o.name().to_string(), c.get(*o)))
+        .collect()
 }
 
 /// One request name's results in a shelf.
@@ -492,7 +521,11 @@ impl ShelfResult {
     }
     /// Reasons joined with `; `.
     pub fn reasons_text(&self) -> String {
-        self.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ")
+        self.reasons
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
     }
     /// A request's stats by name.
     pub fn request(&self, name: &str) -> Option<&RequestStats> {
@@ -526,8 +559,20 @@ fn stability(kept: &[Kept], c: &ShelfCriteria) -> Stability {
     let n = kept.len();
     let offered: u64 = kept.iter().map(|k| k.offered).sum();
     let achieved: u64 = kept.iter().map(|k| k.completed).sum();
-    let dev = |a: f64, o: f64| if o > 0.0 { (a - o) / o } else if a > 0.0 { 1.0 } else { 0.0 };
-    let mean_a = if n > 0 { achieved as f64 / n as f64 } else { 0.0 };
+    let dev = |a: f64, o: f64| {
+        if o > 0.0 {
+            (a - o) / o
+        } else if a > 0.0 {
+            1.0
+        } else {
+            0.0
+        }
+    };
+    let mean_a = if n > 0 {
+        achieved as f64 / n as f64
+    } else {
+        0.0
+    };
     let window_deviation = match c.model {
         LoadModel::Open => dev(achieved as f64, offered as f64),
         LoadModel::Closed => 0.0,
@@ -561,7 +606,12 @@ fn stability(kept: &[Kept], c: &ShelfCriteria) -> Stability {
     st
 }
 
-fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[ResourceSample]) -> ShelfResult {
+fn judge(
+    spec: &ShelfSpec,
+    c: &ShelfCriteria,
+    m: &ShelfMeasure,
+    resources: &[ResourceSample],
+) -> ShelfResult {
     let kept_s = m.kept.len() as f64;
     let offered: u64 = m.kept.iter().map(|k| k.offered).sum();
     let requests = m.counts.total();
@@ -572,7 +622,10 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
         _ => (None, None),
     };
     let stage_start = m.start.or(spec.start_s);
-    let stage_end = m.end.or(m.observed_start.map(|t| t as f64 + m.seen as f64)).or(spec.end_s);
+    let stage_end = m
+        .end
+        .or(m.observed_start.map(|t| t as f64 + m.seen as f64))
+        .or(spec.end_s);
     let window = ShelfWindow {
         stage_start_s: stage_start,
         stage_end_s: stage_end,
@@ -582,7 +635,11 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
         seen_s: m.seen as f64,
         planned_kept_s: spec.planned_kept_seconds(),
     };
-    let gen_mean = if m.kept.is_empty() { 0.0 } else { m.kept.iter().map(|k| k.generator_cpu).sum::<f64>() / kept_s };
+    let gen_mean = if m.kept.is_empty() {
+        0.0
+    } else {
+        m.kept.iter().map(|k| k.generator_cpu).sum::<f64>() / kept_s
+    };
     let gen_max = m.kept.iter().map(|k| k.generator_cpu).fold(0.0, f64::max);
     let overflow: u64 = m.kept.iter().map(|k| k.overflow).sum();
     let stab = stability(&m.kept, c);
@@ -592,7 +649,9 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
     let postgres = win.and_then(|(a, b)| window_of(resources, "postgres", a, b));
     let generator = win.and_then(|(a, b)| window_of(resources, "generator", a, b));
     let cpu_per = |w: &Option<ResourceWindow>| {
-        w.as_ref().filter(|_| requests > 0).map(|w| w.cpu_pct_mean / 100.0 * kept_s * 1e6 / requests as f64)
+        w.as_ref()
+            .filter(|_| requests > 0)
+            .map(|w| w.cpu_pct_mean / 100.0 * kept_s * 1e6 / requests as f64)
     };
 
     let mut reasons = Vec::new();
@@ -601,10 +660,16 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
     } else {
         // Generator-bound first.
         if m.lag_p99_ms > c.max_schedule_lag_ms {
-            reasons.push(Reason::GeneratorLag { p99_ms: m.lag_p99_ms, max_ms: c.max_schedule_lag_ms });
+            reasons.push(Reason::GeneratorLag {
+                p99_ms: m.lag_p99_ms,
+                max_ms: c.max_schedule_lag_ms,
+            });
         }
         if gen_mean > c.max_generator_cpu {
-            reasons.push(Reason::GeneratorCpu { mean_pct: gen_mean, max_pct: c.max_generator_cpu });
+            reasons.push(Reason::GeneratorCpu {
+                mean_pct: gen_mean,
+                max_pct: c.max_generator_cpu,
+            });
         }
         if overflow > 0 {
             reasons.push(Reason::BacklogOverflow { refused: overflow });
@@ -629,7 +694,12 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
             }
             let er = rate(errors, requests);
             if errors > 0 && er >= c.max_error_rate {
-                reasons.push(Reason::Errors { rate: er, max: c.max_error_rate, errors, requests });
+                reasons.push(Reason::Errors {
+                    rate: er,
+                    max: c.max_error_rate,
+                    errors,
+                    requests,
+                });
             }
             if !stab.ok {
                 let tol = c.stability + 1e-12;
@@ -659,11 +729,17 @@ fn judge(spec: &ShelfSpec, c: &ShelfCriteria, m: &ShelfMeasure, resources: &[Res
         // Window length.
         let min_s = c.min_window_s.floor();
         if kept_s + EPS < min_s || m.kept.is_empty() {
-            reasons.push(Reason::WindowTooShort { kept_s, min_s: c.min_window_s });
+            reasons.push(Reason::WindowTooShort {
+                kept_s,
+                min_s: c.min_window_s,
+            });
         }
         if let Some(d) = spec.duration_s {
             if (m.seen as f64) + 1.0 + EPS < d.floor() {
-                reasons.push(Reason::Incomplete { seen_s: m.seen as f64, planned_s: d });
+                reasons.push(Reason::Incomplete {
+                    seen_s: m.seen as f64,
+                    planned_s: d,
+                });
             }
         }
     }

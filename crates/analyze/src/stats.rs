@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 
 /// Two-sided 95% Student-t critical values (the 0.975 quantile) for 1…30 degrees of freedom.
 const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-    2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
 ];
 
 /// The 0.975 quantile of Student's t distribution with `df` degrees of freedom (the multiplier
@@ -93,7 +94,9 @@ impl Estimate {
     }
     /// Half-width of the interval relative to the mean (`None` without an interval or for mean 0).
     pub fn relative_ci(&self) -> Option<f64> {
-        self.ci95.filter(|_| self.mean != 0.0).map(|h| h / self.mean.abs())
+        self.ci95
+            .filter(|_| self.mean != 0.0)
+            .map(|h| h / self.mean.abs())
     }
     /// `1234 ± 56` (95% CI) or `1234 (min–max)`-free plain `1234` for n = 1, with `digits` decimals.
     pub fn display(&self, digits: usize) -> String {

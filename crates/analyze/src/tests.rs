@@ -15,7 +15,11 @@ struct Tag {
 }
 
 fn tag(n: u64, lat_ms: f64) -> Tag {
-    Tag { n, lat_us: (lat_ms * 1000.0) as u64, err: 0 }
+    Tag {
+        n,
+        lat_us: (lat_ms * 1000.0) as u64,
+        err: 0,
+    }
 }
 
 #[derive(Clone)]
@@ -28,7 +32,13 @@ struct Sec {
 }
 
 fn sec(offered: u64, tags: Vec<Tag>) -> Sec {
-    Sec { offered, tags, lag_us: 100, gen_cpu: 20.0, overflow: 0 }
+    Sec {
+        offered,
+        tags,
+        lag_us: 100,
+        gen_cpu: 20.0,
+        overflow: 0,
+    }
 }
 
 fn build(t: u32, phase: Phase, stage: usize, s: &Sec) -> Second {
@@ -39,7 +49,11 @@ fn build(t: u32, phase: Phase, stage: usize, s: &Sec) -> Second {
         for k in 0..tg.n {
             record_us(&mut out.tags[i].latency, tg.lat_us);
             record_us(&mut out.tags[i].service, tg.lat_us / 2);
-            out.tags[i].counts.add(if k < tg.err { Outcome::Status5xx } else { Outcome::Ok });
+            out.tags[i].counts.add(if k < tg.err {
+                Outcome::Status5xx
+            } else {
+                Outcome::Ok
+            });
         }
     }
     let total: u64 = s.tags.iter().map(|t| t.n).sum();
@@ -52,7 +66,11 @@ fn build(t: u32, phase: Phase, stage: usize, s: &Sec) -> Second {
 }
 
 /// Generates every second of `plan` (integer stage boundaries): `f(phase, stage, t, t_in_stage)`.
-fn run_plan(plan: &Plan, passes: u32, mut f: impl FnMut(Phase, usize, u32, u32) -> Option<Sec>) -> Vec<Second> {
+fn run_plan(
+    plan: &Plan,
+    passes: u32,
+    mut f: impl FnMut(Phase, usize, u32, u32) -> Option<Sec>,
+) -> Vec<Second> {
     let mut out = Vec::new();
     for sp in stage_spans(plan, passes) {
         let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
@@ -107,7 +125,10 @@ fn open_plan(extra: &str) -> Plan {
 
 /// Healthy second at `rate`: 99% get at 10 ms, 1% post at 20 ms, achieved = offered.
 fn healthy(rate: u64) -> Sec {
-    sec(rate, vec![tag(rate * 99 / 100, 10.0), tag(rate / 100, 20.0)])
+    sec(
+        rate,
+        vec![tag(rate * 99 / 100, 10.0), tag(rate / 100, 20.0)],
+    )
 }
 
 fn analyse(plan: &Plan, seconds: &[Second], res: Vec<ResourceSample>) -> StackAnalysis {
@@ -128,8 +149,14 @@ fn layout_follows_the_plan() {
     let p = open_plan("");
     let sp = stage_spans(&p, 1);
     assert_eq!(sp.len(), 5);
-    assert_eq!((sp[0].phase, sp[0].start_s, sp[0].end_s), (Phase::Warmup, Some(0.0), Some(5.0)));
-    assert_eq!((sp[2].index, sp[2].start_s, sp[2].end_s), (1, Some(15.0), Some(55.0)));
+    assert_eq!(
+        (sp[0].phase, sp[0].start_s, sp[0].end_s),
+        (Phase::Warmup, Some(0.0), Some(5.0))
+    );
+    assert_eq!(
+        (sp[2].index, sp[2].start_s, sp[2].end_s),
+        (1, Some(15.0), Some(55.0))
+    );
     let sh = shelf_specs(&p, 1);
     assert_eq!(sh.len(), 3, "holds only, ramps are not shelves");
     assert_eq!(sh[0].planned_window(), Some((20.0, 50.0)));
@@ -147,7 +174,17 @@ fn trimming_keeps_only_the_window() {
         }
         let r = rate_of(st);
         if !(5..35).contains(&k) {
-            Some(sec(r, vec![Tag { n: r, lat_us: 10_000_000, err: r / 2 }, tag(0, 1.0)]))
+            Some(sec(
+                r,
+                vec![
+                    Tag {
+                        n: r,
+                        lat_us: 10_000_000,
+                        err: r / 2,
+                    },
+                    tag(0, 1.0),
+                ],
+            ))
         } else {
             Some(healthy(r))
         }
@@ -156,11 +193,18 @@ fn trimming_keeps_only_the_window() {
     assert_eq!(a.shelves.len(), 3);
     let s = &a.shelves[0];
     assert_eq!(s.window.kept_s, 30.0);
-    assert_eq!((s.window.kept_start_s, s.window.kept_end_s), (Some(20.0), Some(50.0)));
+    assert_eq!(
+        (s.window.kept_start_s, s.window.kept_end_s),
+        (Some(20.0), Some(50.0))
+    );
     assert_eq!(s.window.seen_s, 40.0);
     assert_eq!(s.requests, 30 * 100);
     assert_eq!(s.errors, 0);
-    assert!((s.latency.p99_ms - 10.0).abs() < 0.05, "{}", s.latency.p99_ms);
+    assert!(
+        (s.latency.p99_ms - 10.0).abs() < 0.05,
+        "{}",
+        s.latency.p99_ms
+    );
     assert!(s.latency.max_ms < 25.0);
     assert_eq!(s.verdict, Verdict::Valid, "{}", s.reasons_text());
     assert!(a.shelves.iter().all(|s| s.is_valid()));
@@ -186,13 +230,23 @@ fn a_late_stage_start_moves_the_window_with_it() {
             _ => (Phase::Measure, 3),
         };
         // The first 5 s of the late stage are bad (they must be trimmed).
-        let s = if (58..63).contains(&t) { sec(200, vec![tag(200, 2000.0), tag(0, 1.0)]) } else { healthy(rate_of(st).max(10)) };
+        let s = if (58..63).contains(&t) {
+            sec(200, vec![tag(200, 2000.0), tag(0, 1.0)])
+        } else {
+            healthy(rate_of(st).max(10))
+        };
         secs.push(build(t, ph, st, &s));
     }
     let a = analyse(&p, &secs, vec![]);
     let s = &a.shelves[1];
-    assert_eq!((s.window.stage_start_s, s.window.stage_end_s), (Some(58.0), Some(98.0)));
-    assert_eq!((s.window.kept_start_s, s.window.kept_end_s), (Some(63.0), Some(93.0)));
+    assert_eq!(
+        (s.window.stage_start_s, s.window.stage_end_s),
+        (Some(58.0), Some(98.0))
+    );
+    assert_eq!(
+        (s.window.kept_start_s, s.window.kept_end_s),
+        (Some(63.0), Some(93.0))
+    );
     assert_eq!(s.verdict, Verdict::Valid, "{}", s.reasons_text());
     // hold 100 ran 3 s longer than planned: its planned window is unchanged.
     assert_eq!(a.shelves[0].window.kept_end_s, Some(50.0));
@@ -215,7 +269,12 @@ fn latency_rule_and_last_valid_shelf() {
     assert_eq!(a.shelves[0].verdict, Verdict::Valid);
     assert_eq!(a.shelves[1].verdict, Verdict::Failed);
     match &a.shelves[1].reasons[0] {
-        Reason::Latency { request, percentile, measured_ms, limit_ms } => {
+        Reason::Latency {
+            request,
+            percentile,
+            measured_ms,
+            limit_ms,
+        } => {
             assert_eq!(*request, None);
             assert_eq!(*percentile, 99.0);
             assert!((*measured_ms - 400.0).abs() < 0.5);
@@ -258,8 +317,16 @@ fn last_valid_even_after_a_failure_and_the_zero_case() {
     assert_eq!(a.ceiling.rps, 0.0);
     assert!(!a.ceiling.found);
     assert!(a.ceiling.bracketed);
-    assert!(a.ceiling.summary.starts_with("0: no shelf passed"), "{}", a.ceiling.summary);
-    assert!(a.ceiling.summary.contains("p99 411 ms > 350 ms"), "{}", a.ceiling.summary);
+    assert!(
+        a.ceiling.summary.starts_with("0: no shelf passed"),
+        "{}",
+        a.ceiling.summary
+    );
+    assert!(
+        a.ceiling.summary.contains("p99 411 ms > 350 ms"),
+        "{}",
+        a.ceiling.summary
+    );
 }
 
 #[test]
@@ -278,12 +345,32 @@ fn error_rate_rule_is_strict() {
         Some(s)
     });
     let a = analyse(&p, &secs, vec![]);
-    assert_eq!(a.shelves[0].verdict, Verdict::Valid, "{}", a.shelves[0].reasons_text());
+    assert_eq!(
+        a.shelves[0].verdict,
+        Verdict::Valid,
+        "{}",
+        a.shelves[0].reasons_text()
+    );
     assert!((a.shelves[0].error_rate - 0.005).abs() < 1e-9);
     assert_eq!(a.shelves[0].outcomes.get("5xx"), Some(&15));
     assert_eq!(a.shelves[1].verdict, Verdict::Failed);
-    assert!(matches!(a.shelves[1].reasons[0], Reason::Errors { errors: 60, requests: 6000, .. }), "{:?}", a.shelves[1].reasons);
-    assert!(a.shelves[1].reasons_text().contains("errors 1% ≥ 1%"), "{}", a.shelves[1].reasons_text());
+    assert!(
+        matches!(
+            a.shelves[1].reasons[0],
+            Reason::Errors {
+                errors: 60,
+                requests: 6000,
+                ..
+            }
+        ),
+        "{:?}",
+        a.shelves[1].reasons
+    );
+    assert!(
+        a.shelves[1].reasons_text().contains("errors 1% ≥ 1%"),
+        "{}",
+        a.shelves[1].reasons_text()
+    );
     assert_eq!(a.shelves[2].verdict, Verdict::Failed);
     assert_eq!(a.shelves[1].per_request[0].errors, 60);
     assert_eq!(a.ceiling.index, Some(0));
@@ -307,21 +394,48 @@ fn stability_rule_compares_blocks_with_offered() {
             }
             // A 10 s stall at 70% then catching up at 130%: window mean fine, blocks not.
             3 => {
-                let a = if (5..15).contains(&k) { 210 } else if (15..25).contains(&k) { 390 } else { 300 };
+                let a = if (5..15).contains(&k) {
+                    210
+                } else if (15..25).contains(&k) {
+                    390
+                } else {
+                    300
+                };
                 Some(sec(300, vec![tag(a, 10.0), tag(0, 1.0)]))
             }
             _ => Some(healthy(r)),
         }
     });
     let a = analyse(&p, &secs, vec![]);
-    assert_eq!(a.shelves[0].verdict, Verdict::Valid, "{}", a.shelves[0].reasons_text());
-    assert_eq!(a.shelves[0].stability.blocks_achieved_rps, vec![100.0, 100.0, 100.0]);
-    assert_eq!(a.shelves[1].verdict, Verdict::Valid, "{}", a.shelves[1].reasons_text());
+    assert_eq!(
+        a.shelves[0].verdict,
+        Verdict::Valid,
+        "{}",
+        a.shelves[0].reasons_text()
+    );
+    assert_eq!(
+        a.shelves[0].stability.blocks_achieved_rps,
+        vec![100.0, 100.0, 100.0]
+    );
+    assert_eq!(
+        a.shelves[1].verdict,
+        Verdict::Valid,
+        "{}",
+        a.shelves[1].reasons_text()
+    );
     let s = &a.shelves[2];
     assert_eq!(s.verdict, Verdict::Failed);
     assert!(s.stability.window_deviation.abs() < 1e-9);
-    assert!((s.stability.worst_block_deviation.abs() - 0.3).abs() < 1e-9, "{:?}", s.stability);
-    assert!(matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail.contains("block at t=")), "{:?}", s.reasons);
+    assert!(
+        (s.stability.worst_block_deviation.abs() - 0.3).abs() < 1e-9,
+        "{:?}",
+        s.stability
+    );
+    assert!(
+        matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail.contains("block at t=")),
+        "{:?}",
+        s.reasons
+    );
 
     // Achieved well below offered over the whole window (the stack cannot keep up).
     let secs = run_plan(&p, 1, |_, st, _, _| {
@@ -335,7 +449,9 @@ fn stability_rule_compares_blocks_with_offered() {
     let a = analyse(&p, &secs, vec![]);
     let s = &a.shelves[1];
     assert!((s.stability.window_deviation + 0.1).abs() < 1e-9);
-    assert!(matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail == "achieved vs offered"));
+    assert!(
+        matches!(&s.reasons[0], Reason::Unstable { detail, .. } if detail == "achieved vs offered")
+    );
     assert!((s.offered_rps - 200.0).abs() < 1e-9 && (s.achieved_rps - 180.0).abs() < 1e-9);
 }
 
@@ -346,7 +462,9 @@ fn window_too_short_is_invalid() {
     let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
     let a = analyse(&p, &secs, vec![]);
     assert!(a.shelves.iter().all(|s| s.verdict == Verdict::Invalid));
-    assert!(matches!(a.shelves[0].reasons[0], Reason::WindowTooShort { kept_s, min_s } if kept_s == 30.0 && min_s == 31.0));
+    assert!(
+        matches!(a.shelves[0].reasons[0], Reason::WindowTooShort { kept_s, min_s } if kept_s == 30.0 && min_s == 31.0)
+    );
     assert_eq!(a.ceiling.rps, 0.0);
     assert!(!a.ceiling.bracketed);
     assert!(a.ceiling.summary.contains("all invalid"));
@@ -371,13 +489,25 @@ fn generator_bound_shelves_are_invalid_not_failed() {
     });
     let a = analyse(&p, &secs, vec![]);
     assert_eq!(a.shelves[0].verdict, Verdict::Invalid);
-    assert!(matches!(a.shelves[0].reasons[0], Reason::GeneratorLag { .. }));
+    assert!(matches!(
+        a.shelves[0].reasons[0],
+        Reason::GeneratorLag { .. }
+    ));
     assert!((a.shelves[0].lag_p99_ms - 25.0).abs() < 0.1);
     assert_eq!(a.shelves[1].verdict, Verdict::Invalid);
-    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::GeneratorCpu { mean_pct, .. } if *mean_pct == 97.0)));
-    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::Latency { .. })));
+    assert!(a.shelves[1]
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::GeneratorCpu { mean_pct, .. } if *mean_pct == 97.0)));
+    assert!(a.shelves[1]
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::Latency { .. })));
     assert_eq!(a.shelves[2].verdict, Verdict::Invalid);
-    assert!(matches!(a.shelves[2].reasons[0], Reason::BacklogOverflow { refused: 90 }));
+    assert!(matches!(
+        a.shelves[2].reasons[0],
+        Reason::BacklogOverflow { refused: 90 }
+    ));
     assert!(a.shelves.iter().all(|s| s.is_generator_bound()));
     assert_eq!(a.ceiling.rps, 0.0);
     assert!(!a.ceiling.bracketed);
@@ -403,7 +533,11 @@ fn per_request_limits() {
     assert_eq!(s.slo_checks.len(), 2);
     assert!(s.slo_checks[0].ok && !s.slo_checks[1].ok);
     assert!((s.request("post").unwrap().latency.p99_ms - 80.0).abs() < 0.1);
-    assert!(s.reasons[0].to_string().starts_with("post p99 80."), "{}", s.reasons[0]);
+    assert!(
+        s.reasons[0].to_string().starts_with("post p99 80."),
+        "{}",
+        s.reasons[0]
+    );
     assert!(a.criteria.describe().contains("post:p99≤50ms"));
 }
 
@@ -415,8 +549,20 @@ fn resources_over_the_window_and_cpu_per_request() {
     for t in 1..=135 {
         // Stack: 150% CPU inside shelf 0's window, 400% elsewhere; RSS 100 MiB.
         let cpu = if (21..=50).contains(&t) { 150.0 } else { 400.0 };
-        res.push(ResourceSample { t: t as f64, who: "stack".into(), cpu_pct: cpu, rss_bytes: 100 << 20, cgroup_memory_bytes: Some(120 << 20) });
-        res.push(ResourceSample { t: t as f64, who: "postgres".into(), cpu_pct: 50.0, rss_bytes: 300 << 20, cgroup_memory_bytes: None });
+        res.push(ResourceSample {
+            t: t as f64,
+            who: "stack".into(),
+            cpu_pct: cpu,
+            rss_bytes: 100 << 20,
+            cgroup_memory_bytes: Some(120 << 20),
+        });
+        res.push(ResourceSample {
+            t: t as f64,
+            who: "postgres".into(),
+            cpu_pct: 50.0,
+            rss_bytes: 300 << 20,
+            cgroup_memory_bytes: None,
+        });
     }
     // Online (pushed while seconds arrive) and afterwards give the same result.
     let offline = analyse(&p, &secs, res.clone());
@@ -455,13 +601,21 @@ fn completed_shelves_are_available_online() {
         // Memory stays bounded: only the running shelf holds histograms.
         assert!(acc.live_shelves() <= 1, "t={}", s.t);
         if s.t == 17 {
-            assert_eq!(acc.live_shelves(), 0, "head of shelf 0 is trimmed: nothing allocated yet");
+            assert_eq!(
+                acc.live_shelves(),
+                0,
+                "head of shelf 0 is trimmed: nothing allocated yet"
+            );
         }
         if done.contains(&0) {
             first_done_at = Some(s.t);
         }
     }
-    assert_eq!(first_done_at, Some(55), "shelf 0 ends when the next stage starts");
+    assert_eq!(
+        first_done_at,
+        Some(55),
+        "shelf 0 ends when the next stage starts"
+    );
     assert!(acc.live_shelves() <= 1);
     assert_eq!(acc.completed().len(), 2, "the last shelf closes at finish");
     assert_eq!(acc.finish().shelves.len(), 3);
@@ -470,13 +624,21 @@ fn completed_shelves_are_available_online() {
 #[test]
 fn interrupted_run_marks_incomplete_and_not_reached() {
     let p = open_plan("");
-    let secs: Vec<Second> =
-        run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10)))).into_iter().filter(|s| s.t < 70).collect();
+    let secs: Vec<Second> = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))))
+        .into_iter()
+        .filter(|s| s.t < 70)
+        .collect();
     let a = analyse(&p, &secs, vec![]);
     assert_eq!(a.shelves[0].verdict, Verdict::Valid);
     assert_eq!(a.shelves[1].verdict, Verdict::Invalid);
-    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::Incomplete { .. })));
-    assert!(a.shelves[1].reasons.iter().any(|r| matches!(r, Reason::WindowTooShort { .. })));
+    assert!(a.shelves[1]
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::Incomplete { .. })));
+    assert!(a.shelves[1]
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::WindowTooShort { .. })));
     assert_eq!(a.shelves[2].reasons, vec![Reason::NotReached]);
     assert_eq!(a.ceiling.index, Some(0));
     assert!(!a.ceiling.bracketed);
@@ -545,9 +707,19 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
     let a = StackAnalysis::combine(parts).unwrap();
     assert_eq!(a.model, LoadModel::Closed);
     assert_eq!(a.shelves.len(), 6);
-    assert_eq!(a.shelves[0].window.kept_s, 25.0, "30 s − 2 s head − 3 s tail (tail via the delay line)");
-    assert_eq!(a.shelves[0].window.stage_start_s, Some(7.0), "observed start");
-    assert!(a.shelves.iter().all(|s| s.latency.max_ms < 100.0), "trimmed seconds never merged");
+    assert_eq!(
+        a.shelves[0].window.kept_s, 25.0,
+        "30 s − 2 s head − 3 s tail (tail via the delay line)"
+    );
+    assert_eq!(
+        a.shelves[0].window.stage_start_s,
+        Some(7.0),
+        "observed start"
+    );
+    assert!(
+        a.shelves.iter().all(|s| s.latency.max_ms < 100.0),
+        "trimmed seconds never merged"
+    );
     assert_eq!(a.levels.len(), 2);
     let l0 = &a.levels[0];
     assert_eq!(l0.repetitions, vec![0, 1, 2]);
@@ -555,7 +727,10 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
     let all = l0.all.as_ref().unwrap();
     assert_eq!(all.n, 3);
     assert!((all.throughput_rps.mean - 110.0).abs() < 1e-9);
-    assert_eq!((all.throughput_rps.min, all.throughput_rps.max), (100.0, 120.0));
+    assert_eq!(
+        (all.throughput_rps.min, all.throughput_rps.max),
+        (100.0, 120.0)
+    );
     assert!((all.throughput_rps.stddev - 10.0).abs() < 1e-9);
     // t(0.975, 2) = 4.303; 4.303 × 10 / √3 = 24.8434
     assert!((all.throughput_rps.ci95.unwrap() - 24.8434).abs() < 1e-3);
@@ -568,7 +743,15 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
     // Ceiling: last valid level, mean over its (error-free) repetitions.
     assert_eq!(a.levels[1].verdict, Verdict::Valid);
     assert!((a.ceiling.rps - 440.0).abs() < 1e-9);
-    assert_eq!(a.warnings.iter().filter(|w| w.contains("c=10: repetition #2 had errors")).count(), 1, "{:?}", a.warnings);
+    assert_eq!(
+        a.warnings
+            .iter()
+            .filter(|w| w.contains("c=10: repetition #2 had errors"))
+            .count(),
+        1,
+        "{:?}",
+        a.warnings
+    );
     assert_eq!(a.ceiling.label.as_deref(), Some("c=50"));
 }
 
@@ -589,7 +772,11 @@ fn closed_repetitions_as_passes_in_one_run() {
     assert_eq!(a.shelves.len(), 6);
     assert_eq!(a.shelves[3].repetition, 1);
     assert_eq!(a.shelves[3].level, 1);
-    assert_eq!(a.levels[1].verdict, Verdict::Failed, "one of three repetitions failed");
+    assert_eq!(
+        a.levels[1].verdict,
+        Verdict::Failed,
+        "one of three repetitions failed"
+    );
     assert_eq!(a.levels[1].not_valid, vec![2]);
     assert!((a.ceiling.rps - 110.0).abs() < 1e-9);
     assert!(a.ceiling.bracketed);
@@ -601,7 +788,11 @@ fn probes_for_the_search() {
     // A generator run where a probe at 500 RPS starts at t = 100 and lasts 60 s (trim 10 s).
     let mut acc = probe_accumulator(&p, 500.0, 100.0, 0);
     for t in 90..170 {
-        let s = if t < 110 { sec(500, vec![tag(500, 900.0), tag(0, 1.0)]) } else { healthy(500) };
+        let s = if t < 110 {
+            sec(500, vec![tag(500, 900.0), tag(0, 1.0)])
+        } else {
+            healthy(500)
+        };
         acc.push(&build(t, Phase::Measure, 7, &s));
     }
     acc.finish();
@@ -615,7 +806,12 @@ fn probes_for_the_search() {
     let pp = probe_plan(&p, 2000.0);
     let mut acc = RunAccumulator::new(&pp, "s");
     for t in 0..60 {
-        acc.push_second(&build(t, Phase::Measure, 0, &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)])));
+        acc.push_second(&build(
+            t,
+            Phase::Measure,
+            0,
+            &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)]),
+        ));
     }
     let a = acc.finish();
     let v = ProbeVerdict::from_shelf(&a.shelves[0]);
@@ -625,18 +821,40 @@ fn probes_for_the_search() {
     let mut above = v.clone();
     above.rate = 3500.0;
     let out = SearchOutcome::new(vec![
-        SearchRepeat { probes: vec![above], confirm: None, ceiling_rps: 2900.0, stopped: None },
-        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3000.0, stopped: None },
-        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 3100.0, stopped: None },
+        SearchRepeat {
+            probes: vec![above],
+            confirm: None,
+            ceiling_rps: 2900.0,
+            stopped: None,
+        },
+        SearchRepeat {
+            probes: vec![],
+            confirm: None,
+            ceiling_rps: 3000.0,
+            stopped: None,
+        },
+        SearchRepeat {
+            probes: vec![],
+            confirm: None,
+            ceiling_rps: 3100.0,
+            stopped: None,
+        },
     ]);
     // As the stack's analysis: ceiling = mean of the repeats, bracketed by the failed probe.
     let mut with_confirm = out.clone();
     with_confirm.repeats[0].confirm = Some(r.clone());
     let sa = StackAnalysis::from_search("s", probe_criteria(&p), with_confirm);
     assert!((sa.ceiling.rps - 3000.0).abs() < 1e-9);
-    assert!(sa.ceiling.bracketed, "a probe above the first repeat's ceiling failed");
+    assert!(
+        sa.ceiling.bracketed,
+        "a probe above the first repeat's ceiling failed"
+    );
     assert_eq!(sa.shelves.len(), 1);
-    assert!(sa.ceiling.summary.starts_with("3000 ± 248"), "{}", sa.ceiling.summary);
+    assert!(
+        sa.ceiling.summary.starts_with("3000 ± 248"),
+        "{}",
+        sa.ceiling.summary
+    );
     let e = out.estimate.unwrap();
     assert!((e.mean - 3000.0).abs() < 1e-9);
     assert!((e.ci95.unwrap() - 4.303 * 100.0 / 3f64.sqrt()).abs() < 1e-9);
@@ -647,7 +865,17 @@ fn probes_for_the_search() {
 fn analysis_round_trips_through_json() {
     let p = open_plan("requests = { post = { p99_9 = \"500ms\" } }");
     let secs = run_plan(&p, 1, |_, st, _, _| Some(healthy(rate_of(st).max(10))));
-    let a = analyse(&p, &secs, vec![ResourceSample { t: 30.0, who: "stack".into(), cpu_pct: 10.0, rss_bytes: 1 << 20, cgroup_memory_bytes: None }]);
+    let a = analyse(
+        &p,
+        &secs,
+        vec![ResourceSample {
+            t: 30.0,
+            who: "stack".into(),
+            cpu_pct: 10.0,
+            rss_bytes: 1 << 20,
+            cgroup_memory_bytes: None,
+        }],
+    );
     let j = serde_json::to_string_pretty(&a).unwrap();
     let back: StackAnalysis = serde_json::from_str(&j).unwrap();
     assert_eq!(back, a);

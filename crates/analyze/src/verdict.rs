@@ -119,50 +119,103 @@ impl Reason {
     /// [`Verdict::Failed`] for stack failures, [`Verdict::Invalid`] otherwise.
     pub fn verdict(&self) -> Verdict {
         match self {
-            Reason::Latency { .. } | Reason::Errors { .. } | Reason::Unstable { .. } | Reason::NothingCompleted { .. } => {
-                Verdict::Failed
-            }
+            Reason::Latency { .. }
+            | Reason::Errors { .. }
+            | Reason::Unstable { .. }
+            | Reason::NothingCompleted { .. } => Verdict::Failed,
             _ => Verdict::Invalid,
         }
     }
     /// True for reasons that mean the generator, not the stack, was the bottleneck.
     pub fn is_generator_bound(&self) -> bool {
-        matches!(self, Reason::GeneratorLag { .. } | Reason::GeneratorCpu { .. } | Reason::BacklogOverflow { .. })
+        matches!(
+            self,
+            Reason::GeneratorLag { .. }
+                | Reason::GeneratorCpu { .. }
+                | Reason::BacklogOverflow { .. }
+        )
     }
 }
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Latency { request, percentile, measured_ms, limit_ms } => {
-                let who = request.as_ref().map(|r| format!("{r} ")).unwrap_or_default();
-                write!(f, "{who}{} {} ms > {} ms", pct_name(*percentile), fmt_ms(*measured_ms), fmt_ms(*limit_ms))
+            Reason::Latency {
+                request,
+                percentile,
+                measured_ms,
+                limit_ms,
+            } => {
+                let who = request
+                    .as_ref()
+                    .map(|r| format!("{r} "))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "{who}{} {} ms > {} ms",
+                    pct_name(*percentile),
+                    fmt_ms(*measured_ms),
+                    fmt_ms(*limit_ms)
+                )
             }
-            Reason::Errors { rate, max, errors, requests } => write!(
+            Reason::Errors {
+                rate,
+                max,
+                errors,
+                requests,
+            } => write!(
                 f,
                 "errors {}% ≥ {}% ({errors} of {requests})",
                 trim_float((rate * 100.0 * 100.0).round() / 100.0),
                 trim_float(max * 100.0)
             ),
-            Reason::Unstable { detail, deviation, max } => write!(
+            Reason::Unstable {
+                detail,
+                deviation,
+                max,
+            } => write!(
                 f,
                 "unstable: {detail} {:+.1}% (allowed ±{}%)",
                 deviation * 100.0,
                 trim_float(max * 100.0)
             ),
-            Reason::NothingCompleted { offered } => write!(f, "no request completed ({offered} offered)"),
+            Reason::NothingCompleted { offered } => {
+                write!(f, "no request completed ({offered} offered)")
+            }
             Reason::GeneratorLag { p99_ms, max_ms } => {
-                write!(f, "generator-bound: schedule lag p99 {} ms > {} ms", fmt_ms(*p99_ms), fmt_ms(*max_ms))
+                write!(
+                    f,
+                    "generator-bound: schedule lag p99 {} ms > {} ms",
+                    fmt_ms(*p99_ms),
+                    fmt_ms(*max_ms)
+                )
             }
             Reason::GeneratorCpu { mean_pct, max_pct } => {
-                write!(f, "generator-bound: generator CPU {mean_pct:.0}% > {}%", trim_float(*max_pct))
+                write!(
+                    f,
+                    "generator-bound: generator CPU {mean_pct:.0}% > {}%",
+                    trim_float(*max_pct)
+                )
             }
-            Reason::BacklogOverflow { refused } => write!(f, "generator-bound: {refused} requests refused (backlog full)"),
+            Reason::BacklogOverflow { refused } => write!(
+                f,
+                "generator-bound: {refused} requests refused (backlog full)"
+            ),
             Reason::WindowTooShort { kept_s, min_s } => {
-                write!(f, "window {} s < {} s", trim_float(*kept_s), trim_float(*min_s))
+                write!(
+                    f,
+                    "window {} s < {} s",
+                    trim_float(*kept_s),
+                    trim_float(*min_s)
+                )
             }
             Reason::Incomplete { seen_s, planned_s } => {
-                write!(f, "incomplete: {} s of {} s recorded", trim_float(*seen_s), trim_float(*planned_s))
+                write!(
+                    f,
+                    "incomplete: {} s of {} s recorded",
+                    trim_float(*seen_s),
+                    trim_float(*planned_s)
+                )
             }
             Reason::NotReached => f.write_str("not reached"),
             Reason::NoData => f.write_str("no requests in the window"),

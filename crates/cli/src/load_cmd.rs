@@ -4,7 +4,9 @@ use crate::record::Recorder;
 use anyhow::{bail, Context};
 use ceiling_load::{parse_target, LoadConfig, Summary};
 use ceiling_metrics::Outcome;
-use ceiling_plan::{format_duration, parse_duration, pct_name, Arrivals, Model, Plan, RequestSpec, Stage, Template};
+use ceiling_plan::{
+    format_duration, parse_duration, pct_name, Arrivals, Model, Plan, RequestSpec, Stage, Template,
+};
 use clap::Args;
 use hdrhistogram::Histogram;
 use std::path::PathBuf;
@@ -97,24 +99,39 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
         Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
         None => {
             let url = a.url.as_deref().context("give a plan file or --url")?;
-            let path = url.strip_prefix("http://").and_then(|r| r.find('/').map(|i| r[i..].to_string())).unwrap_or_else(|| "/".into());
+            let path = url
+                .strip_prefix("http://")
+                .and_then(|r| r.find('/').map(|i| r[i..].to_string()))
+                .unwrap_or_else(|| "/".into());
             let mut headers = Vec::new();
             for h in &a.header {
-                let (k, v) = h.split_once(':').with_context(|| format!("--header `{h}`: write `Name: value`"))?;
-                headers.push((k.trim().to_string(), Template { segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())] }));
+                let (k, v) = h
+                    .split_once(':')
+                    .with_context(|| format!("--header `{h}`: write `Name: value`"))?;
+                headers.push((
+                    k.trim().to_string(),
+                    Template {
+                        segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())],
+                    },
+                ));
             }
             if a.rate.is_none() && a.connections.is_none() {
                 bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
             }
             let text = format!("name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n");
-            let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>")).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>"))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             p.requests = vec![RequestSpec {
                 name: "request".into(),
                 weight: 1,
                 method: a.method.to_ascii_uppercase(),
-                path: Template { segments: vec![ceiling_plan::Segment::Literal(path)] },
+                path: Template {
+                    segments: vec![ceiling_plan::Segment::Literal(path)],
+                },
                 headers,
-                body: a.body.as_ref().map(|b| Template { segments: vec![ceiling_plan::Segment::Literal(b.clone())] }),
+                body: a.body.as_ref().map(|b| Template {
+                    segments: vec![ceiling_plan::Segment::Literal(b.clone())],
+                }),
                 expect: vec![],
             }];
             p.stages.clear();
@@ -132,15 +149,26 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
         if !(r > 0.0 && r <= 10_000_000.0) {
             bail!("--rate must be above 0 and at most 10,000,000");
         }
-        plan.stages = vec![Stage::Hold { rate: r, duration: d.unwrap_or(Duration::from_secs(10)) }];
+        plan.stages = vec![Stage::Hold {
+            rate: r,
+            duration: d.unwrap_or(Duration::from_secs(10)),
+        }];
         plan.warmup.clear();
         plan.load.model = Model::Open;
     } else if let Some(c) = a.connections {
         if c == 0 {
             bail!("--connections must be at least 1");
         }
-        let duration = if a.requests.is_some() { d } else { Some(d.unwrap_or(Duration::from_secs(10))) };
-        plan.stages = vec![Stage::Closed { connections: c, duration, requests: a.requests }];
+        let duration = if a.requests.is_some() {
+            d
+        } else {
+            Some(d.unwrap_or(Duration::from_secs(10)))
+        };
+        plan.stages = vec![Stage::Closed {
+            connections: c,
+            duration,
+            requests: a.requests,
+        }];
         plan.warmup.clear();
         plan.load.model = Model::Closed;
     }
@@ -172,7 +200,11 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
 /// Runs `ceiling load`.
 pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let plan = build_plan(&a)?;
-    let url = a.url.clone().or(plan.target.url.clone()).context("no target: pass --url or set target.url in the plan")?;
+    let url = a
+        .url
+        .clone()
+        .or(plan.target.url.clone())
+        .context("no target: pass --url or set target.url in the plan")?;
     let base = if a.plan.is_none() {
         // The whole URL path is the request path; the base is just scheme+authority.
         let rest = url.trim_start_matches("http://");
@@ -181,7 +213,8 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         url.clone()
     };
     let target = parse_target(&base, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = a.threads.clamp(1, 64);
     if let Some(m) = &a.max_time {
         cfg.hard_limit = dur(m, "max-time")?;
@@ -197,7 +230,11 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
-    let total = if plan.stages.iter().all(|s| s.duration().is_some()) { Some(plan.total_duration()) } else { None };
+    let total = if plan.stages.iter().all(|s| s.duration().is_some()) {
+        Some(plan.total_duration())
+    } else {
+        None
+    };
     let mut rec = Recorder::new(a.out.as_deref(), "", tags, total, "load", a.quiet || a.json)?;
     let cpu0 = ceiling_load::process_cpu_ns();
     let t0 = std::time::Instant::now();
@@ -207,7 +244,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     rec.finish();
     let report = LoadReport::new(&plan, &url, &summary, cpu, wall);
     if let Some(dir) = &a.out {
-        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&report)?)?;
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::to_string_pretty(&report)?,
+        )?;
     }
     if let Some(e) = &rec.io_error {
         eprintln!("warning: {e}");
@@ -229,18 +269,31 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
         .stages
         .iter()
         .map(|s| match s {
-            Stage::Closed { duration, requests, .. } => format!(
+            Stage::Closed {
+                duration, requests, ..
+            } => format!(
                 "{} for {}",
                 s.label(),
-                requests.map(|n| format!("{n} requests")).or(duration.map(format_duration)).unwrap_or_default()
+                requests
+                    .map(|n| format!("{n} requests"))
+                    .or(duration.map(format_duration))
+                    .unwrap_or_default()
             ),
-            _ => format!("{} for {}", s.label(), format_duration(s.duration().unwrap_or_default())),
+            _ => format!(
+                "{} for {}",
+                s.label(),
+                format_duration(s.duration().unwrap_or_default())
+            ),
         })
         .collect();
     format!(
         "ceiling load → {url}  {} model{}, {}, keep-alive {}, {} thread{}",
         plan.model_name(),
-        if plan.is_open() { format!(" ({:?} arrivals)", plan.load.arrivals).to_lowercase() } else { String::new() },
+        if plan.is_open() {
+            format!(" ({:?} arrivals)", plan.load.arrivals).to_lowercase()
+        } else {
+            String::new()
+        },
         stages.join(", "),
         if plan.load.keep_alive { "on" } else { "off" },
         threads,
@@ -262,8 +315,26 @@ pub struct Percentiles {
 
 impl Percentiles {
     fn of(h: &Histogram<u64>) -> Self {
-        let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
-        Percentiles { count: h.len(), p50_ms: q(0.5), p90_ms: q(0.9), p95_ms: q(0.95), p99_ms: q(0.99), p999_ms: q(0.999), max_ms: if h.is_empty() { 0.0 } else { h.max() as f64 / 1000.0 } }
+        let q = |p: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(p) as f64 / 1000.0
+            }
+        };
+        Percentiles {
+            count: h.len(),
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            max_ms: if h.is_empty() {
+                0.0
+            } else {
+                h.max() as f64 / 1000.0
+            },
+        }
     }
 }
 
@@ -307,7 +378,11 @@ pub struct LoadReport {
 }
 
 fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<&'static str, u64> {
-    Outcome::ALL.iter().filter(|o| **o != Outcome::Ok && c.get(**o) > 0).map(|o| (o.name(), c.get(*o))).collect()
+    Outcome::ALL
+        .iter()
+        .filter(|o| **o != Outcome::Ok && c.get(**o) > 0)
+        .map(|o| (o.name(), c.get(*o)))
+        .collect()
 }
 
 impl LoadReport {
@@ -318,16 +393,26 @@ impl LoadReport {
         let open = plan.is_open();
         let mut reasons = Vec::new();
         if open && lag.p99_ms > plan.analysis.max_schedule_lag.as_secs_f64() * 1000.0 {
-            reasons.push(format!("schedule lag p99 {:.2} ms > {}", lag.p99_ms, format_duration(plan.analysis.max_schedule_lag)));
+            reasons.push(format!(
+                "schedule lag p99 {:.2} ms > {}",
+                lag.p99_ms,
+                format_duration(plan.analysis.max_schedule_lag)
+            ));
         }
         if s.generator_cpu_mean > plan.analysis.max_generator_cpu {
-            reasons.push(format!("generator CPU {:.0}% of a core > {:.0}%", s.generator_cpu_mean, plan.analysis.max_generator_cpu));
+            reasons.push(format!(
+                "generator CPU {:.0}% of a core > {:.0}%",
+                s.generator_cpu_mean, plan.analysis.max_generator_cpu
+            ));
         }
         if s.overflow > 0 {
             reasons.push(format!("{} requests overflowed the backlog", s.overflow));
         }
         if open && (s.sent as f64) < 0.99 * s.offered as f64 {
-            reasons.push(format!("only {} of {} scheduled requests were sent", s.sent, s.offered));
+            reasons.push(format!(
+                "only {} of {} scheduled requests were sent",
+                s.sent, s.offered
+            ));
         }
         let bound = !reasons.is_empty();
         LoadReport {
@@ -340,7 +425,11 @@ impl LoadReport {
             offered_rps: s.offered as f64 / secs,
             completed: c.total(),
             achieved_rps: c.total() as f64 / secs,
-            latency_origin: if open { "intended send time".into() } else { "request write (closed model)".into() },
+            latency_origin: if open {
+                "intended send time".into()
+            } else {
+                "request write (closed model)".into()
+            },
             latency: Percentiles::of(&s.latency()),
             service: Percentiles::of(&{
                 let mut h = ceiling_metrics::new_histogram();
@@ -351,7 +440,11 @@ impl LoadReport {
             }),
             schedule_lag: lag,
             errors: error_map(&c),
-            error_rate: if c.total() > 0 { c.errors() as f64 / c.total() as f64 } else { 0.0 },
+            error_rate: if c.total() > 0 {
+                c.errors() as f64 / c.total() as f64
+            } else {
+                0.0
+            },
             overflow: s.overflow,
             per_request: s
                 .tags
@@ -366,12 +459,19 @@ impl LoadReport {
                 })
                 .collect(),
             generator_cpu_seconds: cpu_s,
-            generator_cpu_us_per_request: if c.total() > 0 { cpu_s * 1e6 / c.total() as f64 } else { 0.0 },
+            generator_cpu_us_per_request: if c.total() > 0 {
+                cpu_s * 1e6 / c.total() as f64
+            } else {
+                0.0
+            },
             generator_cpu_mean_pct: s.generator_cpu_mean,
             generator_cpu_max_pct: s.generator_cpu_max,
             generator_bound: bound,
             generator_verdict: if bound {
-                format!("GENERATOR-BOUND — this result describes the generator, not the service: {}", reasons.join("; "))
+                format!(
+                    "GENERATOR-BOUND — this result describes the generator, not the service: {}",
+                    reasons.join("; ")
+                )
             } else {
                 "the generator kept up (lag, CPU and backlog within bounds)".into()
             },
@@ -395,24 +495,48 @@ fn print_report(r: &LoadReport) {
         r.completed,
         r.achieved_rps,
         r.measured_seconds,
-        if r.scaled_by != 1.0 { format!("   [scaled ×{}]", r.scaled_by) } else { String::new() }
+        if r.scaled_by != 1.0 {
+            format!("   [scaled ×{}]", r.scaled_by)
+        } else {
+            String::new()
+        }
     );
     let errs = if r.errors.is_empty() {
         "none".to_string()
     } else {
-        r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+        r.errors
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     println!("  Errors        {errs} ({:.3}%)", r.error_rate * 100.0);
     println!();
-    println!("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "ms", "p50", "p90", "p95", "p99", "p99.9", "max");
-    row(&format!("latency ({})", if r.model == "open" { "intended" } else { "closed" }), &r.latency);
+    println!(
+        "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "ms", "p50", "p90", "p95", "p99", "p99.9", "max"
+    );
+    row(
+        &format!(
+            "latency ({})",
+            if r.model == "open" {
+                "intended"
+            } else {
+                "closed"
+            }
+        ),
+        &r.latency,
+    );
     row("service time", &r.service);
     if r.model == "open" {
         row("schedule lag", &r.schedule_lag);
     }
     if r.per_request.len() > 1 {
         println!();
-        println!("  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "per request", "rps", "p50", "p90", "p99", "p99.9", "max", "errors");
+        println!(
+            "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "per request", "rps", "p50", "p90", "p99", "p99.9", "max", "errors"
+        );
         for t in &r.per_request {
             println!(
                 "  {:<22} {:>9.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9}",
@@ -430,7 +554,10 @@ fn print_report(r: &LoadReport) {
     println!();
     println!(
         "  Generator     {:.2} CPU-s, {:.2} µs CPU/request, mean {:.0}% / max {:.0}% of a core",
-        r.generator_cpu_seconds, r.generator_cpu_us_per_request, r.generator_cpu_mean_pct, r.generator_cpu_max_pct
+        r.generator_cpu_seconds,
+        r.generator_cpu_us_per_request,
+        r.generator_cpu_mean_pct,
+        r.generator_cpu_max_pct
     );
     println!("  Verdict       {}", r.generator_verdict);
     let _ = pct_name;
@@ -438,7 +565,8 @@ fn print_report(r: &LoadReport) {
 
 /// Sets `stop` on SIGINT/SIGTERM so the engine winds down and results are kept.
 pub fn install_ctrlc(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+        std::sync::OnceLock::new();
     let _ = STOP.set(stop);
     extern "C" fn on_signal(_: libc::c_int) {
         if let Some(s) = STOP.get() {

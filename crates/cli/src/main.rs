@@ -2,8 +2,8 @@
 
 mod load_cmd;
 mod record;
-mod run_cmd;
 mod report_cmd;
+mod run_cmd;
 mod search_cmd;
 mod verify_cmd;
 

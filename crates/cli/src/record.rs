@@ -27,13 +27,26 @@ pub struct Recorder {
 
 impl Recorder {
     /// Creates `dir/<prefix>.hlog` and `dir/<prefix>timeseries.csv` when `dir` is given.
-    pub fn new(dir: Option<&Path>, prefix: &str, tags: Vec<String>, total: Option<Duration>, label: &str, quiet: bool) -> anyhow::Result<Self> {
+    pub fn new(
+        dir: Option<&Path>,
+        prefix: &str,
+        tags: Vec<String>,
+        total: Option<Duration>,
+        label: &str,
+        quiet: bool,
+    ) -> anyhow::Result<Self> {
         let (hlog, csv) = match dir {
             Some(d) => {
                 std::fs::create_dir_all(d)?;
                 let hp = d.join(format!("{prefix}latency.hlog"));
-                let h = HlogWriter::new(BufWriter::new(File::create(&hp)?), SystemTime::now(), &format!("[ceiling {} {label}]", env!("CARGO_PKG_VERSION")))?;
-                let c = TimeseriesWriter::new(BufWriter::new(File::create(d.join(format!("{prefix}timeseries.csv")))?));
+                let h = HlogWriter::new(
+                    BufWriter::new(File::create(&hp)?),
+                    SystemTime::now(),
+                    &format!("[ceiling {} {label}]", env!("CARGO_PKG_VERSION")),
+                )?;
+                let c = TimeseriesWriter::new(BufWriter::new(File::create(
+                    d.join(format!("{prefix}timeseries.csv")),
+                )?));
                 (Some(h), Some(c))
             }
             None => (None, None),
@@ -46,14 +59,25 @@ impl Recorder {
                 None => ProgressBar::new_spinner(),
             };
             b.set_style(
-                ProgressStyle::with_template("{prefix:.bold} [{elapsed_precise}] {bar:20.cyan/blue} {pos}/{len}s {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{prefix:.bold} [{elapsed_precise}] {bar:20.cyan/blue} {pos}/{len}s {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b.set_prefix(label.to_string());
             b.enable_steady_tick(Duration::from_millis(250));
             Some(b)
         };
-        Ok(Recorder { hlog, csv, tags, bar, rows: Vec::new(), pending_resources: Vec::new(), resources: Vec::new(), io_error: None })
+        Ok(Recorder {
+            hlog,
+            csv,
+            tags,
+            bar,
+            rows: Vec::new(),
+            pending_resources: Vec::new(),
+            resources: Vec::new(),
+            io_error: None,
+        })
     }
 
     /// Adds resource samples (joined to the second they fall in).
@@ -66,7 +90,10 @@ impl Recorder {
 
     /// Records one second: hlog intervals, a CSV row, the progress line.
     pub fn second(&mut self, s: &Second) {
-        let (now, later): (Vec<_>, Vec<_>) = self.pending_resources.drain(..).partition(|r| r.t < (s.t + 1) as f64);
+        let (now, later): (Vec<_>, Vec<_>) = self
+            .pending_resources
+            .drain(..)
+            .partition(|r| r.t < (s.t + 1) as f64);
         self.pending_resources = later;
         let row = TimeseriesRow::from_second(s, &now);
         if let Some(h) = self.hlog.as_mut() {
@@ -77,12 +104,14 @@ impl Recorder {
             }
             res = res.and(h.flush());
             if let Err(e) = res {
-                self.io_error.get_or_insert(format!("writing the hlog: {e}"));
+                self.io_error
+                    .get_or_insert(format!("writing the hlog: {e}"));
             }
         }
         if let Some(c) = self.csv.as_mut() {
             if let Err(e) = c.write(&row) {
-                self.io_error.get_or_insert(format!("writing timeseries.csv: {e}"));
+                self.io_error
+                    .get_or_insert(format!("writing timeseries.csv: {e}"));
             }
         }
         if let Some(b) = &self.bar {

@@ -18,7 +18,13 @@ pub struct ReportArgs {
 /// Runs `ceiling report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = a.dir.join("run.json");
-    let report = ceiling_report::read_run_json(&path).with_context(|| format!("reading {} (is {} a results directory?)", path.display(), a.dir.display()))?;
+    let report = ceiling_report::read_run_json(&path).with_context(|| {
+        format!(
+            "reading {} (is {} a results directory?)",
+            path.display(),
+            a.dir.display()
+        )
+    })?;
     let series = ceiling_report::load_series(&a.dir, &report);
     let files = ceiling_report::write_all(&a.dir, &report, &series)?;
     if a.markdown {
@@ -26,6 +32,13 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!("{}", ceiling_report::render_terminal(&report));
     }
-    eprintln!("rebuilt: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    eprintln!(
+        "rebuilt: {}",
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -71,10 +71,19 @@ pub fn repo_root() -> anyhow::Result<PathBuf> {
 
 /// A run id: UTC time + plan name.
 pub fn run_id(plan: &Plan) -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
     let (d, s) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     let (y, m, dd) = civil(d);
-    format!("{y:04}{m:02}{dd:02}-{:02}{:02}{:02}-{}", s / 3600, s % 3600 / 60, s % 60, plan.name)
+    format!(
+        "{y:04}{m:02}{dd:02}-{:02}{:02}{:02}-{}",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60,
+        plan.name
+    )
 }
 
 /// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
@@ -93,16 +102,30 @@ fn civil(z: i64) -> (i64, u32, u32) {
 
 /// ISO-8601 UTC now.
 pub fn now_iso() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
     let (y, m, d) = civil(secs.div_euclid(86400));
     let s = secs.rem_euclid(86400);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", s / 3600, s % 3600 / 60, s % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
 }
 
 /// The plan as the engine runs it: closed-model repetitions become repeated passes over the stages.
 pub fn engine_stages(plan: &Plan) -> (Vec<Stage>, u32) {
-    let passes = if plan.is_open() { 1 } else { plan.load.repetitions.max(1) };
-    let stages = (0..passes).flat_map(|_| plan.stages.iter().cloned()).collect();
+    let passes = if plan.is_open() {
+        1
+    } else {
+        plan.load.repetitions.max(1)
+    };
+    let stages = (0..passes)
+        .flat_map(|_| plan.stages.iter().cloned())
+        .collect();
     (stages, passes)
 }
 
@@ -129,12 +152,23 @@ pub fn measure(
     mut alive: impl FnMut() -> Option<String>,
 ) -> anyhow::Result<Measured> {
     let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut cfg = LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut cfg =
+        LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (stages, passes) = engine_stages(plan);
     cfg.stages = stages;
     cfg.threads = threads.max(1);
-    let total: Duration = cfg.warmup.iter().chain(&cfg.stages).filter_map(Stage::duration).sum();
-    if cfg.warmup.iter().chain(&cfg.stages).all(|s| s.duration().is_some()) {
+    let total: Duration = cfg
+        .warmup
+        .iter()
+        .chain(&cfg.stages)
+        .filter_map(Stage::duration)
+        .sum();
+    if cfg
+        .warmup
+        .iter()
+        .chain(&cfg.stages)
+        .all(|s| s.duration().is_some())
+    {
         cfg.hard_limit = total + cfg.timeout + Duration::from_secs(10);
     }
     cfg.stop = stop.clone();
@@ -169,14 +203,19 @@ pub fn measure(
     let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut analysis = acc.finish();
     if let Some(m) = died {
-        analysis.warnings.push(format!("the stack died during the run: {m}"));
+        analysis
+            .warnings
+            .push(format!("the stack died during the run: {m}"));
     } else if summary.stopped_early {
         analysis.warnings.push("the run was stopped early (signal or time bound); shelves after that point are missing".into());
     }
     if let Some(e) = rec.io_error.take() {
         analysis.warnings.push(e);
     }
-    Ok(Measured { analysis, rows: std::mem::take(&mut rec.rows) })
+    Ok(Measured {
+        analysis,
+        rows: std::mem::take(&mut rec.rows),
+    })
 }
 
 /// Runs `ceiling run`.
@@ -190,11 +229,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         plan.target.stacks = a.stacks.clone();
     }
     if plan.target.stacks.is_empty() {
-        bail!("{}: no stacks to run: set target.stacks in the plan or pass --stacks", a.plan.display());
+        bail!(
+            "{}: no stacks to run: set target.stacks in the plan or pass --stacks",
+            a.plan.display()
+        );
     }
     let id = run_id(&plan);
     let dir = a.results.join(&id);
-    std::fs::create_dir_all(dir.join("logs")).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("creating {}", dir.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
 
@@ -211,10 +254,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     opts.pg_bin = a.pg_bin.clone();
     eprintln!("stand: starting PostgreSQL…");
     let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("stand: PostgreSQL {} ready; preparing data (seed {})…", stand.postgres_version(), plan.stand.seed);
+    eprintln!(
+        "stand: PostgreSQL {} ready; preparing data (seed {})…",
+        stand.postgres_version(),
+        plan.stand.seed
+    );
     let t = Instant::now();
-    let data = stand.prepare_data(plan.stand.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("stand: data ready in {:.1}s ({})", t.elapsed().as_secs_f64(), if data.reused { "reused" } else { "seeded" });
+    let data = stand
+        .prepare_data(plan.stand.seed)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "stand: data ready in {:.1}s ({})",
+        t.elapsed().as_secs_f64(),
+        if data.reused { "reused" } else { "seeded" }
+    );
     let data_dir = stand.data_dir().map(Path::to_path_buf);
     report.environment = serde_json::to_value(stand.fingerprint())?;
     let mut limits = serde_json::Map::new();
@@ -226,11 +279,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     for (i, name) in plan.target.stacks.clone().iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
-            report.warnings.push(format!("stopped before stack `{name}`"));
+            report
+                .warnings
+                .push(format!("stopped before stack `{name}`"));
             break;
         }
         if i > 0 && !plan.stand.cooldown.is_zero() {
-            eprintln!("cool-down {}…", ceiling_plan::format_duration(plan.stand.cooldown));
+            eprintln!(
+                "cool-down {}…",
+                ceiling_plan::format_duration(plan.stand.cooldown)
+            );
             sleep_unless(plan.stand.cooldown, &stop);
         }
         match run_stack(&plan, &a, &stand, name, &dir, data_dir.as_deref(), &stop) {
@@ -258,7 +316,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|m| {
             m.iter()
                 .filter(|(_, v)| v.get("applied").and_then(|x| x.as_bool()) == Some(false))
-                .map(|(k, v)| format!("{k}: {}", v.get("reason").and_then(|r| r.as_str()).unwrap_or("unknown")))
+                .map(|(k, v)| {
+                    format!(
+                        "{k}: {}",
+                        v.get("reason")
+                            .and_then(|r| r.as_str())
+                            .unwrap_or("unknown")
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -267,7 +332,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let files = ceiling_report::write_all(&dir, &report, &series)?;
     println!("{}", ceiling_report::render_terminal(&report));
-    eprintln!("results: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    eprintln!(
+        "results: {}",
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
@@ -291,36 +363,59 @@ pub fn start_verified(
     dir: &Path,
     allow_unverified: bool,
     rebuild: bool,
-) -> anyhow::Result<(ceiling_stand::StackSpec, ceiling_stand::RunningStack, Vec<String>)> {
+) -> anyhow::Result<(
+    ceiling_stand::StackSpec,
+    ceiling_stand::RunningStack,
+    Vec<String>,
+)> {
     let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("[{name}] building…");
     let t = Instant::now();
-    let b = stand.build_stack(&spec, rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] build {} in {:.1}s", if b.skipped { "cached" } else { "done" }, t.elapsed().as_secs_f64());
+    let b = stand
+        .build_stack(&spec, rebuild)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "[{name}] build {} in {:.1}s",
+        if b.skipped { "cached" } else { "done" },
+        t.elapsed().as_secs_f64()
+    );
     let mut warnings = Vec::new();
     if plan.stand.verify {
         let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut stack = stand.start_stack(&spec, &plan.stand, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stack = stand
+            .start_stack(&spec, &plan.stand, db.clone())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         eprintln!("[{name}] verifying the contract at {}…", stack.url());
         let res = crate::verify_cmd::verify_stack(stand, &stack.url(), &db);
         stack.stop();
         match res {
             Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),
             Ok(v) => {
-                let detail = format!("verify: {} of {} cases failed ({})", v.failed, v.passed + v.failed, v.failed_names.join(", "));
+                let detail = format!(
+                    "verify: {} of {} cases failed ({})",
+                    v.failed,
+                    v.passed + v.failed,
+                    v.failed_names.join(", ")
+                );
                 std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
                 if !allow_unverified {
                     bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
                 }
                 eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
-                warnings.push(format!("UNVERIFIED: {detail}; measured with --allow-unverified"));
+                warnings.push(format!(
+                    "UNVERIFIED: {detail}; measured with --allow-unverified"
+                ));
             }
             Err(e) => {
                 if !allow_unverified {
                     bail!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
                 }
-                eprintln!("[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)");
-                warnings.push(format!("UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"));
+                eprintln!(
+                    "[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)"
+                );
+                warnings.push(format!(
+                    "UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"
+                ));
             }
         }
     } else {
@@ -328,8 +423,14 @@ pub fn start_verified(
     }
     let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("[{name}] starting on a fresh copy of the data…");
-    let stack = stand.start_stack(&spec, &plan.stand, db).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] healthy at {}; limits: {}", stack.url(), stack.limits_applied().summary());
+    let stack = stand
+        .start_stack(&spec, &plan.stand, db)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "[{name}] healthy at {}; limits: {}",
+        stack.url(),
+        stack.limits_applied().summary()
+    );
     Ok((spec, stack, warnings))
 }
 
@@ -343,21 +444,37 @@ fn run_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, serde_json::Value)> {
-    let (_spec, mut stack, warnings) = start_verified(plan, stand, name, dir, a.allow_unverified, a.rebuild)?;
+    let (_spec, mut stack, warnings) =
+        start_verified(plan, stand, name, dir, a.allow_unverified, a.rebuild)?;
     let lim = stack.limits_applied().clone();
     let _ = stand.stat_statements_reset();
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
     let url = stack.url();
-    let res = measure(plan, name, &url, data_dir, &out, targets, a.threads, stop.clone(), a.quiet, || {
-        if stack.is_alive() {
-            None
-        } else {
-            Some(stack.crash_report().unwrap_or_else(|| "exited".into()))
-        }
-    });
+    let res = measure(
+        plan,
+        name,
+        &url,
+        data_dir,
+        &out,
+        targets,
+        a.threads,
+        stop.clone(),
+        a.quiet,
+        || {
+            if stack.is_alive() {
+                None
+            } else {
+                Some(stack.crash_report().unwrap_or_else(|| "exited".into()))
+            }
+        },
+    );
     let statements = stand.stat_statements(true).ok();
-    let crash = if stack.is_alive() { None } else { stack.crash_report() };
+    let crash = if stack.is_alive() {
+        None
+    } else {
+        stack.crash_report()
+    };
     stack.stop();
     let mut m = res?;
     m.analysis.warnings.extend(warnings);
@@ -366,7 +483,11 @@ fn run_stack(
     }
     if let Some(st) = statements {
         std::fs::create_dir_all(&out).ok();
-        std::fs::write(out.join("pg_stat_statements.json"), serde_json::to_string_pretty(&st)?).ok();
+        std::fs::write(
+            out.join("pg_stat_statements.json"),
+            serde_json::to_string_pretty(&st)?,
+        )
+        .ok();
     }
     Ok((m, serde_json::to_value(&lim)?))
 }

@@ -5,7 +5,7 @@ use crate::load_cmd::install_ctrlc;
 use crate::run_cmd::{measure, now_iso, repo_root, run_id};
 use anyhow::{bail, Context};
 use ceiling_analyze::{probe_criteria, StackAnalysis};
-use ceiling_plan::{parse_duration, Plan, PercentileLimit};
+use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner};
 use ceiling_stand::{SampleTarget, Stand, StandOptions};
@@ -95,10 +95,20 @@ pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
             plan.slo.max_error_rate = f;
             continue;
         }
-        let (k, v) = part.split_once("<=").with_context(|| format!("--slo `{part}`: write p99<=350ms"))?;
-        let p: f64 = k.trim().strip_prefix('p').and_then(|x| x.replace('_', ".").parse().ok()).filter(|p: &f64| *p > 0.0 && *p < 100.0).with_context(|| format!("--slo `{part}`: `{k}` is not a percentile like p99"))?;
+        let (k, v) = part
+            .split_once("<=")
+            .with_context(|| format!("--slo `{part}`: write p99<=350ms"))?;
+        let p: f64 = k
+            .trim()
+            .strip_prefix('p')
+            .and_then(|x| x.replace('_', ".").parse().ok())
+            .filter(|p: &f64| *p > 0.0 && *p < 100.0)
+            .with_context(|| format!("--slo `{part}`: `{k}` is not a percentile like p99"))?;
         let limit = parse_duration(v).map_err(|e| anyhow::anyhow!("--slo `{part}`: {e}"))?;
-        limits.push(PercentileLimit { percentile: p, limit });
+        limits.push(PercentileLimit {
+            percentile: p,
+            limit,
+        });
     }
     if !limits.is_empty() {
         plan.slo.limits = limits;
@@ -128,8 +138,19 @@ impl ProbeRunner for Runner<'_> {
         let out = self.dir.join("probes").join(label);
         let offset = self.t0.elapsed().as_secs() as u32;
         let alive = &mut self.alive;
-        let m = measure(plan, &self.stack, &self.url, self.data_dir.as_deref(), &out, (self.targets)(), self.threads, self.stop.clone(), true, || alive())
-            .map_err(|e| format!("{e:#}"))?;
+        let m = measure(
+            plan,
+            &self.stack,
+            &self.url,
+            self.data_dir.as_deref(),
+            &out,
+            (self.targets)(),
+            self.threads,
+            self.stop.clone(),
+            true,
+            || alive(),
+        )
+        .map_err(|e| format!("{e:#}"))?;
         // One time axis for the whole search: each probe's seconds placed where the probe ran.
         self.last_rows.extend(m.rows.into_iter().map(|mut r| {
             r.t += offset;
@@ -170,7 +191,9 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         plan.search.tolerance = t;
     }
     let d = |v: &Option<String>, what: &str| -> anyhow::Result<Option<std::time::Duration>> {
-        v.as_deref().map(|x| parse_duration(x).map_err(|e| anyhow::anyhow!("--{what}: {e}"))).transpose()
+        v.as_deref()
+            .map(|x| parse_duration(x).map_err(|e| anyhow::anyhow!("--{what}: {e}")))
+            .transpose()
     };
     if let Some(p) = d(&a.probe, "probe")? {
         plan.search.probe = p;
@@ -179,7 +202,10 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         plan.search.probe_trim = p;
     }
     if plan.search.probe_trim >= plan.search.probe {
-        bail!("--probe-trim must be shorter than the probe ({})", ceiling_plan::format_duration(plan.search.probe));
+        bail!(
+            "--probe-trim must be shorter than the probe ({})",
+            ceiling_plan::format_duration(plan.search.probe)
+        );
     }
     if let Some(c) = d(&a.confirm, "confirm")? {
         plan.search.confirm = c;
@@ -195,14 +221,20 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         }
         // Windows are counted in whole seconds: leave one second of slack so a full-length
         // confirming shelf can meet its own minimum window.
-        let room = c.saturating_sub(a_.trim_head + a_.trim_tail).as_secs().saturating_sub(1);
-        a_.min_window = a_.min_window.min(std::time::Duration::from_secs(room.max(1)));
+        let room = c
+            .saturating_sub(a_.trim_head + a_.trim_tail)
+            .as_secs()
+            .saturating_sub(1);
+        a_.min_window = a_
+            .min_window
+            .min(std::time::Duration::from_secs(room.max(1)));
     }
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
     let id = run_id(&plan).replacen(&plan.name, &format!("search-{}", plan.name), 1);
     let dir = a.results.join(&id);
-    std::fs::create_dir_all(dir.join("logs")).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("creating {}", dir.display()))?;
     let mut report = RunReport::new(&plan, id);
     report.started = now_iso();
     let mut series = Series::new();
@@ -219,7 +251,10 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         ceiling_plan::format_duration(plan.search.max_time)
     );
     if plan.scaled_by != 1.0 {
-        eprintln!("note: SCALED search — probe and confirm durations × {}", plan.scaled_by);
+        eprintln!(
+            "note: SCALED search — probe and confirm durations × {}",
+            plan.scaled_by
+        );
     }
     let mut log = |m: &str| eprintln!("{m}");
 
@@ -240,7 +275,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
         let out = search(&plan, &mut runner, &mut log);
         series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
-        report.stacks.push(StackAnalysis::from_search(&name, probe_criteria(&plan), out));
+        report.stacks.push(StackAnalysis::from_search(
+            &name,
+            probe_criteria(&plan),
+            out,
+        ));
     } else {
         let root = repo_root()?;
         if !a.stacks.is_empty() {
@@ -253,7 +292,9 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         opts.log_dir = dir.join("logs");
         opts.db_url = a.db_url.clone();
         let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
-        stand.prepare_data(plan.stand.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+        stand
+            .prepare_data(plan.stand.seed)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = serde_json::to_value(stand.fingerprint())?;
         let data_dir = stand.data_dir().map(Path::to_path_buf);
         let mut limits = serde_json::Map::new();
@@ -261,13 +302,24 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            match search_stack(&plan, &a, &stand, &name, &dir, data_dir.as_deref(), &stop, &mut log) {
+            match search_stack(
+                &plan,
+                &a,
+                &stand,
+                &name,
+                &dir,
+                data_dir.as_deref(),
+                &stop,
+                &mut log,
+            ) {
                 Ok((analysis, rows, lim)) => {
                     limits.insert(name.clone(), lim);
                     series.insert(name.clone(), rows);
                     report.stacks.push(analysis);
                 }
-                Err(e) => report.warnings.push(format!("stack `{name}` was not searched: {e:#}")),
+                Err(e) => report
+                    .warnings
+                    .push(format!("stack `{name}` was not searched: {e:#}")),
             }
             report.limits = serde_json::Value::Object(limits.clone());
             ceiling_report::write_all(&dir, &report, &series)?;
@@ -276,8 +328,21 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     let files = ceiling_report::write_all(&dir, &report, &series)?;
     println!("{}", ceiling_report::render_terminal(&report));
-    eprintln!("results: {}", files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
-    Ok(if stop.load(Ordering::Relaxed) { ExitCode::from(130) } else if report.stacks.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    eprintln!(
+        "results: {}",
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(if stop.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else if report.stacks.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -290,8 +355,13 @@ fn search_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
     log: &mut dyn FnMut(&str),
-) -> anyhow::Result<(StackAnalysis, Vec<ceiling_metrics::TimeseriesRow>, serde_json::Value)> {
-    let (spec, mut stack, warnings) = crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
+) -> anyhow::Result<(
+    StackAnalysis,
+    Vec<ceiling_metrics::TimeseriesRow>,
+    serde_json::Value,
+)> {
+    let (spec, mut stack, warnings) =
+        crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
     let lim = serde_json::to_value(stack.limits_applied())?;
     let url = stack.url();
     let t0 = Instant::now();
@@ -301,7 +371,9 @@ fn search_stack(
         stack: name.to_string(),
         data_dir: data_dir.map(Path::to_path_buf),
         dir: dir.join(name),
-        targets: Box::new(|| stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))),
+        targets: Box::new(|| {
+            stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
+        }),
         threads: a.threads,
         stop: stop.clone(),
         alive: Box::new(|| {

@@ -21,10 +21,20 @@ pub struct VerifySummary {
 }
 
 fn to_verify_db(a: &DbConfig) -> ceiling_verify::DbConfig {
-    ceiling_verify::DbConfig { host: a.host.clone(), port: a.port, user: a.user.clone(), password: a.password.clone(), dbname: a.dbname.clone() }
+    ceiling_verify::DbConfig {
+        host: a.host.clone(),
+        port: a.port,
+        user: a.user.clone(),
+        password: a.password.clone(),
+        dbname: a.dbname.clone(),
+    }
 }
 
-fn run_suite(url: &str, db: ceiling_verify::DbConfig, only: &[String]) -> anyhow::Result<ceiling_verify::VerifyReport> {
+fn run_suite(
+    url: &str,
+    db: ceiling_verify::DbConfig,
+    only: &[String],
+) -> anyhow::Result<ceiling_verify::VerifyReport> {
     let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
     cfg.only = only.to_vec();
     ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
@@ -75,10 +85,13 @@ pub struct VerifyArgs {
 pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     let report = if let Some(url) = &a.url {
         ceiling_load::parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let db = ceiling_verify::DbConfig::from_url(a.db_url.as_deref().unwrap_or_default()).map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
+        let db = ceiling_verify::DbConfig::from_url(a.db_url.as_deref().unwrap_or_default())
+            .map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
         run_suite(url, db, &a.only)?
     } else {
-        let Some(name) = &a.stack else { bail!("give a stack name (see stacks/) or --url with --db-url") };
+        let Some(name) = &a.stack else {
+            bail!("give a stack name (see stacks/) or --url with --db-url")
+        };
         let root = repo_root()?;
         let mut opts = StandOptions::new(&root);
         opts.db_url = a.db_url.clone();
@@ -89,15 +102,22 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
             .stand;
         eprintln!("stand: starting PostgreSQL…");
         let mut stand = Stand::start(&opts, &settings).map_err(|e| anyhow::anyhow!("{e}"))?;
-        stand.prepare_data(settings.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
+        stand
+            .prepare_data(settings.seed)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
         eprintln!("[{name}] building…");
-        stand.build_stack(&spec, a.rebuild).map_err(|e| anyhow::anyhow!("{e}"))?;
+        stand
+            .build_stack(&spec, a.rebuild)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut stack = stand.start_stack(&spec, &settings, db.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stack = stand
+            .start_stack(&spec, &settings, db.clone())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         eprintln!("[{name}] verifying {}…", stack.url());
         let admin = stand.admin().config.with_db(&db.dbname);
-        let r = run_suite(&stack.url(), to_verify_db(&admin), &a.only).context("running the conformance suite");
+        let r = run_suite(&stack.url(), to_verify_db(&admin), &a.only)
+            .context("running the conformance suite");
         stack.stop();
         stand.stop();
         r?
@@ -107,5 +127,9 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!("{}", ceiling_verify::render_text(&report));
     }
-    Ok(if report.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -56,7 +56,12 @@ enum StageClock {
 impl StageClock {
     fn at(&self, t_ns: u64) -> (Phase, usize) {
         match self {
-            StageClock::Fixed(v) => v.iter().find(|(_, _, end)| t_ns < *end).or(v.last()).map(|(p, i, _)| (*p, *i)).unwrap_or((Phase::Measure, 0)),
+            StageClock::Fixed(v) => v
+                .iter()
+                .find(|(_, _, end)| t_ns < *end)
+                .or(v.last())
+                .map(|(p, i, _)| (*p, *i))
+                .unwrap_or((Phase::Measure, 0)),
             StageClock::Live(c) => c.get(),
         }
     }
@@ -120,10 +125,18 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn outcome(&self, tag: usize, r: Result<crate::http::Response, ExchangeError>) -> (Outcome, bool) {
+    fn outcome(
+        &self,
+        tag: usize,
+        r: Result<crate::http::Response, ExchangeError>,
+    ) -> (Outcome, bool) {
         match r {
             Ok(resp) => {
-                let o = if self.specs[tag].expects(resp.status) { Outcome::Ok } else { Outcome::for_unexpected_status(resp.status) };
+                let o = if self.specs[tag].expects(resp.status) {
+                    Outcome::Ok
+                } else {
+                    Outcome::for_unexpected_status(resp.status)
+                };
                 (o, resp.reusable)
             }
             Err(ExchangeError::Reset) | Err(ExchangeError::Closed) => (Outcome::Reset, false),
@@ -133,7 +146,13 @@ impl Ctx {
 
     /// Sends one request on `conn` (connecting first if needed) and records it.
     /// `intended` is the latency origin: the schedule's time (open) or the write time (closed).
-    async fn exchange(&self, conn: &mut Option<Conn>, tag: usize, wire: &Wire, intended: Option<u64>) {
+    async fn exchange(
+        &self,
+        conn: &mut Option<Conn>,
+        tag: usize,
+        wire: &Wire,
+        intended: Option<u64>,
+    ) {
         let head_only = self.specs[tag].method == "HEAD";
         let timeout = self.cfg.timeout;
         let mut outcome = Outcome::Ok;
@@ -170,9 +189,12 @@ impl Ctx {
             // with one retry), send it again once on a new connection; the latency still runs from
             // the intended send time, so the retry's cost stays in the measurement.
             if matches!(res, Ok(Err(ExchangeError::Closed))) && c.served > 0 {
-                let left = timeout.saturating_sub(Duration::from_nanos(now_ns().saturating_sub(sent)));
+                let left =
+                    timeout.saturating_sub(Duration::from_nanos(now_ns().saturating_sub(sent)));
                 res = tokio::time::timeout(left, async {
-                    *c = Conn::connect(self.cfg.target.addr).await.map_err(|_| ExchangeError::Reset)?;
+                    *c = Conn::connect(self.cfg.target.addr)
+                        .await
+                        .map_err(|_| ExchangeError::Reset)?;
                     c.send(wire.as_bytes()).await?;
                     c.receive(head_only).await
                 })
@@ -220,14 +242,19 @@ struct Slot {
 
 /// Open-model shared state.
 struct Dispatch {
+    /// The worker's share of the schedule of intended send times.
+    sched: RefCell<std::iter::Peekable<Schedule>>,
+    /// Absolute start of the schedule (ns, monotonic).
+    start: u64,
+    /// This worker's share of the connection cap and of the backlog bound.
+    cap: usize,
+    backlog_cap: usize,
+    /// Idle connections, used last-in first-out so a hot set of connections does the work.
     idle: RefCell<Vec<Rc<Slot>>>,
     backlog: RefCell<VecDeque<Job>>,
     open_tasks: Cell<usize>,
     /// Connection tasks started but not yet through their first connect.
     opening: Cell<usize>,
-    next_due: Cell<u64>,
-    sched_waker: RefCell<Option<Waker>>,
-    exhausted: Cell<bool>,
 }
 
 fn wake_slot(s: &Slot) {
@@ -238,6 +265,11 @@ fn wake_slot(s: &Slot) {
 
 async fn next_job(slot: &Rc<Slot>, d: &Dispatch) -> Option<Job> {
     d.idle.borrow_mut().push(slot.clone());
+    wait_job(slot).await
+}
+
+/// Waits until the dispatcher hands this (already idle) connection a job, or closes it.
+async fn wait_job(slot: &Rc<Slot>) -> Option<Job> {
     poll_fn(|cx| {
         if let Some(j) = slot.job.take() {
             return Poll::Ready(Some(j));
@@ -252,14 +284,20 @@ async fn next_job(slot: &Rc<Slot>, d: &Dispatch) -> Option<Job> {
 }
 
 async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
-    let slot = Rc::new(Slot { job: Cell::new(None), waker: Cell::new(None), closed: Cell::new(false) });
+    let slot = Rc::new(Slot {
+        job: Cell::new(None),
+        waker: Cell::new(None),
+        closed: Cell::new(false),
+    });
     let mut conn: Option<Conn> = None;
     let mut first_done = false;
     let mut job = match first {
         Some(j) => j,
         None => {
             // Pre-opened before the schedule starts: connect, then wait for work.
-            if let Ok(Ok(c)) = tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await {
+            if let Ok(Ok(c)) =
+                tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await
+            {
                 conn = Some(c);
                 ctx.conns.set(ctx.conns.get() + 1);
             }
@@ -279,7 +317,9 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
     };
     if !first_done {
         // A new connection for a waiting request: it counts as "opening" only until connected.
-        if let Ok(Ok(c)) = tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await {
+        if let Ok(Ok(c)) =
+            tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await
+        {
             conn = Some(c);
             ctx.conns.set(ctx.conns.get() + 1);
         }
@@ -287,24 +327,27 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
         d.opening.set(d.opening.get() - 1);
     }
     loop {
-        ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended)).await;
-        // I/O-driven dispatch: if the schedule is due, run the dispatcher now rather than waiting
-        // for its timer.
-        if now_ns() >= d.next_due.get() {
-            if let Some(w) = d.sched_waker.borrow().as_ref() {
-                w.wake_by_ref();
-            }
-        }
+        ctx.exchange(&mut conn, job.tag, &job.wire, Some(job.intended))
+            .await;
+        // Requests queued for a connection go first (oldest first).
         let queued = d.backlog.borrow_mut().pop_front();
-        if queued.is_some() {
+        if let Some(j) = queued {
             ctx.backlog.set(d.backlog.borrow().len() as u64);
+            // Sends that fell due meanwhile are dispatched here too, not only by the timer task.
+            dispatch_due(&ctx, &d, now_ns());
+            job = j;
+            continue;
         }
-        job = match queued {
+        // Completion-driven dispatch: every finished exchange dispatches whatever is due, with
+        // this connection on top of the idle stack so it takes the first due send itself, without
+        // a wake-up. The timer task alone would be queued behind every connection made ready by
+        // the same epoll turn: at tens of thousands of requests per second such a burst holds the
+        // schedule back by a millisecond or more.
+        d.idle.borrow_mut().push(slot.clone());
+        dispatch_due(&ctx, &d, now_ns());
+        job = match wait_job(&slot).await {
             Some(j) => j,
-            None => match next_job(&slot, &d).await {
-                Some(j) => j,
-                None => break,
-            },
+            None => break,
         };
     }
     if conn.is_some() {
@@ -313,26 +356,88 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
     d.open_tasks.set(d.open_tasks.get() - 1);
 }
 
-async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), start: u64) -> Result<(), String> {
+/// Dispatches every send of the schedule that is due at `now`: to an idle connection, to a new
+/// connection, to the backlog, or (backlog full) counted as generator overload. Returns the next
+/// intended send time, or `None` when the schedule is exhausted. Called by the timer task and by
+/// every connection as it finishes an exchange (completion-driven dispatch).
+fn dispatch_due(ctx: &Rc<Ctx>, d: &Rc<Dispatch>, now: u64) -> Option<u64> {
+    if ctx.stopping.get() {
+        return None;
+    }
+    let mut sched = d.sched.borrow_mut();
+    loop {
+        let intended = d.start + sched.peek()?.at;
+        if intended > now {
+            return Some(intended);
+        }
+        sched.next();
+        let (tag, wire) = {
+            let mut m = ctx.mix.borrow_mut();
+            let (mix, rng) = &mut *m;
+            let tag = mix.pick(rng);
+            (tag, mix.render(tag, rng))
+        };
+        {
+            // Schedule lag = how late the generator itself dispatched this request: its own
+            // punctuality, which the generator-bound check judges. Waiting for a connection
+            // afterwards (all busy, new ones being accepted by a loaded service) is the
+            // service's side: it is inside the latency from the intended time, and hitting
+            // the connection cap shows as backlog/overflow.
+            let mut rec = ctx.rec.borrow_mut();
+            rec.rotate(now);
+            rec.cur.offered += 1;
+            record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
+        }
+        let job = Job {
+            intended,
+            tag,
+            wire,
+        };
+        let idle = d.idle.borrow_mut().pop();
+        if let Some(slot) = idle {
+            slot.job.set(Some(job));
+            wake_slot(&slot);
+        } else if d.open_tasks.get() < d.cap && d.opening.get() < MAX_OPENING {
+            // A new connection only when every open one is busy, and only a bounded number
+            // connecting at once: otherwise a burst of arrivals during the first connects opens
+            // a connection per arrival (a connect storm); the others wait in the backlog and
+            // go to the first connections that come up, still timed from their intended time.
+            d.open_tasks.set(d.open_tasks.get() + 1);
+            d.opening.set(d.opening.get() + 1);
+            tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), Some(job)));
+        } else if d.backlog.borrow().len() < d.backlog_cap {
+            d.backlog.borrow_mut().push_back(job);
+            ctx.backlog.set(d.backlog.borrow().len() as u64);
+        } else {
+            // Generator overload: the request is counted, never silently dropped.
+            ctx.rec.borrow_mut().cur.overflow += 1;
+        }
+    }
+}
+
+async fn run_open(
+    ctx: Rc<Ctx>,
+    stages: Vec<TimedStage>,
+    shard: (u64, u64),
+    start: u64,
+) -> Result<(), String> {
     let cfg = ctx.cfg.clone();
     let d = Rc::new(Dispatch {
+        sched: RefCell::new(Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable()),
+        start,
+        // Each worker may hold its share of the connection cap and of the backlog.
+        cap: (cfg.max_connections / shard.1 as usize).max(1),
+        backlog_cap: (cfg.max_backlog / shard.1 as usize).max(1),
         idle: RefCell::new(Vec::new()),
         backlog: RefCell::new(VecDeque::new()),
         open_tasks: Cell::new(0),
         opening: Cell::new(0),
-        next_due: Cell::new(0),
-        sched_waker: RefCell::new(None),
-        exhausted: Cell::new(false),
     });
-    // Each worker may hold its share of the connection cap.
-    let cap = (cfg.max_connections / shard.1 as usize).max(1);
-    let backlog_cap = (cfg.max_backlog / shard.1 as usize).max(1);
-    let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
     let mut timer = PreciseTimer::new().map_err(|e| format!("cannot create timerfd: {e}"))?;
     // Like wrk, open a first set of keep-alive connections before the first intended send time,
     // so the start of the run does not measure connection set-up.
     if cfg.keep_alive {
-        for _ in 0..cap.min(PRECONNECT) {
+        for _ in 0..d.cap.min(PRECONNECT) {
             d.open_tasks.set(d.open_tasks.get() + 1);
             d.opening.set(d.opening.get() + 1);
             tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), None));
@@ -342,70 +447,19 @@ async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), star
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
+    // The timer task: dispatches when no connection finishes in time to do it (low rates, idle
+    // gaps, a stalled service).
     poll_fn(|cx| loop {
         if ctx.stopping.get() {
             return Poll::Ready(());
         }
-        let now = now_ns();
-        while let Some(a) = sched.peek() {
-            let at = start + a.at;
-            if at > now {
-                break;
-            }
-            let a = sched.next().unwrap();
-            let intended = start + a.at;
-            let (tag, wire) = {
-                let mut m = ctx.mix.borrow_mut();
-                let (mix, rng) = &mut *m;
-                let tag = mix.pick(rng);
-                (tag, mix.render(tag, rng))
-            };
-            {
-                // Schedule lag = how late the generator itself dispatched this request: its own
-                // punctuality, which the generator-bound check judges. Waiting for a connection
-                // afterwards (all busy, new ones being accepted by a loaded service) is the
-                // service's side: it is inside the latency from the intended time, and hitting
-                // the connection cap shows as backlog/overflow.
-                let mut rec = ctx.rec.borrow_mut();
-                rec.rotate(now);
-                rec.cur.offered += 1;
-                record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
-            }
-            let job = Job { intended, tag, wire };
-            let idle = d.idle.borrow_mut().pop();
-            if let Some(slot) = idle {
-                slot.job.set(Some(job));
-                wake_slot(&slot);
-            } else if d.open_tasks.get() < cap && d.opening.get() < MAX_OPENING {
-                // A new connection only when every open one is busy, and only a bounded number
-                // connecting at once: otherwise a burst of arrivals during the first connects opens
-                // a connection per arrival (a connect storm); the others wait in the backlog and
-                // go to the first connections that come up, still timed from their intended time.
-                d.open_tasks.set(d.open_tasks.get() + 1);
-                d.opening.set(d.opening.get() + 1);
-                tokio::task::spawn_local(open_conn_task(ctx.clone(), d.clone(), Some(job)));
-            } else if d.backlog.borrow().len() < backlog_cap {
-                d.backlog.borrow_mut().push_back(job);
-                ctx.backlog.set(d.backlog.borrow().len() as u64);
-            } else {
-                // Generator overload: the request is counted, never silently dropped.
-                let mut rec = ctx.rec.borrow_mut();
-                rec.cur.overflow += 1;
-            }
-        }
-        match sched.peek() {
-            None => {
-                d.exhausted.set(true);
-                return Poll::Ready(());
-            }
-            Some(a) => {
-                let at = start + a.at;
-                d.next_due.set(at);
-                *d.sched_waker.borrow_mut() = Some(cx.waker().clone());
+        match dispatch_due(&ctx, &d, now_ns()) {
+            None => return Poll::Ready(()),
+            Some(at) => {
                 // Wake on a TIMER_GRID_NS grid: sends due within one slot go out in one wake-up.
                 // Each wake-up costs a timerfd re-arm and an epoll round trip; at tens of thousands
                 // of requests per second, waking once per request would cost more than the request.
-                // Sends between I/O events are already handled by the connections' wake-ups above.
+                // Sends between timer wake-ups are dispatched by the connections as they finish.
                 timer.arm(at.div_ceil(TIMER_GRID_NS) * TIMER_GRID_NS);
                 if timer.poll_fired(cx).is_pending() {
                     return Poll::Pending;
@@ -414,10 +468,12 @@ async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), star
         }
     })
     .await;
-    d.next_due.set(u64::MAX);
     // Drain: let in-flight requests finish (each is bounded by the request timeout).
     let drain_deadline = now_ns() + cfg.timeout.as_nanos() as u64 + 1_000_000_000;
-    while (d.idle.borrow().len() < d.open_tasks.get() || !d.backlog.borrow().is_empty()) && now_ns() < drain_deadline && !ctx.stopping.get() {
+    while (d.idle.borrow().len() < d.open_tasks.get() || !d.backlog.borrow().is_empty())
+        && now_ns() < drain_deadline
+        && !ctx.stopping.get()
+    {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     for s in d.idle.borrow_mut().drain(..) {
@@ -428,12 +484,24 @@ async fn run_open(ctx: Rc<Ctx>, stages: Vec<TimedStage>, shard: (u64, u64), star
     Ok(())
 }
 
-async fn run_closed(ctx: Rc<Ctx>, stages: Vec<(Phase, usize, Stage)>, shard: (u64, u64), live: Rc<Cell<(Phase, usize)>>) -> Result<(), String> {
+async fn run_closed(
+    ctx: Rc<Ctx>,
+    stages: Vec<(Phase, usize, Stage)>,
+    shard: (u64, u64),
+    live: Rc<Cell<(Phase, usize)>>,
+) -> Result<(), String> {
     for (phase, idx, st) in stages {
         if ctx.stopping.get() {
             break;
         }
-        let Stage::Closed { connections, duration, requests } = st else { continue };
+        let Stage::Closed {
+            connections,
+            duration,
+            requests,
+        } = st
+        else {
+            continue;
+        };
         live.set((phase, idx));
         {
             let mut rec = ctx.rec.borrow_mut();
@@ -445,7 +513,9 @@ async fn run_closed(ctx: Rc<Ctx>, stages: Vec<(Phase, usize, Stage)>, shard: (u6
         let share = |total: u64| total / shard.1 + u64::from(shard.0 < total % shard.1);
         let n = share(connections as u64) as usize;
         let budget = Rc::new(Cell::new(requests.map(share).unwrap_or(u64::MAX)));
-        let deadline = duration.map(|d| now_ns() + d.as_nanos() as u64).unwrap_or(u64::MAX);
+        let deadline = duration
+            .map(|d| now_ns() + d.as_nanos() as u64)
+            .unwrap_or(u64::MAX);
         let mut tasks = Vec::new();
         for _ in 0..n {
             let ctx = ctx.clone();
@@ -475,7 +545,13 @@ async fn run_closed(ctx: Rc<Ctx>, stages: Vec<(Phase, usize, Stage)>, shard: (u6
 }
 
 /// Runs one worker thread's share of the load.
-fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64, u64), start: u64, tx: mpsc::Sender<Msg>) {
+fn worker(
+    cfg: Arc<LoadConfig>,
+    tables: HashMap<String, Arc<Table>>,
+    shard: (u64, u64),
+    start: u64,
+    tx: mpsc::Sender<Msg>,
+) {
     let fail = |m: String| {
         let _ = tx.send(Msg::Failed(m));
     };
@@ -484,13 +560,28 @@ fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64
     // only the generator's threads, never the stack's or PostgreSQL's). Without the privilege the
     // thread keeps its normal priority, and the lag self-check still catches any effect.
     // SAFETY: setpriority on the calling thread's own tid.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, GENERATOR_NICE) };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    unsafe {
+        libc::setpriority(
+            libc::PRIO_PROCESS,
+            libc::gettid() as libc::id_t,
+            GENERATOR_NICE,
+        )
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the generator runtime: {e}")),
     };
     let host = cfg.target.host_header.clone();
-    let mix = match Mix::new(&cfg.requests, tables, &host, &cfg.target.base_path, cfg.keep_alive) {
+    let mix = match Mix::new(
+        &cfg.requests,
+        tables,
+        &host,
+        &cfg.target.base_path,
+        cfg.keep_alive,
+    ) {
         Ok(m) => m,
         Err(e) => return fail(e),
     };
@@ -501,21 +592,44 @@ fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64
             let w = timed_stages(&cfg.warmup, 0);
             let wend = w.last().map(|s| s.end).unwrap_or(0);
             let m = timed_stages(&cfg.stages, wend);
-            let mut bounds: Vec<_> = w.iter().enumerate().map(|(i, s)| (Phase::Warmup, i, s.end)).collect();
-            bounds.extend(m.iter().enumerate().map(|(i, s)| (Phase::Measure, i, s.end)));
+            let mut bounds: Vec<_> = w
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (Phase::Warmup, i, s.end))
+                .collect();
+            bounds.extend(
+                m.iter()
+                    .enumerate()
+                    .map(|(i, s)| (Phase::Measure, i, s.end)),
+            );
             let all: Vec<TimedStage> = w.into_iter().chain(m).collect();
             (StageClock::Fixed(bounds), all)
         }
         Model::Closed => {
-            let first = if cfg.warmup.is_empty() { Phase::Measure } else { Phase::Warmup };
+            let first = if cfg.warmup.is_empty() {
+                Phase::Measure
+            } else {
+                Phase::Warmup
+            };
             live.set((first, 0));
             (StageClock::Live(live.clone()), Vec::new())
         }
     };
     let (p0, s0) = clock.at(0);
-    let rec = Recorder { start, cur: Second::new(0, p0, s0, ntags), tx: tx.clone(), clock, ntags, cpu_mark: thread_cpu_ns() };
+    let rec = Recorder {
+        start,
+        cur: Second::new(0, p0, s0, ntags),
+        tx: tx.clone(),
+        clock,
+        ntags,
+        cpu_mark: thread_cpu_ns(),
+    };
     // Shards draw different request streams from one seed.
-    let rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(shard.0));
+    let rng = ChaCha8Rng::seed_from_u64(
+        cfg.seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(shard.0),
+    );
     let ctx = Rc::new(Ctx {
         cfg: cfg.clone(),
         specs: cfg.requests.clone(),
@@ -541,7 +655,9 @@ fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64
                     rec.rotate(now_ns());
                 }
                 next += 1_000_000_000;
-                if tick_ctx.cfg.stop.load(Ordering::Relaxed) || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64 {
+                if tick_ctx.cfg.stop.load(Ordering::Relaxed)
+                    || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64
+                {
                     tick_ctx.stopping.set(true);
                 }
             }
@@ -549,8 +665,20 @@ fn worker(cfg: Arc<LoadConfig>, tables: HashMap<String, Arc<Table>>, shard: (u64
         let r = match cfg.model {
             Model::Open => run_open(ctx.clone(), open_stages, shard, start).await,
             Model::Closed => {
-                let mut list: Vec<(Phase, usize, Stage)> = cfg.warmup.iter().cloned().enumerate().map(|(i, s)| (Phase::Warmup, i, s)).collect();
-                list.extend(cfg.stages.iter().cloned().enumerate().map(|(i, s)| (Phase::Measure, i, s)));
+                let mut list: Vec<(Phase, usize, Stage)> = cfg
+                    .warmup
+                    .iter()
+                    .cloned()
+                    .enumerate()
+                    .map(|(i, s)| (Phase::Warmup, i, s))
+                    .collect();
+                list.extend(
+                    cfg.stages
+                        .iter()
+                        .cloned()
+                        .enumerate()
+                        .map(|(i, s)| (Phase::Measure, i, s)),
+                );
                 run_closed(ctx.clone(), list, shard, live).await
             }
         };
@@ -614,7 +742,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
         match msg {
             Msg::Second(s) => {
                 let t = s.t;
-                let entry = pending.entry(t).or_insert_with(|| (Second::new(t, s.phase, s.stage, ntags), 0));
+                let entry = pending
+                    .entry(t)
+                    .or_insert_with(|| (Second::new(t, s.phase, s.stage, ntags), 0));
                 entry.0.merge(&s);
                 entry.0.phase = s.phase;
                 entry.0.stage = s.stage;
@@ -645,6 +775,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     if let Some(e) = failure {
         return Err(LoadError::Runtime(e));
     }
-    summary.stopped_early = cfg.stop.load(Ordering::Relaxed) || now_ns() > start + cfg.hard_limit.as_nanos() as u64;
+    summary.stopped_early =
+        cfg.stop.load(Ordering::Relaxed) || now_ns() > start + cfg.hard_limit.as_nanos() as u64;
     Ok(summary)
 }

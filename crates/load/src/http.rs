@@ -46,13 +46,21 @@ impl Conn {
     pub async fn connect(addr: std::net::SocketAddr) -> std::io::Result<Conn> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
-        Ok(Conn { served: 0, stream, buf: vec![0; 16 * 1024], filled: 0 })
+        Ok(Conn {
+            served: 0,
+            stream,
+            buf: vec![0; 16 * 1024],
+            filled: 0,
+        })
     }
 
     /// Writes the request. Returns an error on a broken connection.
     pub async fn send(&mut self, req: &[u8]) -> Result<(), ExchangeError> {
         // Nothing of a response can have arrived yet: a failed write is a close before the response.
-        self.stream.write_all(req).await.map_err(|_| ExchangeError::Closed)
+        self.stream
+            .write_all(req)
+            .await
+            .map_err(|_| ExchangeError::Closed)
     }
 
     /// Reads one response. `head_only` for HEAD requests (no body follows).
@@ -70,12 +78,17 @@ impl Conn {
                         let mut close = resp.version == Some(0);
                         for h in resp.headers.iter() {
                             if h.name.eq_ignore_ascii_case("content-length") {
-                                length = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+                                length = std::str::from_utf8(h.value)
+                                    .ok()
+                                    .and_then(|v| v.trim().parse().ok());
                                 if length.is_none() {
                                     return Err(ExchangeError::Malformed);
                                 }
                             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                                chunked = h.value.windows(7).any(|w| w.eq_ignore_ascii_case(b"chunked"));
+                                chunked = h
+                                    .value
+                                    .windows(7)
+                                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
                             } else if h.name.eq_ignore_ascii_case("connection") {
                                 if h.value.eq_ignore_ascii_case(b"close") {
                                     close = true;
@@ -100,7 +113,11 @@ impl Conn {
                         } else {
                             // Body delimited by close.
                             let n = self.read_to_close(head).await;
-                            return Ok(Response { status, reusable: false, bytes: n });
+                            return Ok(Response {
+                                status,
+                                reusable: false,
+                                bytes: n,
+                            });
                         };
                         self.consume(total);
                         if self.filled == 0 {
@@ -108,10 +125,16 @@ impl Conn {
                             // sends nothing more until our next request. Drop tokio's cached read
                             // readiness now, so the next read waits for epoll instead of spending
                             // a recv() syscall that can only return EAGAIN (wrk does not pay it).
-                            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
+                            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || {
+                                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+                            });
                         }
                         self.served += 1;
-                        return Ok(Response { status, reusable: !close, bytes: total });
+                        return Ok(Response {
+                            status,
+                            reusable: !close,
+                            bytes: total,
+                        });
                     }
                     Ok(httparse::Status::Partial) => {}
                     Err(_) => return Err(ExchangeError::Malformed),
@@ -160,18 +183,26 @@ impl Conn {
         loop {
             // Chunk size line.
             let line_end = loop {
-                if let Some(i) = self.buf[pos..self.filled].windows(2).position(|w| w == b"\r\n") {
+                if let Some(i) = self.buf[pos..self.filled]
+                    .windows(2)
+                    .position(|w| w == b"\r\n")
+                {
                     break pos + i;
                 }
                 self.read_more().await?;
             };
-            let line = std::str::from_utf8(&self.buf[pos..line_end]).map_err(|_| ExchangeError::Malformed)?;
-            let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16).map_err(|_| ExchangeError::Malformed)?;
+            let line = std::str::from_utf8(&self.buf[pos..line_end])
+                .map_err(|_| ExchangeError::Malformed)?;
+            let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| ExchangeError::Malformed)?;
             pos = line_end + 2;
             if size == 0 {
                 // Trailers end with an empty line.
                 loop {
-                    if let Some(i) = self.buf[pos..self.filled].windows(2).position(|w| w == b"\r\n") {
+                    if let Some(i) = self.buf[pos..self.filled]
+                        .windows(2)
+                        .position(|w| w == b"\r\n")
+                    {
                         let empty = i == 0;
                         pos += i + 2;
                         if empty {

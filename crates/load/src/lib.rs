@@ -63,7 +63,9 @@ pub enum LoadError {
 pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> {
     let rest = url.strip_prefix("http://").ok_or_else(|| {
         if url.starts_with("https://") {
-            LoadError::Target(format!("`{url}`: https is not supported yet; benchmark the plain-HTTP port on loopback"))
+            LoadError::Target(format!(
+                "`{url}`: https is not supported yet; benchmark the plain-HTTP port on loopback"
+            ))
         } else {
             LoadError::Target(format!("`{url}` is not an http:// URL"))
         }
@@ -75,7 +77,11 @@ pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> 
     if authority.is_empty() {
         return Err(LoadError::Target(format!("`{url}` has no host")));
     }
-    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit())) && !authority.ends_with(']') {
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+        && !authority.ends_with(']')
+    {
         authority.to_string()
     } else {
         format!("{authority}:80")
@@ -84,14 +90,22 @@ pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> 
         .to_socket_addrs()
         .map_err(|e| LoadError::Target(format!("cannot resolve `{authority}`: {e}")))?
         .collect();
-    let addr = *addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).ok_or_else(|| LoadError::Target(format!("`{authority}` resolves to no address")))?;
+    let addr = *addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .ok_or_else(|| LoadError::Target(format!("`{authority}` resolves to no address")))?;
     if !allow_remote && !is_loopback(addr.ip()) {
         return Err(LoadError::Target(format!(
             "`{url}` resolves to {}, which is not loopback; ceiling sends load only to this machine unless you pass --allow-remote for an address you own",
             addr.ip()
         )));
     }
-    Ok(Target { addr, host_header: authority.to_string(), base_path: path.trim_end_matches('/').to_string() })
+    Ok(Target {
+        addr,
+        host_header: authority.to_string(),
+        base_path: path.trim_end_matches('/').to_string(),
+    })
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
@@ -138,7 +152,11 @@ pub struct LoadConfig {
 
 impl LoadConfig {
     /// Builds a config from a plan. `data_dir` resolves `@data/...` sources.
-    pub fn from_plan(plan: &Plan, target: Target, data_dir: Option<&std::path::Path>) -> Result<LoadConfig, LoadError> {
+    pub fn from_plan(
+        plan: &Plan,
+        target: Target,
+        data_dir: Option<&std::path::Path>,
+    ) -> Result<LoadConfig, LoadError> {
         let mut data = BTreeMap::new();
         for (name, src) in &plan.data {
             let path = if src.needs_stand {
@@ -152,8 +170,16 @@ impl LoadConfig {
             data.insert(name.clone(), path);
         }
         let planned = plan.total_duration();
-        let count_bound = plan.warmup.iter().chain(&plan.stages).any(|s| s.duration().is_none());
-        let hard_limit = if count_bound { Duration::from_secs(3600) } else { planned + plan.load.timeout + Duration::from_secs(10) };
+        let count_bound = plan
+            .warmup
+            .iter()
+            .chain(&plan.stages)
+            .any(|s| s.duration().is_none());
+        let hard_limit = if count_bound {
+            Duration::from_secs(3600)
+        } else {
+            planned + plan.load.timeout + Duration::from_secs(10)
+        };
         Ok(LoadConfig {
             target,
             model: plan.load.model,
@@ -179,12 +205,25 @@ mod tests {
     use super::*;
     #[test]
     fn refuses_remote_targets() {
-        assert!(parse_target("http://127.0.0.1:8080/api/", false).unwrap().base_path == "/api");
+        assert!(
+            parse_target("http://127.0.0.1:8080/api/", false)
+                .unwrap()
+                .base_path
+                == "/api"
+        );
         assert!(parse_target("http://localhost:9", false).is_ok());
-        let e = parse_target("http://10.1.2.3:80", false).unwrap_err().to_string();
-        assert!(e.contains("not loopback") && e.contains("--allow-remote"), "{e}");
+        let e = parse_target("http://10.1.2.3:80", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not loopback") && e.contains("--allow-remote"),
+            "{e}"
+        );
         assert!(parse_target("http://10.1.2.3:80", true).is_ok());
-        assert!(parse_target("https://127.0.0.1", false).unwrap_err().to_string().contains("https"));
+        assert!(parse_target("https://127.0.0.1", false)
+            .unwrap_err()
+            .to_string()
+            .contains("https"));
         assert!(parse_target("ftp://x", false).is_err());
     }
 }

@@ -23,7 +23,11 @@ pub struct Column {
 
 impl Column {
     fn get(&self, row: usize) -> &str {
-        let start = if row == 0 { 0 } else { self.ends[row - 1] as usize };
+        let start = if row == 0 {
+            0
+        } else {
+            self.ends[row - 1] as usize
+        };
         &self.text[start..self.ends[row] as usize]
     }
 }
@@ -47,9 +51,18 @@ pub struct DataError {
 
 /// Loads a CSV with a header row.
 pub fn load_table(path: &Path) -> Result<Table, DataError> {
-    let err = |m: String| DataError { path: path.to_path_buf(), message: m };
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| err(format!("cannot read data file: {e}")))?;
-    let headers: Vec<String> = rdr.headers().map_err(|e| err(format!("bad CSV header: {e}")))?.iter().map(str::to_string).collect();
+    let err = |m: String| DataError {
+        path: path.to_path_buf(),
+        message: m,
+    };
+    let mut rdr =
+        csv::Reader::from_path(path).map_err(|e| err(format!("cannot read data file: {e}")))?;
+    let headers: Vec<String> = rdr
+        .headers()
+        .map_err(|e| err(format!("bad CSV header: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
     if headers.is_empty() {
         return Err(err("the CSV has no header row".into()));
     }
@@ -66,7 +79,10 @@ pub fn load_table(path: &Path) -> Result<Table, DataError> {
     if rows == 0 {
         return Err(err("the CSV has a header but no rows".into()));
     }
-    Ok(Table { columns: headers.into_iter().zip(cols).collect(), rows })
+    Ok(Table {
+        columns: headers.into_iter().zip(cols).collect(),
+        rows,
+    })
 }
 
 /// Request bytes ready to write.
@@ -121,11 +137,15 @@ impl Mix {
         let mut cumulative = Vec::new();
         let mut acc = 0u64;
         for s in specs {
-            let all = std::iter::once(&s.path).chain(s.headers.iter().map(|(_, t)| t)).chain(s.body.as_ref());
+            let all = std::iter::once(&s.path)
+                .chain(s.headers.iter().map(|(_, t)| t))
+                .chain(s.body.as_ref());
             for t in all {
                 for seg in &t.segments {
                     if let Segment::Column { source, column, .. } = seg {
-                        let table = tables.get(source).ok_or_else(|| format!("request `{}`: data source `{source}` is not loaded", s.name))?;
+                        let table = tables.get(source).ok_or_else(|| {
+                            format!("request `{}`: data source `{source}` is not loaded", s.name)
+                        })?;
                         if !table.columns.contains_key(column) {
                             let mut have: Vec<_> = table.columns.keys().cloned().collect();
                             have.sort();
@@ -136,7 +156,13 @@ impl Mix {
             }
             acc += s.weight as u64;
             cumulative.push(acc);
-            reqs.push(Compiled { method: s.method.clone(), path: s.path.clone(), headers: s.headers.clone(), body: s.body.clone(), fixed: None });
+            reqs.push(Compiled {
+                method: s.method.clone(),
+                path: s.path.clone(),
+                headers: s.headers.clone(),
+                body: s.body.clone(),
+                fixed: None,
+            });
         }
         let mut mix = Mix {
             reqs,
@@ -150,7 +176,10 @@ impl Mix {
         };
         for i in 0..mix.reqs.len() {
             let r = &mix.reqs[i];
-            if r.path.is_static() && r.headers.iter().all(|(_, t)| t.is_static()) && r.body.as_ref().map_or(true, Template::is_static) {
+            if r.path.is_static()
+                && r.headers.iter().all(|(_, t)| t.is_static())
+                && r.body.as_ref().map_or(true, Template::is_static)
+            {
                 let mut buf = Vec::new();
                 let mut rng = rand::SeedableRng::seed_from_u64(0);
                 mix.render_into(i, &mut rng, &mut buf);
@@ -186,7 +215,12 @@ impl Mix {
         let r = &self.reqs[i];
         let _ = write!(s, "{} {}", r.method, self.base_path);
         expand(&r.path, &self.tables, &mut self.row_cache, rng, &mut s);
-        let _ = write!(s, " HTTP/1.1\r\nHost: {}\r\nUser-Agent: ceiling/{}\r\n", self.host, env!("CARGO_PKG_VERSION"));
+        let _ = write!(
+            s,
+            " HTTP/1.1\r\nHost: {}\r\nUser-Agent: ceiling/{}\r\n",
+            self.host,
+            env!("CARGO_PKG_VERSION")
+        );
         for (k, v) in &r.headers {
             s.push_str(k);
             s.push_str(": ");
@@ -210,20 +244,39 @@ impl Mix {
     }
 }
 
-fn expand(t: &Template, tables: &HashMap<String, Arc<Table>>, rows: &mut Vec<(String, usize)>, rng: &mut ChaCha8Rng, out: &mut String) {
+fn expand(
+    t: &Template,
+    tables: &HashMap<String, Arc<Table>>,
+    rows: &mut Vec<(String, usize)>,
+    rng: &mut ChaCha8Rng,
+    out: &mut String,
+) {
     for seg in &t.segments {
         match seg {
             Segment::Literal(l) => out.push_str(l),
             Segment::Uuid => {
                 let v: u128 = rng.gen();
-                let v = (v & !(0xF000u128 << 64) | (0x4000u128 << 64)) & !(0xC000u128 << 48) | (0x8000u128 << 48);
+                let v = (v & !(0xF000u128 << 64) | (0x4000u128 << 64)) & !(0xC000u128 << 48)
+                    | (0x8000u128 << 48);
                 let h = format!("{v:032x}");
-                let _ = write!(out, "{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+                let _ = write!(
+                    out,
+                    "{}-{}-{}-{}-{}",
+                    &h[0..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..32]
+                );
             }
             Segment::Int { lo, hi } => {
                 let _ = write!(out, "{}", rng.gen_range(*lo..=*hi));
             }
-            Segment::Column { source, column, count } => {
+            Segment::Column {
+                source,
+                column,
+                count,
+            } => {
                 let table = &tables[source];
                 let col = &table.columns[column];
                 if *count == 1 {
@@ -259,7 +312,11 @@ mod tests {
         RequestSpec {
             name: name.into(),
             weight: 1,
-            method: if body.is_some() { "POST".into() } else { "GET".into() },
+            method: if body.is_some() {
+                "POST".into()
+            } else {
+                "GET".into()
+            },
             path: Template::parse(path).unwrap(),
             headers: vec![],
             body: body.map(|b| Template::parse(b).unwrap()),
@@ -285,17 +342,44 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let one = String::from_utf8(mix.render(0, &mut rng).as_bytes().to_vec()).unwrap();
         let (id, n) = one.split_once("?n=").unwrap();
-        let row = ["a", "b", "c"].iter().position(|x| id.ends_with(&format!("/s/{x}"))).expect(&one);
-        assert!(n.starts_with(&format!("{} HTTP/1.1\r\n", row + 1)), "same row for one request: {one}");
+        let row = ["a", "b", "c"]
+            .iter()
+            .position(|x| id.ends_with(&format!("/s/{x}")))
+            .expect(&one);
+        assert!(
+            n.starts_with(&format!("{} HTTP/1.1\r\n", row + 1)),
+            "same row for one request: {one}"
+        );
         let batch = String::from_utf8(mix.render(1, &mut rng).as_bytes().to_vec()).unwrap();
-        assert_eq!(batch.split(' ').nth(1).unwrap().trim_start_matches("/s?ids=").split(',').count(), 10);
+        assert_eq!(
+            batch
+                .split(' ')
+                .nth(1)
+                .unwrap()
+                .trim_start_matches("/s?ids=")
+                .split(',')
+                .count(),
+            10
+        );
         let post = String::from_utf8(mix.render(2, &mut rng).as_bytes().to_vec()).unwrap();
         let body = post.split("\r\n\r\n").nth(1).unwrap();
         assert!(post.contains(&format!("Content-Length: {}\r\n", body.len())));
-        assert_eq!(body.len(), r#"{"id":"00000000-0000-4000-8000-000000000000","v":5}"#.len());
+        assert_eq!(
+            body.len(),
+            r#"{"id":"00000000-0000-4000-8000-000000000000","v":5}"#.len()
+        );
         assert!(matches!(mix.render(3, &mut rng), Wire::Static(_)));
-        let bad = Mix::new(&[spec("x", "/${ids.nope}", None)], HashMap::from([("ids".to_string(), Arc::new(load_table(&p).unwrap()))]), "h", "", true);
-        assert!(bad.err().unwrap().contains("has no column `nope` (it has: id, n)"));
+        let bad = Mix::new(
+            &[spec("x", "/${ids.nope}", None)],
+            HashMap::from([("ids".to_string(), Arc::new(load_table(&p).unwrap()))]),
+            "h",
+            "",
+            true,
+        );
+        assert!(bad
+            .err()
+            .unwrap()
+            .contains("has no column `nope` (it has: id, n)"));
         std::fs::remove_dir_all(&dir).ok();
     }
 

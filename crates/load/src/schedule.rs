@@ -57,7 +57,12 @@ pub fn timed_stages(stages: &[Stage], offset_ns: u64) -> Vec<TimedStage> {
                 Stage::Hold { rate, .. } => (*rate, *rate),
                 Stage::Closed { .. } => (0.0, 0.0),
             };
-            let ts = TimedStage { start: t, end: t + d, from, to };
+            let ts = TimedStage {
+                start: t,
+                end: t + d,
+                from,
+                to,
+            };
             t += d;
             ts
         })
@@ -128,7 +133,11 @@ impl Schedule {
             let local = self.target - self.done_before;
             if local <= st.total() && st.total() > 0.0 {
                 let at = st.start + (st.invert(local) * 1e9) as u64;
-                let a = Arrival { index: self.index, at: at.min(st.end.saturating_sub(1)), stage: self.stage };
+                let a = Arrival {
+                    index: self.index,
+                    at: at.min(st.end.saturating_sub(1)),
+                    stage: self.stage,
+                };
                 self.index += 1;
                 self.target += self.step();
                 return Some(a);
@@ -158,14 +167,22 @@ mod tests {
 
     fn stages() -> Vec<Stage> {
         vec![
-            Stage::Ramp { from: 0.0, to: 100.0, duration: Duration::from_secs(10) },
-            Stage::Hold { rate: 100.0, duration: Duration::from_secs(10) },
+            Stage::Ramp {
+                from: 0.0,
+                to: 100.0,
+                duration: Duration::from_secs(10),
+            },
+            Stage::Hold {
+                rate: 100.0,
+                duration: Duration::from_secs(10),
+            },
         ]
     }
 
     #[test]
     fn uniform_counts_and_spacing() {
-        let all: Vec<_> = Schedule::new(timed_stages(&stages(), 0), Arrivals::Uniform, 1, (0, 1)).collect();
+        let all: Vec<_> =
+            Schedule::new(timed_stages(&stages(), 0), Arrivals::Uniform, 1, (0, 1)).collect();
         // ramp 0→100 over 10 s = 500 requests, hold = 1000.
         assert_eq!(all.len(), 1500);
         let hold: Vec<_> = all.iter().filter(|a| a.stage == 1).collect();
@@ -182,8 +199,12 @@ mod tests {
 
     #[test]
     fn poisson_mean_rate_and_shards_partition() {
-        let st = vec![Stage::Hold { rate: 1000.0, duration: Duration::from_secs(20) }];
-        let all: Vec<_> = Schedule::new(timed_stages(&st, 0), Arrivals::Poisson, 7, (0, 1)).collect();
+        let st = vec![Stage::Hold {
+            rate: 1000.0,
+            duration: Duration::from_secs(20),
+        }];
+        let all: Vec<_> =
+            Schedule::new(timed_stages(&st, 0), Arrivals::Poisson, 7, (0, 1)).collect();
         let n = all.len() as f64;
         assert!((n - 20_000.0).abs() < 4.0 * 20_000f64.sqrt(), "{n}");
         let a: Vec<_> = Schedule::new(timed_stages(&st, 0), Arrivals::Poisson, 7, (0, 2)).collect();

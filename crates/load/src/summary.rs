@@ -49,7 +49,12 @@ impl Summary {
         Summary {
             tags: reqs
                 .iter()
-                .map(|r| TagTotals { name: r.name.clone(), latency: new_histogram(), service: new_histogram(), counts: Counts::default() })
+                .map(|r| TagTotals {
+                    name: r.name.clone(),
+                    latency: new_histogram(),
+                    service: new_histogram(),
+                    counts: Counts::default(),
+                })
                 .collect(),
             lag: new_histogram(),
             offered: 0,

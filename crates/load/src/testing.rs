@@ -13,13 +13,20 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
     let respond_at = Arc::new(respond_at);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
-    listener.set_nonblocking(true).expect("non-blocking listener");
+    listener
+        .set_nonblocking(true)
+        .expect("non-blocking listener");
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("test runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("test runtime");
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
             loop {
-                let Ok((mut s, _)) = listener.accept().await else { continue };
+                let Ok((mut s, _)) = listener.accept().await else {
+                    continue;
+                };
                 s.set_nodelay(true).ok();
                 let respond_at = respond_at.clone();
                 tokio::spawn(async move {
@@ -28,7 +35,8 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
                     loop {
                         // One request head per response (the engine does not pipeline).
                         let end = loop {
-                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n")
+                            {
                                 break i + 4;
                             }
                             match s.read(&mut buf[filled..]).await {
@@ -40,7 +48,10 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
                         filled -= end;
                         let at = respond_at(Instant::now());
                         tokio::time::sleep_until(at.into()).await;
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .await
+                            .is_err()
+                        {
                             return;
                         }
                     }

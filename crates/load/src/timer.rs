@@ -23,14 +23,20 @@ impl PreciseTimer {
         // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
         // SAFETY: timerfd_create returns a new fd or -1.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: fd is a fresh descriptor we own.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: we own the fd and it stays open for the AsyncFd's lifetime (it owns it).
-        let fd = unsafe { AsyncFd::register(owned) }.map_err(|e| io::Error::other(e.to_string()))?;
+        let fd =
+            unsafe { AsyncFd::register(owned) }.map_err(|e| io::Error::other(e.to_string()))?;
         Ok(PreciseTimer { fd, armed_for: 0 })
     }
 
@@ -41,14 +47,24 @@ impl PreciseTimer {
         }
         self.armed_for = deadline_ns;
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
             it_value: libc::timespec {
                 tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
                 tv_nsec: (deadline_ns % 1_000_000_000).max(1) as libc::c_long,
             },
         };
         // SAFETY: valid fd and itimerspec; TFD_TIMER_ABSTIME makes the deadline absolute.
-        unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+        unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
     }
 
     /// Ready once the armed deadline has passed.
@@ -61,7 +77,8 @@ impl PreciseTimer {
             };
             let mut buf = [0u8; 8];
             // SAFETY: reading 8 bytes (the expiration count) into a valid buffer.
-            let n = unsafe { libc::read(self.fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+            let n =
+                unsafe { libc::read(self.fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
             if n == 8 {
                 self.armed_for = 0;
                 return Poll::Ready(());

@@ -27,7 +27,8 @@ fn server(stall: Duration, period: Duration) -> u16 {
         if stall >= period {
             return now + stall;
         }
-        let phase = Duration::from_nanos((now.duration_since(t0).as_nanos() % period.as_nanos()) as u64);
+        let phase =
+            Duration::from_nanos((now.duration_since(t0).as_nanos() % period.as_nanos()) as u64);
         if phase < stall {
             now + (stall - phase)
         } else {
@@ -69,28 +70,79 @@ fn open_model_p99_matches_the_analytic_value_and_closed_model_hides_the_stall() 
     let port = stalling_server();
     let rate = 1000.0;
     let secs = 10;
-    let open = run(config(port, Model::Open, Stage::Hold { rate, duration: Duration::from_secs(secs) }), |_| {}).unwrap();
+    let open = run(
+        config(
+            port,
+            Model::Open,
+            Stage::Hold {
+                rate,
+                duration: Duration::from_secs(secs),
+            },
+        ),
+        |_| {},
+    )
+    .unwrap();
     let h = open.latency();
     let analytic_ms = (STALL.as_secs_f64() - 0.01 * PERIOD.as_secs_f64()) * 1000.0;
     let p99_ms = h.value_at_quantile(0.99) as f64 / 1000.0;
     let c = open.counts();
-    eprintln!("open model: {} requests, p50 {:.2} ms, p99 {:.2} ms (analytic {:.1} ms), max {:.2} ms",
-        c.total(), h.value_at_quantile(0.5) as f64 / 1000.0, p99_ms, analytic_ms, h.max() as f64 / 1000.0);
+    eprintln!(
+        "open model: {} requests, p50 {:.2} ms, p99 {:.2} ms (analytic {:.1} ms), max {:.2} ms",
+        c.total(),
+        h.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_ms,
+        analytic_ms,
+        h.max() as f64 / 1000.0
+    );
     assert_eq!(c.errors(), 0);
-    assert_eq!(c.total(), (rate as u64) * secs, "every scheduled request completes");
-    assert!((p99_ms - analytic_ms).abs() <= 0.05 * analytic_ms, "open-model p99 {p99_ms:.2} ms is not within 5% of {analytic_ms:.1} ms");
+    assert_eq!(
+        c.total(),
+        (rate as u64) * secs,
+        "every scheduled request completes"
+    );
+    assert!(
+        (p99_ms - analytic_ms).abs() <= 0.05 * analytic_ms,
+        "open-model p99 {p99_ms:.2} ms is not within 5% of {analytic_ms:.1} ms"
+    );
 
-    let closed = run(config(port, Model::Closed, Stage::Closed { connections: 10, duration: Some(Duration::from_secs(5)), requests: None }), |_| {}).unwrap();
+    let closed = run(
+        config(
+            port,
+            Model::Closed,
+            Stage::Closed {
+                connections: 10,
+                duration: Some(Duration::from_secs(5)),
+                requests: None,
+            },
+        ),
+        |_| {},
+    )
+    .unwrap();
     let hc = closed.latency();
     let cp99 = hc.value_at_quantile(0.99) as f64 / 1000.0;
     eprintln!("closed model (10 connections): {} requests, p99 {:.2} ms — the stall is hidden (coordinated omission)", hc.len(), cp99);
-    assert!(cp99 < analytic_ms / 2.0, "closed-model p99 {cp99:.2} ms was expected to hide the stall");
+    assert!(
+        cp99 < analytic_ms / 2.0,
+        "closed-model p99 {cp99:.2} ms was expected to hide the stall"
+    );
 }
 
 #[test]
 fn a_closed_run_bounded_by_request_count_sends_exactly_that_many() {
     let port = stalling_server();
-    let s = run(config(port, Model::Closed, Stage::Closed { connections: 7, duration: None, requests: Some(500) }), |_| {}).unwrap();
+    let s = run(
+        config(
+            port,
+            Model::Closed,
+            Stage::Closed {
+                connections: 7,
+                duration: None,
+                requests: Some(500),
+            },
+        ),
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(s.counts().total(), 500);
 }
 
@@ -100,7 +152,18 @@ fn connection_errors_are_counted_not_dropped() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     drop(l);
-    let s = run(config(port, Model::Open, Stage::Hold { rate: 200.0, duration: Duration::from_secs(1) }), |_| {}).unwrap();
+    let s = run(
+        config(
+            port,
+            Model::Open,
+            Stage::Hold {
+                rate: 200.0,
+                duration: Duration::from_secs(1),
+            },
+        ),
+        |_| {},
+    )
+    .unwrap();
     let c = s.counts();
     assert_eq!(c.total(), 200);
     assert_eq!(c.get(ceiling_metrics::Outcome::Connect), 200);
@@ -112,14 +175,31 @@ fn a_slow_service_gets_the_connections_it_needs_without_schedule_lag() {
     // than the connections opened up front. New connections must open as needed (not wait for a
     // whole exchange), so the generator keeps its schedule and latency is the service's 200 ms.
     let port = server(Duration::from_millis(200), Duration::from_millis(200));
-    let s = run(config(port, Model::Open, Stage::Hold { rate: 1000.0, duration: Duration::from_secs(3) }), |_| {}).unwrap();
+    let s = run(
+        config(
+            port,
+            Model::Open,
+            Stage::Hold {
+                rate: 1000.0,
+                duration: Duration::from_secs(3),
+            },
+        ),
+        |_| {},
+    )
+    .unwrap();
     let lag_p99 = s.lag.value_at_quantile(0.99) as f64 / 1000.0;
     let p50 = s.latency().value_at_quantile(0.5) as f64 / 1000.0;
     let p99 = s.latency().value_at_quantile(0.99) as f64 / 1000.0;
     eprintln!("slow service: lag p99 {lag_p99:.2} ms, latency p50 {p50:.1} ms, p99 {p99:.1} ms");
     assert_eq!(s.counts().total(), 3000);
     assert!(lag_p99 < 20.0, "schedule lag p99 {lag_p99:.2} ms");
-    assert!((195.0..240.0).contains(&p50), "latency p50 {p50:.1} ms should be the service's 200 ms");
+    assert!(
+        (195.0..240.0).contains(&p50),
+        "latency p50 {p50:.1} ms should be the service's 200 ms"
+    );
     // Requests queued behind too few connections would wait on top of the 200 ms.
-    assert!(p99 < 260.0, "latency p99 {p99:.1} ms: requests waited for connections");
+    assert!(
+        p99 < 260.0,
+        "latency p99 {p99:.1} ms: requests waited for connections"
+    );
 }

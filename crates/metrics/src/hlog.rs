@@ -2,7 +2,9 @@
 //! per request name, values in microseconds. Readable by HdrHistogram's own tools
 //! (`HistogramLogProcessor`, the Rust `interval_log` iterator, HdrHistogramVisualizer).
 
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
+};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use std::io::{self, Write};
@@ -17,7 +19,10 @@ pub struct HlogWriter<W: Write> {
 impl<W: Write> HlogWriter<W> {
     /// Writes the header: format version, StartTime/BaseTime = `start`, a comment, the legend.
     pub fn new(mut out: W, start: SystemTime, comment: &str) -> io::Result<Self> {
-        let secs = start.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        let secs = start
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
         writeln!(out, "#[Histogram log format version 1.3]")?;
         for line in comment.lines() {
             writeln!(out, "#{line}")?;
@@ -27,16 +32,30 @@ impl<W: Write> HlogWriter<W> {
         writeln!(out, "#[BaseTime: {secs:.3} (seconds since epoch)]")?;
         writeln!(out, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")?;
         out.flush()?;
-        Ok(HlogWriter { out, ser: V2DeflateSerializer::new() })
+        Ok(HlogWriter {
+            out,
+            ser: V2DeflateSerializer::new(),
+        })
     }
 
     /// Appends one interval (`start` seconds after BaseTime, `len` long), tagged. Empty histograms
     /// are written too, so a reader sees every second of every tag.
-    pub fn write(&mut self, h: &Histogram<u64>, start: Duration, len: Duration, tag: &str) -> io::Result<()> {
-        let tag = Tag::new(tag).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("`{tag}` cannot be an hlog tag")))?;
-        let mut w = IntervalLogWriterBuilder::new()
-            .begin_log_with(&mut self.out, &mut self.ser)?;
-        w.write_histogram(h, start, len, Some(tag)).map_err(|e| io::Error::new(io::ErrorKind::Other, format!("{e:?}")))
+    pub fn write(
+        &mut self,
+        h: &Histogram<u64>,
+        start: Duration,
+        len: Duration,
+        tag: &str,
+    ) -> io::Result<()> {
+        let tag = Tag::new(tag).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{tag}` cannot be an hlog tag"),
+            )
+        })?;
+        let mut w = IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.ser)?;
+        w.write_histogram(h, start, len, Some(tag))
+            .map_err(|e| io::Error::new(io::ErrorKind::Other, format!("{e:?}")))
     }
 
     /// Flushes buffered intervals to the file.
@@ -66,8 +85,9 @@ pub fn read_hlog(bytes: &[u8]) -> Result<Vec<HlogInterval>, String> {
         match entry.map_err(|e| format!("hlog parse error: {e:?}"))? {
             LogEntry::Interval(iv) => {
                 let raw = base64_decode(iv.encoded_histogram())?;
-                let histogram: Histogram<u64> =
-                    de.deserialize(&mut io::Cursor::new(raw)).map_err(|e| format!("hlog histogram decode error: {e:?}"))?;
+                let histogram: Histogram<u64> = de
+                    .deserialize(&mut io::Cursor::new(raw))
+                    .map_err(|e| format!("hlog histogram decode error: {e:?}"))?;
                 out.push(HlogInterval {
                     tag: iv.tag().map(|t| t.as_str().to_string()),
                     start: iv.start_timestamp().as_secs_f64(),
@@ -115,7 +135,12 @@ mod tests {
     #[test]
     fn round_trips_through_the_hdrhistogram_reader() {
         let mut buf = Vec::new();
-        let mut w = HlogWriter::new(&mut buf, UNIX_EPOCH + Duration::from_secs(1_700_000_000), "test").unwrap();
+        let mut w = HlogWriter::new(
+            &mut buf,
+            UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            "test",
+        )
+        .unwrap();
         let mut a = new_histogram();
         let mut b = new_histogram();
         for i in 1..=10_000u64 {
@@ -124,9 +149,17 @@ mod tests {
                 record_us(&mut b, i * 1000);
             }
         }
-        w.write(&a, Duration::from_secs(0), Duration::from_secs(1), "get").unwrap();
-        w.write(&b, Duration::from_secs(1), Duration::from_secs(1), "post").unwrap();
-        w.write(&new_histogram(), Duration::from_secs(2), Duration::from_secs(1), "get").unwrap();
+        w.write(&a, Duration::from_secs(0), Duration::from_secs(1), "get")
+            .unwrap();
+        w.write(&b, Duration::from_secs(1), Duration::from_secs(1), "post")
+            .unwrap();
+        w.write(
+            &new_histogram(),
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+            "get",
+        )
+        .unwrap();
         w.flush().unwrap();
         drop(w);
         let text = String::from_utf8(buf.clone()).unwrap();

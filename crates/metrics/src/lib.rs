@@ -8,7 +8,7 @@
 mod hlog;
 mod timeseries;
 
-pub use hlog::{read_hlog, HlogWriter, HlogInterval};
+pub use hlog::{read_hlog, HlogInterval, HlogWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 
 use hdrhistogram::Histogram;
@@ -30,7 +30,8 @@ pub fn record_us(h: &mut Histogram<u64>, us: u64) {
 
 /// Adds `src` into `dst` (exact merge; both have the standard bounds).
 pub fn merge_into(dst: &mut Histogram<u64>, src: &Histogram<u64>) {
-    dst.add(src).expect("histograms with identical bounds always merge");
+    dst.add(src)
+        .expect("histograms with identical bounds always merge");
 }
 
 /// How a request ended.
@@ -134,7 +135,11 @@ pub struct TagSecond {
 impl TagSecond {
     /// Empty measurements.
     pub fn new() -> Self {
-        TagSecond { latency: new_histogram(), service: new_histogram(), counts: Counts::default() }
+        TagSecond {
+            latency: new_histogram(),
+            service: new_histogram(),
+            counts: Counts::default(),
+        }
     }
     /// Resets to empty, keeping allocations.
     pub fn reset(&mut self) {

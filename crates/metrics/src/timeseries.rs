@@ -73,7 +73,13 @@ impl TimeseriesRow {
     pub fn from_second(s: &Second, resources: &[ResourceSample]) -> Self {
         let h = s.latency();
         let c = s.counts();
-        let q = |p: f64| if h.is_empty() { 0.0 } else { ms(h.value_at_quantile(p)) };
+        let q = |p: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                ms(h.value_at_quantile(p))
+            }
+        };
         let pick = |who: &str| resources.iter().rev().find(|r| r.who == who);
         TimeseriesRow {
             t: s.t,
@@ -97,7 +103,11 @@ impl TimeseriesRow {
             err_connect: c.get(Outcome::Connect),
             err_reset: c.get(Outcome::Reset),
             err_other: c.get(Outcome::Other) + c.get(Outcome::Unexpected),
-            lag_p99_ms: if s.lag.is_empty() { 0.0 } else { ms(s.lag.value_at_quantile(0.99)) },
+            lag_p99_ms: if s.lag.is_empty() {
+                0.0
+            } else {
+                ms(s.lag.value_at_quantile(0.99))
+            },
             backlog: s.backlog,
             overflow: s.overflow,
             connections: s.connections,
@@ -118,7 +128,9 @@ pub struct TimeseriesWriter<W: Write> {
 impl<W: Write> TimeseriesWriter<W> {
     /// A writer that emits the header with the first row.
     pub fn new(out: W) -> Self {
-        TimeseriesWriter { csv: csv::Writer::from_writer(out) }
+        TimeseriesWriter {
+            csv: csv::Writer::from_writer(out),
+        }
     }
     /// Writes and flushes one row.
     pub fn write(&mut self, row: &TimeseriesRow) -> std::io::Result<()> {
@@ -129,5 +141,8 @@ impl<W: Write> TimeseriesWriter<W> {
 
 /// Reads `timeseries.csv` back (used by `ceiling report` and tests).
 pub fn read_timeseries<R: std::io::Read>(r: R) -> Result<Vec<TimeseriesRow>, String> {
-    csv::Reader::from_reader(r).deserialize().collect::<Result<_, _>>().map_err(|e| format!("timeseries.csv: {e}"))
+    csv::Reader::from_reader(r)
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("timeseries.csv: {e}"))
 }

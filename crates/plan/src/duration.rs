@@ -4,7 +4,11 @@ use std::time::Duration;
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     // humantime has no fractions; accept a plain fractional seconds/minutes form too.
-    if let Some(num) = t.strip_suffix("ms").or_else(|| t.strip_suffix('s')).filter(|n| n.contains('.')) {
+    if let Some(num) = t
+        .strip_suffix("ms")
+        .or_else(|| t.strip_suffix('s'))
+        .filter(|n| n.contains('.'))
+    {
         let mult = if t.ends_with("ms") { 0.001 } else { 1.0 };
         return num
             .trim()
@@ -12,9 +16,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
             .map(|v| Duration::from_secs_f64(v * mult))
-            .ok_or_else(|| format!("`{s}` is not a duration (write e.g. \"30s\", \"10m\", \"250ms\")"));
+            .ok_or_else(|| {
+                format!("`{s}` is not a duration (write e.g. \"30s\", \"10m\", \"250ms\")")
+            });
     }
-    humantime::parse_duration(t).map_err(|_| format!("`{s}` is not a duration (write e.g. \"30s\", \"10m\", \"250ms\")"))
+    humantime::parse_duration(t)
+        .map_err(|_| format!("`{s}` is not a duration (write e.g. \"30s\", \"10m\", \"250ms\")"))
 }
 
 /// Formats a duration compactly for tables: `1h05m`, `10m`, `30s`, `1.5s`, `250ms`.
@@ -28,7 +35,11 @@ pub fn format_duration(d: Duration) -> String {
     }
     let s = d.as_secs_f64();
     if s < 60.0 {
-        return if (s - s.round()).abs() < 1e-9 { format!("{}s", s as u64) } else { format!("{s:.1}s") };
+        return if (s - s.round()).abs() < 1e-9 {
+            format!("{}s", s as u64)
+        } else {
+            format!("{s:.1}s")
+        };
     }
     let total = s.round() as u64;
     let (h, m, sec) = (total / 3600, (total % 3600) / 60, total % 60);
@@ -46,7 +57,10 @@ mod tests {
     #[test]
     fn parses_common_forms() {
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
-        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(parse_duration("2.5s").unwrap(), Duration::from_millis(2500));
         assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
         assert!(parse_duration("ten").is_err());

@@ -63,5 +63,9 @@ pub fn parse_plan(text: &str, path: &Path) -> Result<Plan, PlanError> {
 
 /// 1-based line of a byte offset in `text`.
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
 }

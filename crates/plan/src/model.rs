@@ -96,11 +96,19 @@ pub struct LoadSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
     /// Open model: rate changes linearly from `from` to `to` RPS.
-    Ramp { from: f64, to: f64, duration: Duration },
+    Ramp {
+        from: f64,
+        to: f64,
+        duration: Duration,
+    },
     /// Open model: constant rate; a shelf the analysis judges.
     Hold { rate: f64, duration: Duration },
     /// Closed model: `connections` loops for a duration or a request count.
-    Closed { connections: usize, duration: Option<Duration>, requests: Option<u64> },
+    Closed {
+        connections: usize,
+        duration: Option<Duration>,
+        requests: Option<u64>,
+    },
 }
 
 impl Stage {
@@ -192,11 +200,21 @@ impl Slo {
         let mut parts: Vec<String> = self
             .limits
             .iter()
-            .map(|l| format!("{}≤{}", pct_name(l.percentile), crate::format_duration(l.limit)))
+            .map(|l| {
+                format!(
+                    "{}≤{}",
+                    pct_name(l.percentile),
+                    crate::format_duration(l.limit)
+                )
+            })
             .collect();
         for (name, ls) in &self.per_request {
             for l in ls {
-                parts.push(format!("{name}:{}≤{}", pct_name(l.percentile), crate::format_duration(l.limit)));
+                parts.push(format!(
+                    "{name}:{}≤{}",
+                    pct_name(l.percentile),
+                    crate::format_duration(l.limit)
+                ));
             }
         }
         parts.push(format!("errors<{}%", self.max_error_rate * 100.0));
@@ -300,7 +318,11 @@ impl Plan {
 
     /// Total duration of warm-up + measured stages (closed stages bounded by count contribute 0).
     pub fn total_duration(&self) -> Duration {
-        self.warmup.iter().chain(&self.stages).filter_map(Stage::duration).sum()
+        self.warmup
+            .iter()
+            .chain(&self.stages)
+            .filter_map(Stage::duration)
+            .sum()
     }
 
     /// A copy with every measured duration multiplied by `factor` (rates, counts and the warm-up
@@ -308,11 +330,24 @@ impl Plan {
     pub fn scaled(&self, factor: f64) -> Plan {
         let s = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() * factor);
         let sc = |st: &Stage| match st {
-            Stage::Ramp { from, to, duration } => Stage::Ramp { from: *from, to: *to, duration: s(*duration) },
-            Stage::Hold { rate, duration } => Stage::Hold { rate: *rate, duration: s(*duration) },
-            Stage::Closed { connections, duration, requests } => {
-                Stage::Closed { connections: *connections, duration: duration.map(s), requests: *requests }
-            }
+            Stage::Ramp { from, to, duration } => Stage::Ramp {
+                from: *from,
+                to: *to,
+                duration: s(*duration),
+            },
+            Stage::Hold { rate, duration } => Stage::Hold {
+                rate: *rate,
+                duration: s(*duration),
+            },
+            Stage::Closed {
+                connections,
+                duration,
+                requests,
+            } => Stage::Closed {
+                connections: *connections,
+                duration: duration.map(s),
+                requests: *requests,
+            },
         };
         let mut p = self.clone();
         // Warm-up is not scaled: it exists to reach steady state (JIT, pools, caches), which takes

@@ -163,7 +163,12 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, span: Option<std::ops::Range<usize>>, field: impl Into<String>, msg: impl Into<String>) -> PlanError {
+    fn err(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        field: impl Into<String>,
+        msg: impl Into<String>,
+    ) -> PlanError {
         PlanError {
             file: self.file.to_path_buf(),
             line: span.map(|s| line_of(self.text, s.start)),
@@ -171,31 +176,66 @@ impl Ctx<'_> {
             message: msg.into(),
         }
     }
-    fn dur(&self, v: &Option<S<String>>, field: &str, default: Duration) -> Result<Duration, PlanError> {
+    fn dur(
+        &self,
+        v: &Option<S<String>>,
+        field: &str,
+        default: Duration,
+    ) -> Result<Duration, PlanError> {
         match v {
             None => Ok(default),
             Some(s) => parse_duration(s.get_ref()).map_err(|m| self.err(Some(s.span()), field, m)),
         }
     }
-    fn pos_dur(&self, v: &Option<S<String>>, field: &str, default: Duration) -> Result<Duration, PlanError> {
+    fn pos_dur(
+        &self,
+        v: &Option<S<String>>,
+        field: &str,
+        default: Duration,
+    ) -> Result<Duration, PlanError> {
         let d = self.dur(v, field, default)?;
         if d.is_zero() {
-            return Err(self.err(v.as_ref().map(|s| s.span()), field, "must be longer than zero"));
+            return Err(self.err(
+                v.as_ref().map(|s| s.span()),
+                field,
+                "must be longer than zero",
+            ));
         }
         Ok(d)
     }
-    fn frac(&self, v: &Option<S<f64>>, field: &str, default: f64, lo: f64, hi: f64) -> Result<f64, PlanError> {
+    fn frac(
+        &self,
+        v: &Option<S<f64>>,
+        field: &str,
+        default: f64,
+        lo: f64,
+        hi: f64,
+    ) -> Result<f64, PlanError> {
         match v {
             None => Ok(default),
             Some(s) if (lo..=hi).contains(s.get_ref()) => Ok(*s.get_ref()),
-            Some(s) => Err(self.err(Some(s.span()), field, format!("must be between {lo} and {hi}"))),
+            Some(s) => Err(self.err(
+                Some(s.span()),
+                field,
+                format!("must be between {lo} and {hi}"),
+            )),
         }
     }
-    fn int(&self, v: &Option<S<i64>>, field: &str, lo: i64, hi: i64) -> Result<Option<i64>, PlanError> {
+    fn int(
+        &self,
+        v: &Option<S<i64>>,
+        field: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<Option<i64>, PlanError> {
         match v {
             None => Ok(None),
             Some(s) if (lo..=hi).contains(s.get_ref()) => Ok(Some(*s.get_ref())),
-            Some(s) => Err(self.err(Some(s.span()), field, format!("must be an integer in {lo}..={hi}"))),
+            Some(s) => Err(self.err(
+                Some(s.span()),
+                field,
+                format!("must be an integer in {lo}..={hi}"),
+            )),
         }
     }
 }
@@ -209,24 +249,46 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
 
     let name = raw.name.get_ref().trim().to_string();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(cx.err(Some(raw.name.span()), "name", "must be non-empty letters, digits, `-`, `_` or `.`"));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(cx.err(
+            Some(raw.name.span()),
+            "name",
+            "must be non-empty letters, digits, `-`, `_` or `.`",
+        ));
     }
 
     // load
     let rl = raw.load.as_ref().map(|s| s.get_ref());
     let default_load = RawLoad::default();
     let rl = rl.unwrap_or(&default_load);
-    let arrivals = match rl.arrivals.as_ref().map(|s| (s.get_ref().as_str(), s.span())) {
+    let arrivals = match rl
+        .arrivals
+        .as_ref()
+        .map(|s| (s.get_ref().as_str(), s.span()))
+    {
         None | Some(("uniform", _)) => Arrivals::Uniform,
         Some(("poisson", _)) => Arrivals::Poisson,
         Some((other, span)) => {
-            return Err(cx.err(Some(span), "load.arrivals", format!("`{other}` is not an arrival process: use \"uniform\" or \"poisson\"")))
+            return Err(cx.err(
+                Some(span),
+                "load.arrivals",
+                format!("`{other}` is not an arrival process: use \"uniform\" or \"poisson\""),
+            ))
         }
     };
-    let max_connections = cx.int(&rl.max_connections, "load.max_connections", 1, 1_000_000)?.unwrap_or(10_000) as usize;
-    let max_backlog = cx.int(&rl.max_backlog, "load.max_backlog", 1, 100_000_000)?.unwrap_or(1_000_000) as usize;
-    let repetitions = cx.int(&rl.repetitions, "load.repetitions", 1, 1000)?.unwrap_or(1) as u32;
+    let max_connections = cx
+        .int(&rl.max_connections, "load.max_connections", 1, 1_000_000)?
+        .unwrap_or(10_000) as usize;
+    let max_backlog = cx
+        .int(&rl.max_backlog, "load.max_backlog", 1, 100_000_000)?
+        .unwrap_or(1_000_000) as usize;
+    let repetitions = cx
+        .int(&rl.repetitions, "load.repetitions", 1, 1000)?
+        .unwrap_or(1) as u32;
     let timeout = cx.pos_dur(&rl.timeout, "load.timeout", Duration::from_secs(10))?;
 
     // stages
@@ -286,7 +348,11 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let open = all.iter().any(|s| !matches!(s, Stage::Closed { .. }));
     if closed && open {
         let sp = raw.stages.first().map(|s| s.span());
-        return Err(cx.err(sp.clone(), "stages", "a plan is either open-model (ramp/hold) or closed-model (connections), not both"));
+        return Err(cx.err(
+            sp.clone(),
+            "stages",
+            "a plan is either open-model (ramp/hold) or closed-model (connections), not both",
+        ));
     }
     let model = if closed { Model::Closed } else { Model::Open };
 
@@ -306,7 +372,11 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
 
     // requests
     if raw.requests.is_empty() {
-        return Err(cx.err(None, "requests", "a plan needs at least one `[[requests]]` entry"));
+        return Err(cx.err(
+            None,
+            "requests",
+            "a plan needs at least one `[[requests]]` entry",
+        ));
     }
     let mut requests = Vec::new();
     for (i, r) in raw.requests.iter().enumerate() {
@@ -314,26 +384,56 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         let q = r.get_ref();
         let f = format!("requests[{i}] ({})", q.name);
         if q.name.is_empty() || q.name.contains(char::is_whitespace) {
-            return Err(cx.err(sp.clone(), format!("requests[{i}].name"), "must be non-empty, without spaces (it is a histogram tag)"));
+            return Err(cx.err(
+                sp.clone(),
+                format!("requests[{i}].name"),
+                "must be non-empty, without spaces (it is a histogram tag)",
+            ));
         }
         if requests.iter().any(|x: &RequestSpec| x.name == q.name) {
-            return Err(cx.err(sp.clone(), format!("requests[{i}].name"), format!("`{}` is used twice", q.name)));
+            return Err(cx.err(
+                sp.clone(),
+                format!("requests[{i}].name"),
+                format!("`{}` is used twice", q.name),
+            ));
         }
-        let weight = cx.int(&q.weight, &format!("{f}.weight"), 0, 1_000_000)?.unwrap_or(1);
-        let method = q.method.as_ref().map(|m| m.get_ref().to_ascii_uppercase()).unwrap_or_else(|| "GET".into());
-        if !["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"].contains(&method.as_str()) {
-            return Err(cx.err(q.method.as_ref().map(|m| m.span()), format!("{f}.method"), format!("`{method}` is not an HTTP method ceiling sends")));
+        let weight = cx
+            .int(&q.weight, &format!("{f}.weight"), 0, 1_000_000)?
+            .unwrap_or(1);
+        let method = q
+            .method
+            .as_ref()
+            .map(|m| m.get_ref().to_ascii_uppercase())
+            .unwrap_or_else(|| "GET".into());
+        if !["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"].contains(&method.as_str())
+        {
+            return Err(cx.err(
+                q.method.as_ref().map(|m| m.span()),
+                format!("{f}.method"),
+                format!("`{method}` is not an HTTP method ceiling sends"),
+            ));
         }
         let psp = Some(q.path.span());
         if !q.path.get_ref().starts_with('/') {
-            return Err(cx.err(psp, format!("{f}.path"), "must start with `/` (the base URL comes from the target)"));
+            return Err(cx.err(
+                psp,
+                format!("{f}.path"),
+                "must start with `/` (the base URL comes from the target)",
+            ));
         }
-        let tpl = |s: &str, field: &str| Template::parse(s).map_err(|m| cx.err(sp.clone(), format!("{f}.{field}"), m));
-        let path = Template::parse(q.path.get_ref()).map_err(|m| cx.err(psp, format!("{f}.path"), m))?;
+        let tpl = |s: &str, field: &str| {
+            Template::parse(s).map_err(|m| cx.err(sp.clone(), format!("{f}.{field}"), m))
+        };
+        let path =
+            Template::parse(q.path.get_ref()).map_err(|m| cx.err(psp, format!("{f}.path"), m))?;
         let mut headers = Vec::new();
         for (k, v) in &q.headers {
             if k.is_empty() || k.contains([':', '\r', '\n', ' ']) {
-                return Err(cx.err(sp.clone(), format!("{f}.headers"), format!("`{k}` is not a header name")));
+                return Err(cx.err(
+                    sp.clone(),
+                    format!("{f}.headers"),
+                    format!("`{k}` is not a header name"),
+                ));
             }
             headers.push((k.clone(), tpl(v, &format!("headers.{k}"))?));
         }
@@ -341,11 +441,17 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         let mut expect = Vec::new();
         for s in &q.expect {
             if !(100..=599).contains(s) {
-                return Err(cx.err(sp.clone(), format!("{f}.expect"), format!("{s} is not an HTTP status")));
+                return Err(cx.err(
+                    sp.clone(),
+                    format!("{f}.expect"),
+                    format!("{s} is not an HTTP status"),
+                ));
             }
             expect.push(*s as u16);
         }
-        let all_tpls = std::iter::once(&path).chain(headers.iter().map(|(_, t)| t)).chain(body.as_ref());
+        let all_tpls = std::iter::once(&path)
+            .chain(headers.iter().map(|(_, t)| t))
+            .chain(body.as_ref());
         for t in all_tpls {
             for src in t.sources() {
                 if !data.contains_key(src) {
@@ -353,15 +459,30 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
                 }
             }
         }
-        requests.push(RequestSpec { name: q.name.clone(), weight: weight as u32, method, path, headers, body, expect });
+        requests.push(RequestSpec {
+            name: q.name.clone(),
+            weight: weight as u32,
+            method,
+            path,
+            headers,
+            body,
+            expect,
+        });
     }
     if requests.iter().all(|r| r.weight == 0) {
-        return Err(cx.err(raw.requests.first().map(|r| r.span()), "requests", "at least one request needs a weight above 0"));
+        return Err(cx.err(
+            raw.requests.first().map(|r| r.span()),
+            "requests",
+            "at least one request needs a weight above 0",
+        ));
     }
 
     // slo
     let mut slo = Slo {
-        limits: vec![PercentileLimit { percentile: 99.0, limit: Duration::from_millis(350) }],
+        limits: vec![PercentileLimit {
+            percentile: 99.0,
+            limit: Duration::from_millis(350),
+        }],
         max_error_rate: 0.01,
         per_request: BTreeMap::new(),
     };
@@ -372,24 +493,67 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             if k == "errors" {
                 slo.max_error_rate = match v.get_ref() {
                     toml::Value::Float(f) if (0.0..=1.0).contains(f) => *f,
-                    toml::Value::String(p) if p.trim().ends_with('%') => p.trim().trim_end_matches('%').trim().parse::<f64>().ok().filter(|v| (0.0..=100.0).contains(v)).map(|v| v / 100.0).ok_or_else(|| cx.err(sp.clone(), "slo.errors", "write a fraction like 0.01 or a percentage like \"1%\""))?,
-                    _ => return Err(cx.err(sp.clone(), "slo.errors", "write a fraction like 0.01 or a percentage like \"1%\"")),
+                    toml::Value::String(p) if p.trim().ends_with('%') => p
+                        .trim()
+                        .trim_end_matches('%')
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| (0.0..=100.0).contains(v))
+                        .map(|v| v / 100.0)
+                        .ok_or_else(|| {
+                            cx.err(
+                                sp.clone(),
+                                "slo.errors",
+                                "write a fraction like 0.01 or a percentage like \"1%\"",
+                            )
+                        })?,
+                    _ => {
+                        return Err(cx.err(
+                            sp.clone(),
+                            "slo.errors",
+                            "write a fraction like 0.01 or a percentage like \"1%\"",
+                        ))
+                    }
                 };
             } else if k == "requests" {
-                let tbl = v.get_ref().as_table().ok_or_else(|| cx.err(sp.clone(), "slo.requests", "must be a table of request name → { p99 = \"…\" }"))?;
+                let tbl = v.get_ref().as_table().ok_or_else(|| {
+                    cx.err(
+                        sp.clone(),
+                        "slo.requests",
+                        "must be a table of request name → { p99 = \"…\" }",
+                    )
+                })?;
                 for (rname, lims) in tbl {
                     if !requests.iter().any(|r| &r.name == rname) {
-                        return Err(cx.err(sp.clone(), format!("slo.requests.{rname}"), "is not the name of a request in this plan"));
+                        return Err(cx.err(
+                            sp.clone(),
+                            format!("slo.requests.{rname}"),
+                            "is not the name of a request in this plan",
+                        ));
                     }
-                    let lt = lims.as_table().ok_or_else(|| cx.err(sp.clone(), format!("slo.requests.{rname}"), "must be a table like { p99 = \"100ms\" }"))?;
+                    let lt = lims.as_table().ok_or_else(|| {
+                        cx.err(
+                            sp.clone(),
+                            format!("slo.requests.{rname}"),
+                            "must be a table like { p99 = \"100ms\" }",
+                        )
+                    })?;
                     let mut out = Vec::new();
                     for (pk, pv) in lt {
-                        out.push(pct_limit(&cx, sp.clone(), &format!("slo.requests.{rname}.{pk}"), pk, pv)?);
+                        out.push(pct_limit(
+                            &cx,
+                            sp.clone(),
+                            &format!("slo.requests.{rname}.{pk}"),
+                            pk,
+                            pv,
+                        )?);
                     }
                     slo.per_request.insert(rname.clone(), out);
                 }
             } else {
-                slo.limits.push(pct_limit(&cx, sp, &format!("slo.{k}"), k, v.get_ref())?);
+                slo.limits
+                    .push(pct_limit(&cx, sp, &format!("slo.{k}"), k, v.get_ref())?);
             }
         }
     }
@@ -398,13 +562,31 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let da = RawAnalysis::default();
     let ra = raw.analysis.as_ref().map(|s| s.get_ref()).unwrap_or(&da);
     let analysis = AnalysisSettings {
-        trim_head: cx.dur(&ra.trim_head, "analysis.trim_head", Duration::from_secs(120))?,
+        trim_head: cx.dur(
+            &ra.trim_head,
+            "analysis.trim_head",
+            Duration::from_secs(120),
+        )?,
         trim_tail: cx.dur(&ra.trim_tail, "analysis.trim_tail", Duration::from_secs(30))?,
-        min_window: cx.dur(&ra.min_window, "analysis.min_window", Duration::from_secs(600))?,
+        min_window: cx.dur(
+            &ra.min_window,
+            "analysis.min_window",
+            Duration::from_secs(600),
+        )?,
         stability: cx.frac(&ra.stability, "analysis.stability", 0.05, 0.0, 1.0)?,
         working_load: cx.frac(&ra.working_load, "analysis.working_load", 0.70, 0.0, 1.0)?,
-        max_schedule_lag: cx.pos_dur(&ra.max_schedule_lag, "analysis.max_schedule_lag", Duration::from_millis(10))?,
-        max_generator_cpu: cx.frac(&ra.max_generator_cpu, "analysis.max_generator_cpu", 90.0, 1.0, 100.0)?,
+        max_schedule_lag: cx.pos_dur(
+            &ra.max_schedule_lag,
+            "analysis.max_schedule_lag",
+            Duration::from_millis(10),
+        )?,
+        max_generator_cpu: cx.frac(
+            &ra.max_generator_cpu,
+            "analysis.max_generator_cpu",
+            90.0,
+            1.0,
+            100.0,
+        )?,
     };
 
     // stand
@@ -416,24 +598,56 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
-            _ => return Err(cx.err(raw.stand.as_ref().map(|s| s.span()), format!("stand.postgres_settings.{k}"), "must be a string, number or boolean")),
+            toml::Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            _ => {
+                return Err(cx.err(
+                    raw.stand.as_ref().map(|s| s.span()),
+                    format!("stand.postgres_settings.{k}"),
+                    "must be a string, number or boolean",
+                ))
+            }
         };
         postgres_settings.insert(k.clone(), val);
     }
     let stand = StandSettings {
-        postgres_version: cx.int(&rs.postgres_version, "stand.postgres_version", 12, 30)?.map(|v| v as u32),
+        postgres_version: cx
+            .int(&rs.postgres_version, "stand.postgres_version", 12, 30)?
+            .map(|v| v as u32),
         postgres_settings,
         seed: rs.seed.unwrap_or(1),
-        pool_size: cx.int(&rs.pool_size, "stand.pool_size", 1, 10_000)?.map(|v| v as u32),
-        workers: cx.int(&rs.workers, "stand.workers", 1, 1024)?.map(|v| v as u32),
+        pool_size: cx
+            .int(&rs.pool_size, "stand.pool_size", 1, 10_000)?
+            .map(|v| v as u32),
+        workers: cx
+            .int(&rs.workers, "stand.workers", 1, 1024)?
+            .map(|v| v as u32),
         cpus: match &rs.cpus {
-            Some(c) if !(0.01..=1024.0).contains(c.get_ref()) => return Err(cx.err(Some(c.span()), "stand.cpus", "must be between 0.01 and 1024")),
+            Some(c) if !(0.01..=1024.0).contains(c.get_ref()) => {
+                return Err(cx.err(
+                    Some(c.span()),
+                    "stand.cpus",
+                    "must be between 0.01 and 1024",
+                ))
+            }
             c => c.as_ref().map(|c| *c.get_ref()),
         },
-        memory_mb: cx.int(&rs.memory_mb, "stand.memory_mb", 16, 16_777_216)?.map(|v| v as u64),
+        memory_mb: cx
+            .int(&rs.memory_mb, "stand.memory_mb", 16, 16_777_216)?
+            .map(|v| v as u64),
         postgres_cpus: match &rs.postgres_cpus {
-            Some(c) if !(0.01..=1024.0).contains(c.get_ref()) => return Err(cx.err(Some(c.span()), "stand.postgres_cpus", "must be between 0.01 and 1024")),
+            Some(c) if !(0.01..=1024.0).contains(c.get_ref()) => {
+                return Err(cx.err(
+                    Some(c.span()),
+                    "stand.postgres_cpus",
+                    "must be between 0.01 and 1024",
+                ))
+            }
             c => c.as_ref().map(|c| *c.get_ref()),
         },
         cooldown: cx.dur(&rs.cooldown, "stand.cooldown", Duration::from_secs(30))?,
@@ -444,19 +658,39 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let dsr = RawSearch::default();
     let rsr = raw.search.as_ref().map(|s| s.get_ref()).unwrap_or(&dsr);
     let search = SearchSettings {
-        start_rate: cx.frac(&rsr.start_rate, "search.start_rate", 100.0, 1.0, 10_000_000.0)?,
+        start_rate: cx.frac(
+            &rsr.start_rate,
+            "search.start_rate",
+            100.0,
+            1.0,
+            10_000_000.0,
+        )?,
         growth: cx.frac(&rsr.growth, "search.growth", 2.0, 1.05, 100.0)?,
         tolerance: cx.frac(&rsr.tolerance, "search.tolerance", 0.05, 0.001, 0.5)?,
         probe: cx.pos_dur(&rsr.probe, "search.probe", Duration::from_secs(60))?,
-        probe_trim: cx.dur(&rsr.probe_trim, "search.probe_trim", Duration::from_secs(10))?,
+        probe_trim: cx.dur(
+            &rsr.probe_trim,
+            "search.probe_trim",
+            Duration::from_secs(10),
+        )?,
         confirm: cx.pos_dur(&rsr.confirm, "search.confirm", Duration::from_secs(300))?,
         drain: cx.dur(&rsr.drain, "search.drain", Duration::from_secs(5))?,
         repeat: cx.int(&rsr.repeat, "search.repeat", 1, 100)?.unwrap_or(3) as u32,
         max_time: cx.pos_dur(&rsr.max_time, "search.max_time", Duration::from_secs(3600))?,
-        max_rate: cx.frac(&rsr.max_rate, "search.max_rate", 1_000_000.0, 1.0, 10_000_000.0)?,
+        max_rate: cx.frac(
+            &rsr.max_rate,
+            "search.max_rate",
+            1_000_000.0,
+            1.0,
+            10_000_000.0,
+        )?,
     };
     if search.probe_trim >= search.probe {
-        return Err(cx.err(rsr.probe_trim.as_ref().map(|s| s.span()), "search.probe_trim", "must be shorter than search.probe"));
+        return Err(cx.err(
+            rsr.probe_trim.as_ref().map(|s| s.span()),
+            "search.probe_trim",
+            "must be shorter than search.probe",
+        ));
     }
 
     let quick_scale = cx.frac(&raw.quick_scale, "quick_scale", 0.05, 0.0001, 1.0)?;
@@ -466,7 +700,10 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         description: raw.description,
         source: raw.source,
         file: file.to_path_buf(),
-        target: Target { url: raw.target.url, stacks: raw.target.stacks },
+        target: Target {
+            url: raw.target.url,
+            stacks: raw.target.stacks,
+        },
         load: LoadSettings {
             model,
             arrivals,
@@ -490,19 +727,42 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     })
 }
 
-fn pct_limit(cx: &Ctx, sp: Option<std::ops::Range<usize>>, field: &str, key: &str, v: &toml::Value) -> Result<PercentileLimit, PlanError> {
+fn pct_limit(
+    cx: &Ctx,
+    sp: Option<std::ops::Range<usize>>,
+    field: &str,
+    key: &str,
+    v: &toml::Value,
+) -> Result<PercentileLimit, PlanError> {
     let p: f64 = key
         .strip_prefix('p')
         .map(|s| s.replace('_', "."))
         .and_then(|s| s.parse().ok())
         .filter(|p| *p > 0.0 && *p < 100.0)
-        .ok_or_else(|| cx.err(sp.clone(), field, format!("`{key}` is not a percentile key: use p50, p90, p95, p99, p99_9 … or `errors`")))?;
-    let s = v.as_str().ok_or_else(|| cx.err(sp.clone(), field, "must be a duration string like \"350ms\""))?;
+        .ok_or_else(|| {
+            cx.err(
+                sp.clone(),
+                field,
+                format!(
+                    "`{key}` is not a percentile key: use p50, p90, p95, p99, p99_9 … or `errors`"
+                ),
+            )
+        })?;
+    let s = v.as_str().ok_or_else(|| {
+        cx.err(
+            sp.clone(),
+            field,
+            "must be a duration string like \"350ms\"",
+        )
+    })?;
     let limit = parse_duration(s).map_err(|m| cx.err(sp.clone(), field, m))?;
     if limit.is_zero() {
         return Err(cx.err(sp.clone(), field, "must be longer than zero"));
     }
-    Ok(PercentileLimit { percentile: p, limit })
+    Ok(PercentileLimit {
+        percentile: p,
+        limit,
+    })
 }
 
 #[cfg(test)]
@@ -556,7 +816,11 @@ errors = "1%"
         let bad = GOOD.replace("weight = 70", "weight = -3");
         let e = parse_plan(&bad, Path::new("plans/t.toml")).unwrap_err();
         assert_eq!(e.line, Some(13), "{e}");
-        assert!(e.to_string().starts_with("plans/t.toml:13: requests[0] (get).weight"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("plans/t.toml:13: requests[0] (get).weight"),
+            "{e}"
+        );
 
         let bad = GOOD.replace("duration = \"20s\"", "duration = \"twenty\"");
         let e = parse_plan(&bad, Path::new("p.toml")).unwrap_err();
@@ -580,7 +844,10 @@ errors = "1%"
     #[test]
     fn rejects_mixed_models_and_scales_durations() {
         let bad = GOOD.replace("hold = 100", "connections = 100");
-        assert!(parse_plan(&bad, Path::new("p.toml")).unwrap_err().message.contains("not both"));
+        assert!(parse_plan(&bad, Path::new("p.toml"))
+            .unwrap_err()
+            .message
+            .contains("not both"));
         let p = parse_plan(GOOD, Path::new("p.toml")).unwrap();
         let q = p.scaled(0.5);
         assert_eq!(q.stages[1].duration().unwrap().as_secs(), 10);

@@ -48,7 +48,9 @@ impl Template {
                 segments.push(Segment::Literal(rest[..start].to_string()));
             }
             let after = &rest[start + 2..];
-            let end = after.find('}').ok_or_else(|| format!("unclosed placeholder `${{{after}`"))?;
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("unclosed placeholder `${{{after}`"))?;
             segments.push(parse_placeholder(&after[..end])?);
             rest = &after[end + 1..];
         }
@@ -60,7 +62,9 @@ impl Template {
 
     /// True when the template has no placeholders (it can be pre-rendered once).
     pub fn is_static(&self) -> bool {
-        self.segments.iter().all(|s| matches!(s, Segment::Literal(_)))
+        self.segments
+            .iter()
+            .all(|s| matches!(s, Segment::Literal(_)))
     }
 
     /// Data sources the template reads.
@@ -78,9 +82,17 @@ fn parse_placeholder(p: &str) -> Result<Segment, String> {
         return Ok(Segment::Uuid);
     }
     if let Some(range) = p.strip_prefix("int:") {
-        let (a, b) = range.split_once(':').ok_or_else(|| format!("`${{{p}}}`: write `${{int:LOW:HIGH}}`"))?;
-        let lo: i64 = a.trim().parse().map_err(|_| format!("`${{{p}}}`: `{a}` is not an integer"))?;
-        let hi: i64 = b.trim().parse().map_err(|_| format!("`${{{p}}}`: `{b}` is not an integer"))?;
+        let (a, b) = range
+            .split_once(':')
+            .ok_or_else(|| format!("`${{{p}}}`: write `${{int:LOW:HIGH}}`"))?;
+        let lo: i64 = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("`${{{p}}}`: `{a}` is not an integer"))?;
+        let hi: i64 = b
+            .trim()
+            .parse()
+            .map_err(|_| format!("`${{{p}}}`: `{b}` is not an integer"))?;
         if lo > hi {
             return Err(format!("`${{{p}}}`: low bound is above high bound"));
         }
@@ -88,9 +100,14 @@ fn parse_placeholder(p: &str) -> Result<Segment, String> {
     }
     let (name, count) = match p.split_once('*') {
         Some((n, c)) => {
-            let c: usize = c.trim().parse().ok().filter(|c| (1..=10_000).contains(c)).ok_or_else(|| {
-                format!("`${{{p}}}`: the count after `*` must be an integer 1..10000")
-            })?;
+            let c: usize = c
+                .trim()
+                .parse()
+                .ok()
+                .filter(|c| (1..=10_000).contains(c))
+                .ok_or_else(|| {
+                    format!("`${{{p}}}`: the count after `*` must be an integer 1..10000")
+                })?;
             (n.trim(), c)
         }
         None => (p, 1),
@@ -98,11 +115,21 @@ fn parse_placeholder(p: &str) -> Result<Segment, String> {
     let (source, column) = name.split_once('.').ok_or_else(|| {
         format!("unknown placeholder `${{{p}}}`: use `${{source.column}}`, `${{source.column*N}}`, `${{uuid}}` or `${{int:A:B}}`")
     })?;
-    let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
     if !ok(source) || !ok(column) {
-        return Err(format!("`${{{p}}}`: source and column names are letters, digits, `_` or `-`"));
+        return Err(format!(
+            "`${{{p}}}`: source and column names are letters, digits, `_` or `-`"
+        ));
     }
-    Ok(Segment::Column { source: source.to_string(), column: column.to_string(), count })
+    Ok(Segment::Column {
+        source: source.to_string(),
+        column: column.to_string(),
+        count,
+    })
 }
 
 #[cfg(test)]
@@ -110,17 +137,38 @@ mod tests {
     use super::*;
     #[test]
     fn parses_all_placeholder_kinds() {
-        let t = Template::parse(r#"{"id":"${uuid}","s":${int:0:10},"b":"${ids.id*10}","x":"${ids.id}"}"#).unwrap();
+        let t = Template::parse(
+            r#"{"id":"${uuid}","s":${int:0:10},"b":"${ids.id*10}","x":"${ids.id}"}"#,
+        )
+        .unwrap();
         assert_eq!(t.segments[1], Segment::Uuid);
         assert_eq!(t.segments[3], Segment::Int { lo: 0, hi: 10 });
-        assert_eq!(t.segments[5], Segment::Column { source: "ids".into(), column: "id".into(), count: 10 });
-        assert_eq!(t.segments[7], Segment::Column { source: "ids".into(), column: "id".into(), count: 1 });
+        assert_eq!(
+            t.segments[5],
+            Segment::Column {
+                source: "ids".into(),
+                column: "id".into(),
+                count: 10
+            }
+        );
+        assert_eq!(
+            t.segments[7],
+            Segment::Column {
+                source: "ids".into(),
+                column: "id".into(),
+                count: 1
+            }
+        );
         assert!(Template::parse("/ping").unwrap().is_static());
     }
     #[test]
     fn rejects_bad_placeholders() {
-        assert!(Template::parse("/s/${ids}").unwrap_err().contains("unknown placeholder"));
-        assert!(Template::parse("/s/${ids.id").unwrap_err().contains("unclosed"));
+        assert!(Template::parse("/s/${ids}")
+            .unwrap_err()
+            .contains("unknown placeholder"));
+        assert!(Template::parse("/s/${ids.id")
+            .unwrap_err()
+            .contains("unclosed"));
         assert!(Template::parse("${int:5:1}").is_err());
         assert!(Template::parse("${ids.id*0}").is_err());
     }

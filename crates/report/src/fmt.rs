@@ -36,17 +36,32 @@ pub fn cpu(p: Option<f64>) -> String {
 
 /// MiB: `70 MiB`.
 pub fn mib(x: Option<f64>) -> String {
-    x.map(|x| if x < 10.0 { format!("{x:.1} MiB") } else { format!("{x:.0} MiB") }).unwrap_or_else(|| "–".into())
+    x.map(|x| {
+        if x < 10.0 {
+            format!("{x:.1} MiB")
+        } else {
+            format!("{x:.0} MiB")
+        }
+    })
+    .unwrap_or_else(|| "–".into())
 }
 
 /// Optional milliseconds: `35.2 ms`.
 pub fn ms_opt(x: Option<f64>) -> String {
-    x.map(|x| format!("{} ms", fmt_ms(x))).unwrap_or_else(|| "–".into())
+    x.map(|x| format!("{} ms", fmt_ms(x)))
+        .unwrap_or_else(|| "–".into())
 }
 
 /// Microseconds: `1520 µs`.
 pub fn us(x: Option<f64>) -> String {
-    x.map(|x| if x < 10.0 { format!("{x:.1} µs") } else { format!("{x:.0} µs") }).unwrap_or_else(|| "–".into())
+    x.map(|x| {
+        if x < 10.0 {
+            format!("{x:.1} µs")
+        } else {
+            format!("{x:.0} µs")
+        }
+    })
+    .unwrap_or_else(|| "–".into())
 }
 
 /// Plain number with a sensible number of decimals.
@@ -81,8 +96,17 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let numeric = |s: &str| s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–');
-    let right: Vec<bool> = (0..n).map(|i| i > 0 && rows.iter().all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true))).collect();
+    let numeric = |s: &str| {
+        s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–')
+    };
+    let right: Vec<bool> = (0..n)
+        .map(|i| {
+            i > 0
+                && rows
+                    .iter()
+                    .all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true))
+        })
+        .collect();
     let line = |cells: &[String]| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate().take(n) {
@@ -104,7 +128,12 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
     };
     let mut out = line(header);
     out.push('\n');
-    out.push_str(&w.iter().map(|k| "─".repeat(*k)).collect::<Vec<_>>().join("  "));
+    out.push_str(
+        &w.iter()
+            .map(|k| "─".repeat(*k))
+            .collect::<Vec<_>>()
+            .join("  "),
+    );
     out.push('\n');
     for r in rows {
         out.push_str(&line(r));
@@ -116,12 +145,30 @@ pub fn text_table(header: &[String], rows: &[Vec<String>]) -> String {
 /// A GitHub-flavoured Markdown table (pipes in cells escaped).
 pub fn md_table(header: &[String], rows: &[Vec<String>]) -> String {
     let esc = |s: &String| s.replace('|', "\\|");
-    let numeric = |s: &str| s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–');
-    let mut out = format!("| {} |\n", header.iter().map(esc).collect::<Vec<_>>().join(" | "));
-    let align = |i: usize| i > 0 && rows.iter().all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true));
-    out.push_str(&format!("|{}\n", (0..header.len()).map(|i| if align(i) { "---:|" } else { "---|" }).collect::<String>()));
+    let numeric = |s: &str| {
+        s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '–')
+    };
+    let mut out = format!(
+        "| {} |\n",
+        header.iter().map(esc).collect::<Vec<_>>().join(" | ")
+    );
+    let align = |i: usize| {
+        i > 0
+            && rows
+                .iter()
+                .all(|r| r.get(i).map(|c| numeric(c)).unwrap_or(true))
+    };
+    out.push_str(&format!(
+        "|{}\n",
+        (0..header.len())
+            .map(|i| if align(i) { "---:|" } else { "---|" })
+            .collect::<String>()
+    ));
     for r in rows {
-        out.push_str(&format!("| {} |\n", r.iter().map(esc).collect::<Vec<_>>().join(" | ")));
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(esc).collect::<Vec<_>>().join(" | ")
+        ));
     }
     out
 }

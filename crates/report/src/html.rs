@@ -39,7 +39,11 @@ enum Agg {
 }
 
 /// (t, value) points of one column, bucketed to at most [`MAX_POINTS`].
-fn points(rows: &[TimeseriesRow], f: impl Fn(&TimeseriesRow) -> Option<f64>, agg: Agg) -> Vec<(f64, f64)> {
+fn points(
+    rows: &[TimeseriesRow],
+    f: impl Fn(&TimeseriesRow) -> Option<f64>,
+    agg: Agg,
+) -> Vec<(f64, f64)> {
     let k = rows.len().div_ceil(MAX_POINTS).max(1);
     rows.chunks(k)
         .map(|c| {
@@ -67,16 +71,35 @@ fn shelf_bands(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
         .filter(|s| s.phase == Phase::Warmup)
         .filter_map(|s| s.end_s)
         .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
-        .or_else(|| rows.iter().filter(|r| r.phase == "warmup").map(|r| r.t as f64 + 1.0).reduce(f64::max));
+        .or_else(|| {
+            rows.iter()
+                .filter(|r| r.phase == "warmup")
+                .map(|r| r.t as f64 + 1.0)
+                .reduce(f64::max)
+        });
     if let Some(e) = warm_end {
         if e > 0.0 {
-            bands.push(Band { x0: 0.0, x1: e, fill: "#6b7280".into(), opacity: 0.10, label: Some("warm-up".into()), title: Some("warm-up (not analysed)".into()) });
+            bands.push(Band {
+                x0: 0.0,
+                x1: e,
+                fill: "#6b7280".into(),
+                opacity: 0.10,
+                label: Some("warm-up".into()),
+                title: Some("warm-up (not analysed)".into()),
+            });
         }
     }
     for s in &a.shelves {
         let col = verdict_color(s.verdict).to_string();
         if let (Some(x0), Some(x1)) = (s.window.stage_start_s, s.window.stage_end_s) {
-            bands.push(Band { x0, x1, fill: col.clone(), opacity: 0.06, label: None, title: None });
+            bands.push(Band {
+                x0,
+                x1,
+                fill: col.clone(),
+                opacity: 0.06,
+                label: None,
+                title: None,
+            });
         }
         if let (Some(x0), Some(x1)) = (s.window.kept_start_s, s.window.kept_end_s) {
             let tip = format!(
@@ -85,9 +108,20 @@ fn shelf_bands(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
                 s.verdict,
                 fmt::rps(s.achieved_rps),
                 fmt_ms(s.latency.p99_ms),
-                if s.reasons.is_empty() { String::new() } else { format!(" — {}", s.reasons_text()) }
+                if s.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", s.reasons_text())
+                }
             );
-            bands.push(Band { x0, x1, fill: col, opacity: 0.16, label: Some(format!("{} {}", verdict_mark(s.verdict), s.label)), title: Some(tip) });
+            bands.push(Band {
+                x0,
+                x1,
+                fill: col,
+                opacity: 0.16,
+                label: Some(format!("{} {}", verdict_mark(s.verdict), s.label)),
+                title: Some(tip),
+            });
         }
     }
     bands
@@ -106,7 +140,11 @@ fn slo_lines(a: &StackAnalysis) -> Vec<HLine> {
         .limits
         .iter()
         .filter(|l| l.request.is_none())
-        .map(|l| HLine { y: l.limit_ms, label: format!("SLO {}", l.describe()), color: "#b91c1c".into() })
+        .map(|l| HLine {
+            y: l.limit_ms,
+            label: format!("SLO {}", l.describe()),
+            color: "#b91c1c".into(),
+        })
         .collect()
 }
 
@@ -115,30 +153,73 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
     let x_label = "time since run start (s)";
     let mut out = Vec::new();
 
-    let mut c = Chart::new(format!("{} — latency over time", a.stack), x_label, "latency (ms, log scale)");
+    let mut c = Chart::new(
+        format!("{} — latency over time", a.stack),
+        x_label,
+        "latency (ms, log scale)",
+    );
     c.subtitle = "Per-second percentiles from the intended send time (no coordinated omission). Shaded: shelves, darker = kept window.".into();
     c.y_log = true;
     c.series = vec![
-        Line::line("p50", PALETTE[2], points(rows, |r| Some(r.p50_ms), Agg::Max)),
-        Line::line("p90", PALETTE[3], points(rows, |r| Some(r.p90_ms), Agg::Max)),
-        Line::line("p99", PALETTE[1], points(rows, |r| Some(r.p99_ms), Agg::Max)),
+        Line::line(
+            "p50",
+            PALETTE[2],
+            points(rows, |r| Some(r.p50_ms), Agg::Max),
+        ),
+        Line::line(
+            "p90",
+            PALETTE[3],
+            points(rows, |r| Some(r.p90_ms), Agg::Max),
+        ),
+        Line::line(
+            "p99",
+            PALETTE[1],
+            points(rows, |r| Some(r.p99_ms), Agg::Max),
+        ),
     ];
     c.bands = bands.clone();
     c.band_legend = band_legend();
     c.hlines = slo_lines(a);
     out.push(svg::render(&c));
 
-    let mut c = Chart::new(format!("{} — offered vs achieved throughput", a.stack), x_label, "requests per second");
-    c.subtitle = "Offered = scheduled (open model) or sent (closed); achieved = completed, any outcome.".into();
-    let mut off = Line::line("offered (dashed)", "#111827", points(rows, |r| Some(r.offered_rps as f64), Agg::Mean));
+    let mut c = Chart::new(
+        format!("{} — offered vs achieved throughput", a.stack),
+        x_label,
+        "requests per second",
+    );
+    c.subtitle =
+        "Offered = scheduled (open model) or sent (closed); achieved = completed, any outcome."
+            .into();
+    let mut off = Line::line(
+        "offered (dashed)",
+        "#111827",
+        points(rows, |r| Some(r.offered_rps as f64), Agg::Mean),
+    );
     off.dashed = true;
     off.width = 1.3;
     c.series = vec![
-        Line::line("achieved", PALETTE[0], points(rows, |r| Some(r.achieved_rps as f64), Agg::Mean)),
+        Line::line(
+            "achieved",
+            PALETTE[0],
+            points(rows, |r| Some(r.achieved_rps as f64), Agg::Mean),
+        ),
         Line::line(
             "errors/s",
             PALETTE[1],
-            points(rows, |r| Some((r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other) as f64), Agg::Mean),
+            points(
+                rows,
+                |r| {
+                    Some(
+                        (r.err_4xx
+                            + r.err_5xx
+                            + r.err_timeout
+                            + r.err_connect
+                            + r.err_reset
+                            + r.err_other) as f64,
+                    )
+                },
+                Agg::Mean,
+            ),
         ),
         off,
     ];
@@ -146,13 +227,29 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
     c.band_legend = band_legend();
     out.push(svg::render(&c));
 
-    let mut c = Chart::new(format!("{} — CPU over time", a.stack), x_label, "CPU (% of one core)");
+    let mut c = Chart::new(
+        format!("{} — CPU over time", a.stack),
+        x_label,
+        "CPU (% of one core)",
+    );
     c.subtitle = "Process-tree CPU; 200% = two cores busy.".into();
-    c.series = vec![Line::line("stack", PALETTE[0], points(rows, |r| r.stack_cpu_pct, Agg::Mean))];
+    c.series = vec![Line::line(
+        "stack",
+        PALETTE[0],
+        points(rows, |r| r.stack_cpu_pct, Agg::Mean),
+    )];
     if rows.iter().any(|r| r.postgres_cpu_pct.is_some()) {
-        c.series.push(Line::line("postgres", PALETTE[4], points(rows, |r| r.postgres_cpu_pct, Agg::Mean)));
+        c.series.push(Line::line(
+            "postgres",
+            PALETTE[4],
+            points(rows, |r| r.postgres_cpu_pct, Agg::Mean),
+        ));
     }
-    let mut g = Line::line("generator", PALETTE[7], points(rows, |r| Some(r.generator_cpu_pct), Agg::Mean));
+    let mut g = Line::line(
+        "generator",
+        PALETTE[7],
+        points(rows, |r| Some(r.generator_cpu_pct), Agg::Mean),
+    );
     g.dashed = true;
     c.series.push(g);
     c.bands = bands.clone();
@@ -160,11 +257,23 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
     c.height = 300.0;
     out.push(svg::render(&c));
 
-    let mut c = Chart::new(format!("{} — memory over time", a.stack), x_label, "RSS (MiB)");
+    let mut c = Chart::new(
+        format!("{} — memory over time", a.stack),
+        x_label,
+        "RSS (MiB)",
+    );
     c.subtitle = "Resident set size of the process tree.".into();
-    c.series = vec![Line::line("stack", PALETTE[0], points(rows, |r| r.stack_rss_mb, Agg::Mean))];
+    c.series = vec![Line::line(
+        "stack",
+        PALETTE[0],
+        points(rows, |r| r.stack_rss_mb, Agg::Mean),
+    )];
     if rows.iter().any(|r| r.postgres_rss_mb.is_some()) {
-        c.series.push(Line::line("postgres", PALETTE[4], points(rows, |r| r.postgres_rss_mb, Agg::Mean)));
+        c.series.push(Line::line(
+            "postgres",
+            PALETTE[4],
+            points(rows, |r| r.postgres_rss_mb, Agg::Mean),
+        ));
     }
     c.bands = bands;
     c.width = 640.0;
@@ -175,33 +284,76 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
 
 fn curve_chart(a: &StackAnalysis) -> String {
     let mut shelves: Vec<_> = a.shelves.iter().filter(|s| s.requests > 0).collect();
-    shelves.sort_by(|x, y| x.rate.unwrap_or(x.offered_rps).total_cmp(&y.rate.unwrap_or(y.offered_rps)).then(x.shelf.cmp(&y.shelf)));
-    let mut c = Chart::new(format!("{} — latency vs throughput", a.stack), "achieved throughput (RPS)", "latency (ms, log scale)");
+    shelves.sort_by(|x, y| {
+        x.rate
+            .unwrap_or(x.offered_rps)
+            .total_cmp(&y.rate.unwrap_or(y.offered_rps))
+            .then(x.shelf.cmp(&y.shelf))
+    });
+    let mut c = Chart::new(
+        format!("{} — latency vs throughput", a.stack),
+        "achieved throughput (RPS)",
+        "latency (ms, log scale)",
+    );
     c.subtitle = "One point per shelf; dot fill by verdict (green valid, red failed, grey invalid); probes of a capacity search as small dots.".into();
     c.y_log = true;
     c.y_zero = false;
     c.height = 340.0;
-    let fills: Vec<String> = shelves.iter().map(|s| verdict_color(s.verdict).to_string()).collect();
+    let fills: Vec<String> = shelves
+        .iter()
+        .map(|s| verdict_color(s.verdict).to_string())
+        .collect();
     let titles: Vec<String> = shelves
         .iter()
-        .map(|s| format!("{} ({}): {} RPS, p50 {} / p90 {} / p99 {} ms", s.label, s.verdict, fmt::rps(s.achieved_rps), fmt_ms(s.latency.p50_ms), fmt_ms(s.latency.p90_ms), fmt_ms(s.latency.p99_ms)))
+        .map(|s| {
+            format!(
+                "{} ({}): {} RPS, p50 {} / p90 {} / p99 {} ms",
+                s.label,
+                s.verdict,
+                fmt::rps(s.achieved_rps),
+                fmt_ms(s.latency.p50_ms),
+                fmt_ms(s.latency.p90_ms),
+                fmt_ms(s.latency.p99_ms)
+            )
+        })
         .collect();
     for (name, col, f) in [
-        ("p50", PALETTE[2], (|s: &ceiling_analyze::ShelfResult| s.latency.p50_ms) as fn(&ceiling_analyze::ShelfResult) -> f64),
+        (
+            "p50",
+            PALETTE[2],
+            (|s: &ceiling_analyze::ShelfResult| s.latency.p50_ms)
+                as fn(&ceiling_analyze::ShelfResult) -> f64,
+        ),
         ("p90", PALETTE[3], |s| s.latency.p90_ms),
         ("p99", PALETTE[1], |s| s.latency.p99_ms),
     ] {
-        let mut l = Line::line_dots(name, col, shelves.iter().map(|s| (s.achieved_rps, f(s))).collect());
+        let mut l = Line::line_dots(
+            name,
+            col,
+            shelves.iter().map(|s| (s.achieved_rps, f(s))).collect(),
+        );
         l.dot_fills = fills.clone();
         l.titles = titles.clone();
         c.series.push(l);
     }
     if let Some(se) = &a.search {
-        let probes: Vec<_> = se.repeats.iter().flat_map(|r| r.probes.iter()).filter(|p| p.achieved_rps > 0.0).collect();
+        let probes: Vec<_> = se
+            .repeats
+            .iter()
+            .flat_map(|r| r.probes.iter())
+            .filter(|p| p.achieved_rps > 0.0)
+            .collect();
         if !probes.is_empty() {
-            let mut l = Line::line("probe p99", PALETTE[4], probes.iter().map(|p| (p.achieved_rps, p.p99_ms)).collect());
+            let mut l = Line::line(
+                "probe p99",
+                PALETTE[4],
+                probes.iter().map(|p| (p.achieved_rps, p.p99_ms)).collect(),
+            );
             l.mark = Mark::Dots;
-            l.dot_fills = probes.iter().map(|p| verdict_color(p.verdict).to_string()).collect();
+            l.dot_fills = probes
+                .iter()
+                .map(|p| verdict_color(p.verdict).to_string())
+                .collect();
             l.titles = probes.iter().map(|p| p.summary()).collect();
             c.series.push(l);
         }
@@ -227,8 +379,15 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
                     "{} RPS · p99 {}{}{}",
                     fmt::rps(a.ceiling.rps),
                     fmt::ms_opt(a.ceiling.p99_ms),
-                    a.ceiling.stack_cpu_pct.map(|c| format!(" · CPU {c:.0}%")).unwrap_or_default(),
-                    if a.ceiling.bracketed { "" } else { " · not bracketed" }
+                    a.ceiling
+                        .stack_cpu_pct
+                        .map(|c| format!(" · CPU {c:.0}%"))
+                        .unwrap_or_default(),
+                    if a.ceiling.bracketed {
+                        ""
+                    } else {
+                        " · not bracketed"
+                    }
                 )
             } else {
                 "0 — no shelf passed".to_string()
@@ -254,16 +413,43 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
         960.0,
     ));
     if r.stacks.len() > 1 {
-        let mut c = Chart::new("p99 latency vs throughput, all stacks", "achieved throughput (RPS)", "p99 latency (ms, log scale)");
-        c.subtitle = "One point per shelf with completed requests, in order of offered load.".into();
+        let mut c = Chart::new(
+            "p99 latency vs throughput, all stacks",
+            "achieved throughput (RPS)",
+            "p99 latency (ms, log scale)",
+        );
+        c.subtitle =
+            "One point per shelf with completed requests, in order of offered load.".into();
         c.y_log = true;
         c.y_zero = false;
         c.height = 360.0;
         for (i, a) in r.stacks.iter().enumerate() {
             let mut sh: Vec<_> = a.shelves.iter().filter(|s| s.requests > 0).collect();
-            sh.sort_by(|x, y| x.rate.unwrap_or(x.offered_rps).total_cmp(&y.rate.unwrap_or(y.offered_rps)));
-            let mut l = Line::line_dots(a.stack.clone(), PALETTE[i % PALETTE.len()], sh.iter().map(|s| (s.achieved_rps, s.latency.p99_ms)).collect());
-            l.titles = sh.iter().map(|s| format!("{} {} ({}): {} RPS, p99 {} ms", a.stack, s.label, s.verdict, fmt::rps(s.achieved_rps), fmt_ms(s.latency.p99_ms))).collect();
+            sh.sort_by(|x, y| {
+                x.rate
+                    .unwrap_or(x.offered_rps)
+                    .total_cmp(&y.rate.unwrap_or(y.offered_rps))
+            });
+            let mut l = Line::line_dots(
+                a.stack.clone(),
+                PALETTE[i % PALETTE.len()],
+                sh.iter()
+                    .map(|s| (s.achieved_rps, s.latency.p99_ms))
+                    .collect(),
+            );
+            l.titles = sh
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {} ({}): {} RPS, p99 {} ms",
+                        a.stack,
+                        s.label,
+                        s.verdict,
+                        fmt::rps(s.achieved_rps),
+                        fmt_ms(s.latency.p99_ms)
+                    )
+                })
+                .collect();
             c.series.push(l);
         }
         c.hlines = slo_lines(&r.stacks[0]);
@@ -304,11 +490,27 @@ pub fn render_html(r: &RunReport, series: &Series) -> Result<String, String> {
             let rows = series.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
             StackView {
                 name: a.stack.clone(),
-                anchor: format!("stack-{}", a.stack.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>()),
+                anchor: format!(
+                    "stack-{}",
+                    a.stack
+                        .chars()
+                        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                        .collect::<String>()
+                ),
                 summary: a.ceiling.summary.clone(),
-                ceiling_class: if !a.ceiling.found { "failed".into() } else if a.ceiling.bracketed { "valid".into() } else { "unbracketed".into() },
+                ceiling_class: if !a.ceiling.found {
+                    "failed".into()
+                } else if a.ceiling.bracketed {
+                    "valid".into()
+                } else {
+                    "unbracketed".into()
+                },
                 warnings: a.warnings.clone(),
-                charts: if rows.is_empty() { vec![] } else { time_charts(r, a, rows) },
+                charts: if rows.is_empty() {
+                    vec![]
+                } else {
+                    time_charts(r, a, rows)
+                },
                 curve: curve_chart(a),
                 shelves: shelf_table(a),
                 requests: request_table(a),
@@ -321,19 +523,88 @@ pub fn render_html(r: &RunReport, series: &Series) -> Result<String, String> {
     let p = &r.plan;
     let c = &p.criteria;
     let plan_kv = vec![
-        KV { k: "plan".into(), v: format!("{}{}", p.name, p.source.as_ref().map(|s| format!(" (source {s})")).unwrap_or_default()) },
-        KV { k: "description".into(), v: p.description.clone() },
-        KV { k: "model".into(), v: format!("{:?}", p.model).to_lowercase() + &format!(", arrivals {}, keep-alive {}, max connections {}, timeout {} ms", p.arrivals, if p.keep_alive { "on" } else { "off" }, p.max_connections, p.timeout_ms) },
-        KV { k: "SLO".into(), v: c.describe() },
-        KV { k: "trimming".into(), v: format!("first {} s and last {} s of every shelf dropped", c.trim_head_s, c.trim_tail_s) },
-        KV { k: "generator-bound when".into(), v: format!("schedule lag p99 > {} ms, generator CPU > {}% of a core, or any backlog overflow", c.max_schedule_lag_ms, c.max_generator_cpu) },
-        KV { k: "stages".into(), v: p.stages.iter().map(|s| format!("{}{}", if s.phase == Phase::Warmup { "warm-up " } else { "" }, s.label)).collect::<Vec<_>>().join(" → ") },
-        KV { k: "requests".into(), v: p.requests.iter().map(|q| format!("{} {} {} ×{}", q.name, q.method, q.path, q.weight)).collect::<Vec<_>>().join(" · ") },
-        KV { k: "scaled by".into(), v: format!("{}", p.scaled_by) },
-        KV { k: "repetitions".into(), v: p.repetitions.to_string() },
+        KV {
+            k: "plan".into(),
+            v: format!(
+                "{}{}",
+                p.name,
+                p.source
+                    .as_ref()
+                    .map(|s| format!(" (source {s})"))
+                    .unwrap_or_default()
+            ),
+        },
+        KV {
+            k: "description".into(),
+            v: p.description.clone(),
+        },
+        KV {
+            k: "model".into(),
+            v: format!("{:?}", p.model).to_lowercase()
+                + &format!(
+                    ", arrivals {}, keep-alive {}, max connections {}, timeout {} ms",
+                    p.arrivals,
+                    if p.keep_alive { "on" } else { "off" },
+                    p.max_connections,
+                    p.timeout_ms
+                ),
+        },
+        KV {
+            k: "SLO".into(),
+            v: c.describe(),
+        },
+        KV {
+            k: "trimming".into(),
+            v: format!(
+                "first {} s and last {} s of every shelf dropped",
+                c.trim_head_s, c.trim_tail_s
+            ),
+        },
+        KV {
+            k: "generator-bound when".into(),
+            v: format!(
+                "schedule lag p99 > {} ms, generator CPU > {}% of a core, or any backlog overflow",
+                c.max_schedule_lag_ms, c.max_generator_cpu
+            ),
+        },
+        KV {
+            k: "stages".into(),
+            v: p.stages
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}{}",
+                        if s.phase == Phase::Warmup {
+                            "warm-up "
+                        } else {
+                            ""
+                        },
+                        s.label
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" → "),
+        },
+        KV {
+            k: "requests".into(),
+            v: p.requests
+                .iter()
+                .map(|q| format!("{} {} {} ×{}", q.name, q.method, q.path, q.weight))
+                .collect::<Vec<_>>()
+                .join(" · "),
+        },
+        KV {
+            k: "scaled by".into(),
+            v: format!("{}", p.scaled_by),
+        },
+        KV {
+            k: "repetitions".into(),
+            v: p.repetitions.to_string(),
+        },
     ];
     let mut env = minijinja::Environment::new();
-    env.add_template("report.html", TEMPLATE).map_err(|e| e.to_string())?;
+    env.add_template("report.html", TEMPLATE)
+        .map_err(|e| e.to_string())?;
     let tmpl = env.get_template("report.html").map_err(|e| e.to_string())?;
     tmpl.render(minijinja::context! {
         run_id => r.run_id,

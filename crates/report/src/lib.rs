@@ -99,7 +99,11 @@ fn template_text(t: &ceiling_plan::Template) -> String {
         .iter()
         .map(|s| match s {
             Segment::Literal(x) => x.clone(),
-            Segment::Column { source, column, count } if *count > 1 => format!("${{{source}.{column}*{count}}}"),
+            Segment::Column {
+                source,
+                column,
+                count,
+            } if *count > 1 => format!("${{{source}.{column}*{count}}}"),
             Segment::Column { source, column, .. } => format!("${{{source}.{column}}}"),
             Segment::Uuid => "${uuid}".into(),
             Segment::Int { lo, hi } => format!("${{int:{lo}:{hi}}}"),
@@ -128,7 +132,12 @@ impl PlanSummary {
             requests: plan
                 .requests
                 .iter()
-                .map(|r| RequestSummary { name: r.name.clone(), weight: r.weight, method: r.method.clone(), path: template_text(&r.path) })
+                .map(|r| RequestSummary {
+                    name: r.name.clone(),
+                    weight: r.weight,
+                    method: r.method.clone(),
+                    path: template_text(&r.path),
+                })
                 .collect(),
             total_duration_s: plan.total_duration().as_secs_f64(),
         }
@@ -174,7 +183,10 @@ impl RunReport {
     pub fn new(plan: &Plan, run_id: impl Into<String>) -> Self {
         RunReport {
             schema_version: SCHEMA_VERSION,
-            tool: ToolInfo { name: "ceiling".into(), version: env!("CARGO_PKG_VERSION").into() },
+            tool: ToolInfo {
+                name: "ceiling".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
             run_id: run_id.into(),
             started: String::new(),
             environment: serde_json::Value::Null,
@@ -197,15 +209,25 @@ impl RunReport {
             ));
         }
         if let Some(n) = &self.limits_note {
-            v.push(format!("LIMITS NOT APPLIED: {n}. Stacks ran without the planned CPU/memory limits."));
+            v.push(format!(
+                "LIMITS NOT APPLIED: {n}. Stacks ran without the planned CPU/memory limits."
+            ));
         }
         let gb: Vec<String> = self
             .stacks
             .iter()
-            .flat_map(|a| a.shelves.iter().filter(|s| s.is_generator_bound()).map(move |s| format!("{}/{}", a.stack, s.label)))
+            .flat_map(|a| {
+                a.shelves
+                    .iter()
+                    .filter(|s| s.is_generator_bound())
+                    .map(move |s| format!("{}/{}", a.stack, s.label))
+            })
             .collect();
         if !gb.is_empty() {
-            v.push(format!("GENERATOR-BOUND shelves (invalid, not failed): {}.", gb.join(", ")));
+            v.push(format!(
+                "GENERATOR-BOUND shelves (invalid, not failed): {}.",
+                gb.join(", ")
+            ));
         }
         v
     }
@@ -217,10 +239,16 @@ impl RunReport {
 
     /// Parses `run.json` text (refuses a newer schema version).
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("run.json: {e}"))?;
-        let ver = v.get("schema_version").and_then(|x| x.as_u64()).unwrap_or(0);
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("run.json: {e}"))?;
+        let ver = v
+            .get("schema_version")
+            .and_then(|x| x.as_u64())
+            .unwrap_or(0);
         if ver > SCHEMA_VERSION as u64 {
-            return Err(format!("run.json has schema_version {ver}; this ceiling reads up to {SCHEMA_VERSION}"));
+            return Err(format!(
+                "run.json has schema_version {ver}; this ceiling reads up to {SCHEMA_VERSION}"
+            ));
         }
         serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
     }
@@ -234,7 +262,12 @@ fn trim(x: f64) -> String {
 /// Reads `run.json`.
 pub fn read_run_json(path: &Path) -> io::Result<RunReport> {
     let text = std::fs::read_to_string(path)?;
-    RunReport::from_json(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
+    RunReport::from_json(&text).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
 }
 
 /// Finds and reads each stack's per-second series in a results directory: `DIR/<stack>/timeseries.csv`,
@@ -243,7 +276,10 @@ pub fn read_run_json(path: &Path) -> io::Result<RunReport> {
 pub fn load_series(dir: &Path, report: &RunReport) -> Series {
     let mut out = Series::new();
     for a in &report.stacks {
-        let mut cands = vec![dir.join(&a.stack).join("timeseries.csv"), dir.join(format!("timeseries-{}.csv", a.stack))];
+        let mut cands = vec![
+            dir.join(&a.stack).join("timeseries.csv"),
+            dir.join(format!("timeseries-{}.csv", a.stack)),
+        ];
         if report.stacks.len() == 1 {
             cands.push(dir.join("timeseries.csv"));
         }
@@ -269,7 +305,13 @@ pub fn render_terminal(r: &RunReport) -> String {
     if !r.notices().is_empty() {
         s.push('\n');
     }
-    s.push_str(&format!("{} — plan `{}` ({} model), SLO {}\n\n", r.run_id, r.plan.name, model_name(r.plan.model), r.plan.criteria.describe()));
+    s.push_str(&format!(
+        "{} — plan `{}` ({} model), SLO {}\n\n",
+        r.run_id,
+        r.plan.name,
+        model_name(r.plan.model),
+        r.plan.criteria.describe()
+    ));
     s.push_str(&summary_table(r).to_text());
     for a in &r.stacks {
         s.push_str(&format!("\n{} — {}\n", a.stack, a.ceiling.summary));
@@ -357,13 +399,52 @@ pub fn render_summary_md(r: &RunReport) -> String {
 /// `shelves.csv`: one row per stack and shelf, raw numbers (ms, RPS, % of a core, MiB).
 pub fn render_shelves_csv(r: &RunReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let classes = ["ok", "unexpected", "4xx", "5xx", "timeout", "connect", "reset", "other"];
+    let classes = [
+        "ok",
+        "unexpected",
+        "4xx",
+        "5xx",
+        "timeout",
+        "connect",
+        "reset",
+        "other",
+    ];
     let mut header: Vec<String> = [
-        "stack", "shelf", "label", "level", "repetition", "rate", "connections", "kept_start_s", "kept_end_s", "kept_s",
-        "offered_rps", "achieved_rps", "ok_rps", "requests", "errors", "error_rate", "mean_ms", "p50_ms", "p90_ms",
-        "p95_ms", "p99_ms", "p999_ms", "max_ms", "service_p99_ms", "lag_p99_ms", "generator_cpu_pct", "overflow",
-        "stack_cpu_pct", "stack_rss_mb", "postgres_cpu_pct", "postgres_rss_mb", "cpu_us_per_request",
-        "postgres_cpu_us_per_request", "stability_window_dev", "stability_worst_block_dev",
+        "stack",
+        "shelf",
+        "label",
+        "level",
+        "repetition",
+        "rate",
+        "connections",
+        "kept_start_s",
+        "kept_end_s",
+        "kept_s",
+        "offered_rps",
+        "achieved_rps",
+        "ok_rps",
+        "requests",
+        "errors",
+        "error_rate",
+        "mean_ms",
+        "p50_ms",
+        "p90_ms",
+        "p95_ms",
+        "p99_ms",
+        "p999_ms",
+        "max_ms",
+        "service_p99_ms",
+        "lag_p99_ms",
+        "generator_cpu_pct",
+        "overflow",
+        "stack_cpu_pct",
+        "stack_rss_mb",
+        "postgres_cpu_pct",
+        "postgres_rss_mb",
+        "cpu_us_per_request",
+        "postgres_cpu_us_per_request",
+        "stability_window_dev",
+        "stability_worst_block_dev",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -411,7 +492,11 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
                 s.stability.window_deviation.to_string(),
                 s.stability.worst_block_deviation.to_string(),
             ];
-            rec.extend(classes.iter().map(|c| s.outcomes.get(*c).copied().unwrap_or(0).to_string()));
+            rec.extend(
+                classes
+                    .iter()
+                    .map(|c| s.outcomes.get(*c).copied().unwrap_or(0).to_string()),
+            );
             rec.push(s.verdict.to_string());
             rec.push(s.reasons_text());
             w.write_record(&rec).expect("in-memory csv");
@@ -428,7 +513,10 @@ pub fn write_all(dir: &Path, report: &RunReport, series: &Series) -> io::Result<
         ("run.json", report.to_json()),
         ("summary.md", render_summary_md(report)),
         ("shelves.csv", render_shelves_csv(report)),
-        ("report.html", render_html(report, series).map_err(io::Error::other)?),
+        (
+            "report.html",
+            render_html(report, series).map_err(io::Error::other)?,
+        ),
     ];
     let mut out = Vec::new();
     for (name, text) in files {

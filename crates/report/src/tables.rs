@@ -49,14 +49,25 @@ fn h(v: &[&str]) -> Vec<String> {
 /// The shelf whose figures the summary row shows when no shelf passed: the first failed one,
 /// else the first judged one.
 fn fallback_shelf(a: &StackAnalysis) -> Option<&ShelfResult> {
-    a.shelves.iter().find(|s| s.verdict == Verdict::Failed).or_else(|| a.shelves.iter().find(|s| s.requests > 0))
+    a.shelves
+        .iter()
+        .find(|s| s.verdict == Verdict::Failed)
+        .or_else(|| a.shelves.iter().find(|s| s.requests > 0))
 }
 
 /// Source 000's table: Stack | RPS@p99≤SLO | p95 | p99 | errors | CPU | RAM, plus CPU µs per
 /// request and the recommended working load. One row per stack.
 pub fn summary_table(r: &RunReport) -> Table {
-    let metric = r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into());
-    let wl = r.stacks.first().map(|a| a.criteria.working_load).unwrap_or(0.7);
+    let metric = r
+        .stacks
+        .first()
+        .map(|a| a.metric.clone())
+        .unwrap_or_else(|| "RPS@SLO".into());
+    let wl = r
+        .stacks
+        .first()
+        .map(|a| a.criteria.working_load)
+        .unwrap_or(0.7);
     let mut t = Table {
         header: vec![
             "Stack".into(),
@@ -78,9 +89,17 @@ pub fn summary_table(r: &RunReport) -> Table {
         if let Some(e) = a.search.as_ref().and_then(|s| s.estimate.as_ref()) {
             let from_search = c.label.as_deref() == Some("search");
             rps_cell = match e.ci95 {
-                Some(h) if from_search => format!("{} ± {} (95% CI, n={})", rps(e.mean), rps(h), e.n),
+                Some(h) if from_search => {
+                    format!("{} ± {} (95% CI, n={})", rps(e.mean), rps(h), e.n)
+                }
                 None if from_search => format!("{} (n=1)", rps(e.mean)),
-                Some(h) => format!("{} (search {} ± {}, n={})", rps_cell, rps(e.mean), rps(h), e.n),
+                Some(h) => format!(
+                    "{} (search {} ± {}, n={})",
+                    rps_cell,
+                    rps(e.mean),
+                    rps(h),
+                    e.n
+                ),
                 None => format!("{} (search {}, n=1)", rps_cell, rps(e.mean)),
             };
         }
@@ -95,11 +114,16 @@ pub fn summary_table(r: &RunReport) -> Table {
             t.rows.push(vec![
                 a.stack.clone(),
                 rps_cell,
-                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p95_ms))).unwrap_or_else(|| "–".into()),
-                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p99_ms))).unwrap_or_else(|| "–".into()),
-                f.map(|s| format!("{}{mark}", pct(s.error_rate))).unwrap_or_else(|| "–".into()),
-                f.map(|s| cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)) + mark).unwrap_or_else(|| "–".into()),
-                f.map(|s| mib(s.stack.as_ref().map(|w| w.rss_mb_mean)) + mark).unwrap_or_else(|| "–".into()),
+                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p95_ms)))
+                    .unwrap_or_else(|| "–".into()),
+                f.map(|s| format!("{} ms{mark}", fmt_ms(s.latency.p99_ms)))
+                    .unwrap_or_else(|| "–".into()),
+                f.map(|s| format!("{}{mark}", pct(s.error_rate)))
+                    .unwrap_or_else(|| "–".into()),
+                f.map(|s| cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)) + mark)
+                    .unwrap_or_else(|| "–".into()),
+                f.map(|s| mib(s.stack.as_ref().map(|w| w.rss_mb_mean)) + mark)
+                    .unwrap_or_else(|| "–".into()),
                 "–".into(),
                 "0".into(),
             ]);
@@ -116,14 +140,23 @@ pub fn summary_table(r: &RunReport) -> Table {
                 us(c.cpu_us_per_request),
                 rps(c.working_load_rps),
             ]);
-            t.classes.push(if c.bracketed { "valid".into() } else { "unbracketed".into() });
+            t.classes.push(if c.bracketed {
+                "valid".into()
+            } else {
+                "unbracketed".into()
+            });
         }
     }
     if dagger {
-        t.notes.push("† no shelf passed (RPS 0): figures of the first failed shelf.".into());
+        t.notes
+            .push("† no shelf passed (RPS 0): figures of the first failed shelf.".into());
     }
-    let unbracketed: Vec<&str> =
-        r.stacks.iter().filter(|a| a.ceiling.found && !a.ceiling.bracketed).map(|a| a.stack.as_str()).collect();
+    let unbracketed: Vec<&str> = r
+        .stacks
+        .iter()
+        .filter(|a| a.ceiling.found && !a.ceiling.bracketed)
+        .map(|a| a.stack.as_str())
+        .collect();
     if !unbracketed.is_empty() {
         t.notes.push(format!(
             "Not bracketed (no later shelf failed; the stack may sustain more): {}.",
@@ -138,17 +171,35 @@ pub fn summary_table(r: &RunReport) -> Table {
 pub fn shelf_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
         header: h(&[
-            "shelf", "offered", "achieved", "p50", "p90", "p95", "p99", "p99.9", "max", "errors", "gen lag p99", "gen CPU",
-            "stack CPU", "stack RSS", "PG CPU", "CPU µs/req", "window", "verdict", "reasons",
+            "shelf",
+            "offered",
+            "achieved",
+            "p50",
+            "p90",
+            "p95",
+            "p99",
+            "p99.9",
+            "max",
+            "errors",
+            "gen lag p99",
+            "gen CPU",
+            "stack CPU",
+            "stack RSS",
+            "PG CPU",
+            "CPU µs/req",
+            "window",
+            "verdict",
+            "reasons",
         ]),
         ..Default::default()
     };
     for s in &a.shelves {
-        let label = if a.model == LoadModel::Closed && a.levels.iter().any(|l| l.repetitions.len() > 1) {
-            format!("{} #{}", s.label, s.repetition + 1)
-        } else {
-            s.label.clone()
-        };
+        let label =
+            if a.model == LoadModel::Closed && a.levels.iter().any(|l| l.repetitions.len() > 1) {
+                format!("{} #{}", s.label, s.repetition + 1)
+            } else {
+                s.label.clone()
+            };
         t.rows.push(vec![
             label,
             rps(s.offered_rps),
@@ -172,14 +223,28 @@ pub fn shelf_table(a: &StackAnalysis) -> Table {
         ]);
         t.classes.push(s.verdict.to_string());
     }
-    t.notes.push("Latency in ms from the intended send time; rates in RPS; CPU in % of one core.".into());
+    t.notes.push(
+        "Latency in ms from the intended send time; rates in RPS; CPU in % of one core.".into(),
+    );
     t
 }
 
 /// Per-request percentiles of every shelf.
 pub fn request_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
-        header: h(&["shelf", "request", "requests", "errors", "p50", "p90", "p95", "p99", "p99.9", "max", "service p99"]),
+        header: h(&[
+            "shelf",
+            "request",
+            "requests",
+            "errors",
+            "p50",
+            "p90",
+            "p95",
+            "p99",
+            "p99.9",
+            "max",
+            "service p99",
+        ]),
         ..Default::default()
     };
     for s in &a.shelves {
@@ -214,17 +279,43 @@ fn spread(e: &ceiling_analyze::Estimate, f: &dyn Fn(f64) -> String) -> String {
 pub fn closed_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
         header: h(&[
-            "level", "reps", "kept", "throughput RPS", "p50 ms", "p99 ms", "CPU µs/req", "stack CPU", "RSS MiB", "errors in reps", "verdict",
+            "level",
+            "reps",
+            "kept",
+            "throughput RPS",
+            "p50 ms",
+            "p99 ms",
+            "CPU µs/req",
+            "stack CPU",
+            "RSS MiB",
+            "errors in reps",
+            "verdict",
         ]),
         ..Default::default()
     };
     for l in &a.levels {
         let Some(s) = l.headline() else {
-            t.rows.push(vec![l.label.clone(), "0".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), "–".into(), l.verdict.to_string()]);
+            t.rows.push(vec![
+                l.label.clone(),
+                "0".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                l.verdict.to_string(),
+            ]);
             t.classes.push(l.verdict.to_string());
             continue;
         };
-        let kept = if l.error_free.is_some() { "error-free" } else { "all (every rep had errors)" };
+        let kept = if l.error_free.is_some() {
+            "error-free"
+        } else {
+            "all (every rep had errors)"
+        };
         t.rows.push(vec![
             l.label.clone(),
             l.repetitions.len().to_string(),
@@ -232,13 +323,29 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
             spread(&s.throughput_rps, &rps),
             spread(&s.p50_ms, &|x| fmt_ms(x)),
             spread(&s.p99_ms, &|x| fmt_ms(x)),
-            s.cpu_us_per_request.as_ref().map(|e| spread(e, &num)).unwrap_or_else(|| "–".into()),
-            s.stack_cpu_pct.as_ref().map(|e| spread(e, &|x| format!("{x:.0}%"))).unwrap_or_else(|| "–".into()),
-            s.stack_rss_mb.as_ref().map(|e| spread(e, &num)).unwrap_or_else(|| "–".into()),
+            s.cpu_us_per_request
+                .as_ref()
+                .map(|e| spread(e, &num))
+                .unwrap_or_else(|| "–".into()),
+            s.stack_cpu_pct
+                .as_ref()
+                .map(|e| spread(e, &|x| format!("{x:.0}%")))
+                .unwrap_or_else(|| "–".into()),
+            s.stack_rss_mb
+                .as_ref()
+                .map(|e| spread(e, &num))
+                .unwrap_or_else(|| "–".into()),
             if l.with_errors.is_empty() {
                 "none".into()
             } else {
-                format!("⚑ reps {}", l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", "))
+                format!(
+                    "⚑ reps {}",
+                    l.with_errors
+                        .iter()
+                        .map(|r| format!("#{}", r + 1))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             },
             l.verdict.to_string(),
         ]);
@@ -254,7 +361,17 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
 /// Capacity-search probes of one stack (empty when it was not searched).
 pub fn search_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
-        header: h(&["repeat", "probe rate", "achieved", "p50", "p90", "p99", "errors", "verdict", "reasons"]),
+        header: h(&[
+            "repeat",
+            "probe rate",
+            "achieved",
+            "p50",
+            "p90",
+            "p99",
+            "errors",
+            "verdict",
+            "reasons",
+        ]),
         ..Default::default()
     };
     if let Some(s) = &a.search {
@@ -269,7 +386,11 @@ pub fn search_table(a: &StackAnalysis) -> Table {
                     fmt_ms(p.p99_ms),
                     pct(p.error_rate),
                     p.verdict.to_string(),
-                    p.reasons.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("; "),
+                    p.reasons
+                        .iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; "),
                 ]);
                 t.classes.push(p.verdict.to_string());
             }
@@ -277,12 +398,22 @@ pub fn search_table(a: &StackAnalysis) -> Table {
                 "repeat #{}: ceiling {} RPS{}",
                 i + 1,
                 rps(r.ceiling_rps),
-                r.stopped.as_ref().map(|s| format!(" (stopped: {s})")).unwrap_or_default()
+                r.stopped
+                    .as_ref()
+                    .map(|s| format!(" (stopped: {s})"))
+                    .unwrap_or_default()
             ));
         }
         if let Some(e) = &s.estimate {
             t.notes.push(match e.ci95 {
-                Some(h) => format!("ceiling {} ± {} RPS (95% CI, Student t, n={}), range {}–{}", rps(e.mean), rps(h), e.n, rps(e.min), rps(e.max)),
+                Some(h) => format!(
+                    "ceiling {} ± {} RPS (95% CI, Student t, n={}), range {}–{}",
+                    rps(e.mean),
+                    rps(h),
+                    e.n,
+                    rps(e.min),
+                    rps(e.max)
+                ),
                 None => format!("ceiling {} RPS (n=1: no confidence interval)", rps(e.mean)),
             });
         }

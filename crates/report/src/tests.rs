@@ -1,7 +1,7 @@
 //! Reports rendered from synthetic runs.
 
 use crate::*;
-use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchRepeat, ProbeVerdict};
+use ceiling_analyze::{ProbeVerdict, RunAccumulator, SearchOutcome, SearchRepeat};
 use ceiling_metrics::{ResourceSample, Second, TimeseriesRow};
 use ceiling_plan::parse_plan;
 
@@ -66,7 +66,10 @@ min_window = "30s"
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -77,17 +80,28 @@ fn lat(q: f64, base: f64, stress: f64) -> f64 {
 }
 
 /// Simulates one stack: `profile(rate) -> (median ms, tail stress, error fraction)`.
-fn simulate(plan: &ceiling_plan::Plan, stack: &str, seed: u64, profile: impl Fn(f64) -> (f64, f64, f64)) -> (ceiling_analyze::StackAnalysis, Vec<TimeseriesRow>) {
+fn simulate(
+    plan: &ceiling_plan::Plan,
+    stack: &str,
+    seed: u64,
+    profile: impl Fn(f64) -> (f64, f64, f64),
+) -> (ceiling_analyze::StackAnalysis, Vec<TimeseriesRow>) {
     let mut rng = Lcg(seed);
     let mut acc = RunAccumulator::new(plan, stack);
     let mut rows = Vec::new();
     let weights = [70.0, 20.0, 5.0, 5.0];
     for sp in ceiling_analyze::stage_spans(plan, 1) {
         let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
-        let st = if sp.phase == ceiling_metrics::Phase::Warmup { &plan.warmup[sp.level] } else { &plan.stages[sp.level] };
+        let st = if sp.phase == ceiling_metrics::Phase::Warmup {
+            &plan.warmup[sp.level]
+        } else {
+            &plan.stages[sp.level]
+        };
         for t in a..b {
             let rate = match st {
-                ceiling_plan::Stage::Ramp { from, to, duration } => from + (to - from) * (t - a) as f64 / duration.as_secs_f64(),
+                ceiling_plan::Stage::Ramp { from, to, duration } => {
+                    from + (to - from) * (t - a) as f64 / duration.as_secs_f64()
+                }
                 ceiling_plan::Stage::Hold { rate, .. } => *rate,
                 _ => unreachable!(),
             };
@@ -105,7 +119,11 @@ fn simulate(plan: &ceiling_plan::Plan, stack: &str, seed: u64, profile: impl Fn(
                     let v = (lat(q, base * mult, stress) * 1000.0) as u64;
                     ceiling_metrics::record_us(&mut tag.latency, v);
                     ceiling_metrics::record_us(&mut tag.service, v * 2 / 3);
-                    tag.counts.add(if rng.next() < err { ceiling_metrics::Outcome::Status5xx } else { ceiling_metrics::Outcome::Ok });
+                    tag.counts.add(if rng.next() < err {
+                        ceiling_metrics::Outcome::Status5xx
+                    } else {
+                        ceiling_metrics::Outcome::Ok
+                    });
                 }
             }
             for _ in 0..20 {
@@ -114,8 +132,20 @@ fn simulate(plan: &ceiling_plan::Plan, stack: &str, seed: u64, profile: impl Fn(
             s.generator_cpu = 8.0 + rate / 150.0;
             s.connections = (rate * base / 1000.0).ceil() as u64 + 4;
             let res = vec![
-                ResourceSample { t: t as f64 + 1.0, who: "stack".into(), cpu_pct: (rate / 30.0 + 5.0 * rng.next()).min(200.0), rss_bytes: ((60.0 + rate / 100.0) * 1048576.0) as u64, cgroup_memory_bytes: None },
-                ResourceSample { t: t as f64 + 1.0, who: "postgres".into(), cpu_pct: rate / 45.0, rss_bytes: 420 << 20, cgroup_memory_bytes: None },
+                ResourceSample {
+                    t: t as f64 + 1.0,
+                    who: "stack".into(),
+                    cpu_pct: (rate / 30.0 + 5.0 * rng.next()).min(200.0),
+                    rss_bytes: ((60.0 + rate / 100.0) * 1048576.0) as u64,
+                    cgroup_memory_bytes: None,
+                },
+                ResourceSample {
+                    t: t as f64 + 1.0,
+                    who: "postgres".into(),
+                    cpu_pct: rate / 45.0,
+                    rss_bytes: 420 << 20,
+                    cgroup_memory_bytes: None,
+                },
             ];
             rows.push(TimeseriesRow::from_second(&s, &res));
             acc.push_second(&s);
@@ -140,17 +170,31 @@ fn simulate_demo() -> (RunReport, Series) {
     rep.environment = serde_json::json!({"os": "Linux 6.8", "cpus": 8, "postgres": "16.4"});
     rep.limits = serde_json::json!({"cpus": 2.0, "memory_mb": 1024});
     let mut series = Series::new();
-    let (go, rows) = simulate(&plan, "go-pgx", 1, |r| (4.0 + r / 600.0, if r > 4000.0 { 120.0 } else { 1.5 }, 0.002));
+    let (go, rows) = simulate(&plan, "go-pgx", 1, |r| {
+        (4.0 + r / 600.0, if r > 4000.0 { 120.0 } else { 1.5 }, 0.002)
+    });
     series.insert("go-pgx".into(), rows);
     rep.stacks.push(go);
-    let (mvc, rows) = simulate(&plan, "spring-mvc-jdbc", 2, |r| (30.0 + r / 40.0, 3.0, 0.001));
+    let (mvc, rows) = simulate(&plan, "spring-mvc-jdbc", 2, |r| {
+        (30.0 + r / 40.0, 3.0, 0.001)
+    });
     series.insert("spring-mvc-jdbc".into(), rows);
     rep.stacks.push(mvc);
     let (mut wf, rows) = simulate(&plan, "webflux-r2dbc", 3, |r| (6.0 + r / 900.0, 1.0, 0.0));
     let probes: Vec<ProbeVerdict> = wf.shelves.iter().map(ProbeVerdict::from_shelf).collect();
     wf.search = Some(SearchOutcome::new(vec![
-        SearchRepeat { probes, confirm: None, ceiling_rps: 4480.0, stopped: None },
-        SearchRepeat { probes: vec![], confirm: None, ceiling_rps: 4530.0, stopped: Some("max_rate reached".into()) },
+        SearchRepeat {
+            probes,
+            confirm: None,
+            ceiling_rps: 4480.0,
+            stopped: None,
+        },
+        SearchRepeat {
+            probes: vec![],
+            confirm: None,
+            ceiling_rps: 4530.0,
+            stopped: Some("max_rate reached".into()),
+        },
     ]));
     series.insert("webflux-r2dbc".into(), rows);
     rep.stacks.push(wf);
@@ -162,8 +206,17 @@ fn demo_verdicts_are_what_the_profiles_say() {
     let (rep, _) = demo(1.0);
     let go = &rep.stacks[0];
     assert_eq!(go.shelves.len(), 3);
-    assert!(go.shelves[0].is_valid() && go.shelves[1].is_valid(), "{}", go.shelves[1].reasons_text());
-    assert_eq!(go.shelves[2].verdict, ceiling_analyze::Verdict::Failed, "{:?}", go.shelves[2].latency);
+    assert!(
+        go.shelves[0].is_valid() && go.shelves[1].is_valid(),
+        "{}",
+        go.shelves[1].reasons_text()
+    );
+    assert_eq!(
+        go.shelves[2].verdict,
+        ceiling_analyze::Verdict::Failed,
+        "{:?}",
+        go.shelves[2].latency
+    );
     assert!(go.ceiling.bracketed);
     assert!((go.ceiling.rps - 3000.0).abs() < 60.0, "{}", go.ceiling.rps);
     assert_eq!(rep.stacks[1].ceiling.rps, 0.0);
@@ -178,28 +231,60 @@ fn html_report_is_self_contained_with_svg_charts() {
     // 4 time charts + 1 curve per stack, ceiling bars and the all-stacks curve.
     assert_eq!(html.matches("<svg").count(), 3 * 5 + 2, "svg count");
     assert_eq!(html.matches("</svg>").count(), html.matches("<svg").count());
-    for needle in ["latency over time", "offered vs achieved throughput", "CPU over time", "memory over time", "latency vs throughput", "Ceiling by stack", "p99 latency vs throughput, all stacks"] {
+    for needle in [
+        "latency over time",
+        "offered vs achieved throughput",
+        "CPU over time",
+        "memory over time",
+        "latency vs throughput",
+        "Ceiling by stack",
+        "p99 latency vs throughput, all stacks",
+    ] {
         assert!(html.contains(needle), "missing chart: {needle}");
     }
     // Axis labels and units, legend, shelves shaded with labels.
-    assert!(html.contains("time since run start (s)") && html.contains("latency (ms, log scale)") && html.contains("RSS (MiB)"));
-    assert!(html.contains("✓ hold 1500") && html.contains("✗ hold 4500") && html.contains("warm-up"));
+    assert!(
+        html.contains("time since run start (s)")
+            && html.contains("latency (ms, log scale)")
+            && html.contains("RSS (MiB)")
+    );
+    assert!(
+        html.contains("✓ hold 1500") && html.contains("✗ hold 4500") && html.contains("warm-up")
+    );
     assert!(html.contains("SLO p99≤350ms"));
     // Self-contained: no external resources or URLs at all, no scripts.
-    assert!(!html.contains("http://") && !html.contains("https://"), "external URL in the page");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "external URL in the page"
+    );
     for bad in ["<script", "src=", "<link", "@import", "<iframe"] {
         assert!(!html.contains(bad), "found {bad}");
     }
     for (i, _) in html.match_indices("url(") {
-        assert!(html[i..].starts_with("url(#clip"), "non-local url(): {}", &html[i..i + 30]);
+        assert!(
+            html[i..].starts_with("url(#clip"),
+            "non-local url(): {}",
+            &html[i..i + 30]
+        );
     }
     // Clip-path ids are unique on the page.
-    let ids: Vec<&str> = html.match_indices("<clipPath id=\"").map(|(i, _)| &html[i + 15..i + 35]).collect();
+    let ids: Vec<&str> = html
+        .match_indices("<clipPath id=\"")
+        .map(|(i, _)| &html[i + 15..i + 35])
+        .collect();
     let uniq: std::collections::BTreeSet<&str> = ids.iter().copied().collect();
     assert_eq!(ids.len(), uniq.len());
-    assert_eq!(render_html(&rep, &series).unwrap(), html, "deterministic output");
+    assert_eq!(
+        render_html(&rep, &series).unwrap(),
+        html,
+        "deterministic output"
+    );
     // Tables.
-    assert!(html.contains("RPS@p99≤350ms") && html.contains("spring-mvc-jdbc") && html.contains("get_batch"));
+    assert!(
+        html.contains("RPS@p99≤350ms")
+            && html.contains("spring-mvc-jdbc")
+            && html.contains("get_batch")
+    );
     assert!(html.contains("Capacity search"));
     assert!(!html.contains("SCALED RUN"));
 }
@@ -221,7 +306,19 @@ fn notices_for_scaled_runs_and_missing_limits() {
 fn summary_tables_follow_source_000() {
     let (rep, _) = demo(1.0);
     let t = summary_table(&rep);
-    assert_eq!(t.header[..7], ["Stack", "RPS@p99≤350ms", "p95", "p99", "errors", "CPU (% of a core)", "RAM (RSS)"].map(String::from));
+    assert_eq!(
+        t.header[..7],
+        [
+            "Stack",
+            "RPS@p99≤350ms",
+            "p95",
+            "p99",
+            "errors",
+            "CPU (% of a core)",
+            "RAM (RSS)"
+        ]
+        .map(String::from)
+    );
     assert_eq!(t.header[8], "working load 70%");
     assert_eq!(t.rows.len(), 3);
     assert_eq!(t.rows[1][1], "0");
@@ -229,7 +326,9 @@ fn summary_tables_follow_source_000() {
     assert!(t.rows[2][1].contains("search 4505 ± "), "{}", t.rows[2][1]);
     let md = render_summary_md(&rep);
     assert!(md.contains("| Stack | RPS@p99≤350ms | p95 | p99 | errors |"));
-    assert!(md.contains("## go-pgx") && md.contains("### Shelves") && md.contains("### Per request"));
+    assert!(
+        md.contains("## go-pgx") && md.contains("### Shelves") && md.contains("### Per request")
+    );
     assert!(md.contains("no shelf passed"));
     let term = render_terminal(&rep);
     assert!(term.contains("go-pgx") && term.contains("hold 4500") && term.contains("failed"));
@@ -243,7 +342,11 @@ fn csv_has_one_row_per_shelf() {
     let text = render_shelves_csv(&rep);
     let mut r = csv::Reader::from_reader(text.as_bytes());
     let h = r.headers().unwrap().clone();
-    assert!(h.iter().any(|c| c == "p99_ms") && h.iter().any(|c| c == "n_5xx") && h.iter().any(|c| c == "verdict"));
+    assert!(
+        h.iter().any(|c| c == "p99_ms")
+            && h.iter().any(|c| c == "n_5xx")
+            && h.iter().any(|c| c == "verdict")
+    );
     let recs: Vec<_> = r.records().map(|x| x.unwrap()).collect();
     assert_eq!(recs.len(), 9);
     let vi = h.iter().position(|c| c == "verdict").unwrap();
@@ -258,12 +361,20 @@ fn run_json_round_trips_and_files_are_written() {
     let back = RunReport::from_json(&rep.to_json()).unwrap();
     let (a, b) = (back.to_json(), rep.to_json());
     if let Some(i) = a.bytes().zip(b.bytes()).position(|(x, y)| x != y) {
-        panic!("run.json differs after a round trip at {i}: {:?} vs {:?}", &a[i.saturating_sub(80)..(i + 40).min(a.len())], &b[i.saturating_sub(80)..(i + 40).min(b.len())]);
+        panic!(
+            "run.json differs after a round trip at {i}: {:?} vs {:?}",
+            &a[i.saturating_sub(80)..(i + 40).min(a.len())],
+            &b[i.saturating_sub(80)..(i + 40).min(b.len())]
+        );
     }
     assert_eq!(a.len(), b.len());
     assert_eq!(back, rep);
-    let newer = rep.to_json().replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
-    assert!(RunReport::from_json(&newer).unwrap_err().contains("schema_version 99"));
+    let newer = rep
+        .to_json()
+        .replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    assert!(RunReport::from_json(&newer)
+        .unwrap_err()
+        .contains("schema_version 99"));
 
     let dir = std::env::temp_dir().join(format!("ceiling-report-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -275,7 +386,9 @@ fn run_json_round_trips_and_files_are_written() {
     // `ceiling report DIR`: read back and find the series.
     for (stack, rows) in &series {
         std::fs::create_dir_all(dir.join(stack)).unwrap();
-        let mut w = ceiling_metrics::TimeseriesWriter::new(std::fs::File::create(dir.join(stack).join("timeseries.csv")).unwrap());
+        let mut w = ceiling_metrics::TimeseriesWriter::new(
+            std::fs::File::create(dir.join(stack).join("timeseries.csv")).unwrap(),
+        );
         for r in rows {
             w.write(r).unwrap();
         }
@@ -320,14 +433,32 @@ min_window = "10s"
         for lvl in 0..2usize {
             for _ in 0..20 {
                 let n = [800u64, 3000][lvl] + pass as u64 * 20;
-                let mut s = Second::new(t, ceiling_metrics::Phase::Measure, pass as usize * 2 + lvl, 1);
+                let mut s = Second::new(
+                    t,
+                    ceiling_metrics::Phase::Measure,
+                    pass as usize * 2 + lvl,
+                    1,
+                );
                 s.offered = n;
                 for k in 0..n {
-                    ceiling_metrics::record_us(&mut s.tags[0].latency, 2000 + k % 700 * (1 + lvl as u64 * 20));
-                    s.tags[0].counts.add(if pass == 2 && lvl == 1 && k == 0 { ceiling_metrics::Outcome::Reset } else { ceiling_metrics::Outcome::Ok });
+                    ceiling_metrics::record_us(
+                        &mut s.tags[0].latency,
+                        2000 + k % 700 * (1 + lvl as u64 * 20),
+                    );
+                    s.tags[0].counts.add(if pass == 2 && lvl == 1 && k == 0 {
+                        ceiling_metrics::Outcome::Reset
+                    } else {
+                        ceiling_metrics::Outcome::Ok
+                    });
                 }
                 acc.push_second(&s);
-                acc.push_resource(ResourceSample { t: t as f64 + 1.0, who: "stack".into(), cpu_pct: 100.0 + lvl as f64 * 150.0, rss_bytes: 200 << 20, cgroup_memory_bytes: None });
+                acc.push_resource(ResourceSample {
+                    t: t as f64 + 1.0,
+                    who: "stack".into(),
+                    cpu_pct: 100.0 + lvl as f64 * 150.0,
+                    rss_bytes: 200 << 20,
+                    cgroup_memory_bytes: None,
+                });
                 t += 1;
             }
         }

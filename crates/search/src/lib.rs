@@ -11,7 +11,10 @@
 //! instead of reporting a wrong ceiling. The whole search is repeated and reported as a mean with
 //! a 95% confidence interval (Student t), with every repetition's value.
 
-use ceiling_analyze::{confirm_plan, probe_plan, ProbeVerdict, SearchOutcome, SearchRepeat, ShelfResult, StackAnalysis, Verdict};
+use ceiling_analyze::{
+    confirm_plan, probe_plan, ProbeVerdict, SearchOutcome, SearchRepeat, ShelfResult,
+    StackAnalysis, Verdict,
+};
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
 
@@ -42,8 +45,10 @@ pub struct LoadRunner {
 
 impl ProbeRunner for LoadRunner {
     fn run(&mut self, plan: &Plan, label: &str) -> Result<StackAnalysis, String> {
-        let target = ceiling_load::parse_target(&self.url, self.allow_remote).map_err(|e| e.to_string())?;
-        let mut cfg = ceiling_load::LoadConfig::from_plan(plan, target, self.data_dir.as_deref()).map_err(|e| e.to_string())?;
+        let target =
+            ceiling_load::parse_target(&self.url, self.allow_remote).map_err(|e| e.to_string())?;
+        let mut cfg = ceiling_load::LoadConfig::from_plan(plan, target, self.data_dir.as_deref())
+            .map_err(|e| e.to_string())?;
         cfg.threads = self.threads.max(1);
         cfg.stop = self.stop.clone();
         let mut acc = ceiling_analyze::RunAccumulator::new(plan, label);
@@ -74,7 +79,13 @@ pub fn probe_seed(plan: &Plan, rep: u32, k: u64) -> u64 {
 }
 
 /// One repetition of the search.
-pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant, rep: u32, log: Log) -> SearchRepeat {
+pub fn search_once(
+    plan: &Plan,
+    runner: &mut dyn ProbeRunner,
+    deadline: Instant,
+    rep: u32,
+    log: Log,
+) -> SearchRepeat {
     let s = &plan.search;
     let mut probes: Vec<ProbeVerdict> = Vec::new();
     let mut stopped: Option<String> = None;
@@ -83,7 +94,11 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
     let probe_cost = s.probe + s.drain;
 
     // Runs a probe; None when the search must stop (reason in `stopped`).
-    let mut probe = |rate: f64, probes: &mut Vec<ProbeVerdict>, stopped: &mut Option<String>, log: Log| -> Option<bool> {
+    let mut probe = |rate: f64,
+                     probes: &mut Vec<ProbeVerdict>,
+                     stopped: &mut Option<String>,
+                     log: Log|
+     -> Option<bool> {
         if runner.stopped() {
             *stopped = Some("stopped by signal".into());
             return None;
@@ -105,7 +120,9 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
             }
         };
         let Some(shelf) = shelf_of(&a) else {
-            *stopped = Some(format!("probe at {rate:.0} RPS produced no shelf (stopped early?)"));
+            *stopped = Some(format!(
+                "probe at {rate:.0} RPS produced no shelf (stopped early?)"
+            ));
             return None;
         };
         let mut v = ProbeVerdict::from_shelf(shelf);
@@ -115,7 +132,11 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
         let passed = v.passed();
         probes.push(v);
         if gen {
-            let held = probes.iter().filter(|v| v.passed()).map(|v| v.rate).fold(0.0, f64::max);
+            let held = probes
+                .iter()
+                .filter(|v| v.passed())
+                .map(|v| v.rate)
+                .fold(0.0, f64::max);
             *stopped = Some(format!(
                 "generator-bound at {rate:.0} RPS: the generator, not the service, limited this probe, so no ceiling is reported (the SLO held at {held:.0} RPS, the last valid probe: the ceiling is at least that)"
             ));
@@ -137,7 +158,10 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
                     break; // bracketed from above
                 }
                 if rate >= s.max_rate {
-                    stopped = Some(format!("the SLO still held at search.max_rate = {:.0} RPS", s.max_rate));
+                    stopped = Some(format!(
+                        "the SLO still held at search.max_rate = {:.0} RPS",
+                        s.max_rate
+                    ));
                     break;
                 }
                 rate = (rate * s.growth).min(s.max_rate);
@@ -181,7 +205,12 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
                 stopped = Some(format!("time budget ran out before the confirming shelf; unconfirmed bracket {:.0}…{} RPS", l, hi.map(|h| format!("{h:.0}")).unwrap_or("?".into())));
                 break;
             }
-            log(&format!("  repeat {} confirming {:.0} RPS for {}", rep + 1, l, ceiling_plan::format_duration(s.confirm)));
+            log(&format!(
+                "  repeat {} confirming {:.0} RPS for {}",
+                rep + 1,
+                l,
+                ceiling_plan::format_duration(s.confirm)
+            ));
             let mut cp = confirm_plan(plan, l);
             cp.load.seed = probe_seed(plan, rep, 900 + attempt as u64);
             match runner.run(&cp, &format!("r{}-confirm-{:.0}", rep + 1, l)) {
@@ -189,16 +218,24 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
                     let shelf = shelf_of(&a).cloned();
                     let ok = shelf.as_ref().is_some_and(|x| x.verdict == Verdict::Valid);
                     if let Some(x) = &shelf {
-                        log(&format!("  repeat {} confirm {}", rep + 1, ProbeVerdict::from_shelf(x).summary()));
+                        log(&format!(
+                            "  repeat {} confirm {}",
+                            rep + 1,
+                            ProbeVerdict::from_shelf(x).summary()
+                        ));
                     }
-                    let gen = shelf.as_ref().is_some_and(|x| ProbeVerdict::from_shelf(x).generator_bound());
+                    let gen = shelf
+                        .as_ref()
+                        .is_some_and(|x| ProbeVerdict::from_shelf(x).generator_bound());
                     confirm = shelf;
                     if ok {
                         ceiling = confirm.as_ref().map(|x| x.achieved_rps).unwrap_or(l);
                         break;
                     }
                     if gen {
-                        stopped = Some(format!("generator-bound on the confirming shelf at {l:.0} RPS"));
+                        stopped = Some(format!(
+                            "generator-bound on the confirming shelf at {l:.0} RPS"
+                        ));
                         break;
                     }
                     // Short probes can overstate what a full-length shelf sustains (a loaded
@@ -220,7 +257,12 @@ pub fn search_once(plan: &Plan, runner: &mut dyn ProbeRunner, deadline: Instant,
     } else if lo.is_none() && stopped.is_none() {
         stopped = Some("no probe passed".into());
     }
-    SearchRepeat { probes, confirm, ceiling_rps: ceiling, stopped }
+    SearchRepeat {
+        probes,
+        confirm,
+        ceiling_rps: ceiling,
+        stopped,
+    }
 }
 
 /// The whole search: `plan.search.repeat` repetitions within `plan.search.max_time`.
@@ -229,12 +271,18 @@ pub fn search(plan: &Plan, runner: &mut dyn ProbeRunner, log: Log) -> SearchOutc
     let mut repeats = Vec::new();
     for rep in 0..plan.search.repeat.max(1) {
         let r = search_once(plan, runner, deadline, rep, log);
-        let hard_stop = r.stopped.as_deref().is_some_and(|m| m.contains("generator-bound") || m.contains("signal"));
+        let hard_stop = r
+            .stopped
+            .as_deref()
+            .is_some_and(|m| m.contains("generator-bound") || m.contains("signal"));
         log(&format!(
             "  repeat {}: ceiling {:.0} RPS{}",
             rep + 1,
             r.ceiling_rps,
-            r.stopped.as_ref().map(|m| format!(" — {m}")).unwrap_or_default()
+            r.stopped
+                .as_ref()
+                .map(|m| format!(" — {m}"))
+                .unwrap_or_default()
         ));
         repeats.push(r);
         if hard_stop || Instant::now() >= deadline {

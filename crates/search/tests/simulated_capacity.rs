@@ -21,7 +21,12 @@ fn capacity_server() -> u16 {
     let free = Mutex::new(vec![Instant::now(); WORKERS]);
     ceiling_load::testing::spawn_server(move |now| {
         let mut f = free.lock().unwrap();
-        let (i, t) = f.iter().enumerate().min_by_key(|(_, t)| **t).map(|(i, t)| (i, *t)).unwrap();
+        let (i, t) = f
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, t)| **t)
+            .map(|(i, t)| (i, *t))
+            .unwrap();
         let done = t.max(now) + SERVICE;
         f[i] = done;
         done
@@ -85,12 +90,26 @@ fn finds_a_known_capacity_within_tolerance() {
             tol * 100.0
         );
         // Bracketing happened: some probe above the ceiling failed.
-        assert!(r.probes.iter().any(|v| v.failed() && v.rate > r.ceiling_rps));
+        assert!(r
+            .probes
+            .iter()
+            .any(|v| v.failed() && v.rate > r.ceiling_rps));
     }
     let e = out.estimate.expect("three repeats give an estimate");
     let half = e.ci95.expect("n = 3 gives an interval");
     // The confirmed ceiling is a lower bound with resolution `tolerance`: the known capacity must
     // lie in [mean − ci, (mean + ci)·(1 + tolerance)].
-    eprintln!("ceiling {:.1} ± {:.1} (95% CI), repeats {:?}", e.mean, half, out.repeats.iter().map(|r| r.ceiling_rps).collect::<Vec<_>>());
-    assert!(CAPACITY >= e.mean - half - 1.0 && CAPACITY <= (e.mean + half) * (1.0 + tol) + 1.0, "interval does not contain {CAPACITY}");
+    eprintln!(
+        "ceiling {:.1} ± {:.1} (95% CI), repeats {:?}",
+        e.mean,
+        half,
+        out.repeats
+            .iter()
+            .map(|r| r.ceiling_rps)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        CAPACITY >= e.mean - half - 1.0 && CAPACITY <= (e.mean + half) * (1.0 + tol) + 1.0,
+        "interval does not contain {CAPACITY}"
+    );
 }

@@ -86,7 +86,11 @@ impl LimitsApplied {
         if self.problems.is_empty() {
             format!("{}: {applied}", self.who)
         } else {
-            format!("{}: {applied}; NOT APPLIED: {}", self.who, self.problems.join("; "))
+            format!(
+                "{}: {applied}; NOT APPLIED: {}",
+                self.who,
+                self.problems.join("; ")
+            )
         }
     }
 
@@ -144,7 +148,9 @@ pub(crate) struct CgMount {
 pub(crate) fn parse_mountinfo(text: &str) -> Vec<CgMount> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
         let pre: Vec<&str> = pre.split(' ').collect();
         let post: Vec<&str> = post.split(' ').collect();
         if pre.len() < 5 || post.len() < 3 {
@@ -161,18 +167,39 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<CgMount> {
         } else {
             post[2]
                 .split(',')
-                .filter(|o| !matches!(*o, "rw" | "ro") && !o.starts_with("name=") && !o.contains('='))
+                .filter(|o| {
+                    !matches!(*o, "rw" | "ro") && !o.starts_with("name=") && !o.contains('=')
+                })
                 .filter(|o| KNOWN_V1.contains(o))
                 .map(|o| o.to_string())
                 .collect()
         };
-        out.push(CgMount { root: unescape(pre[3]), mountpoint: PathBuf::from(unescape(pre[4])), v2, controllers });
+        out.push(CgMount {
+            root: unescape(pre[3]),
+            mountpoint: PathBuf::from(unescape(pre[4])),
+            v2,
+            controllers,
+        });
     }
     out
 }
 
-const KNOWN_V1: &[&str] =
-    &["cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "net_cls", "net_prio", "perf_event", "hugetlb", "rdma", "misc"];
+const KNOWN_V1: &[&str] = &[
+    "cpu",
+    "cpuacct",
+    "cpuset",
+    "memory",
+    "devices",
+    "freezer",
+    "blkio",
+    "pids",
+    "net_cls",
+    "net_prio",
+    "perf_event",
+    "hugetlb",
+    "rdma",
+    "misc",
+];
 
 fn unescape(s: &str) -> String {
     // mountinfo escapes space, tab, newline and backslash as \ooo
@@ -181,7 +208,9 @@ fn unescape(s: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8) {
+            if let Ok(v) =
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8)
+            {
                 out.push(v);
                 i += 4;
                 continue;
@@ -201,7 +230,11 @@ pub(crate) fn parse_proc_cgroup(text: &str) -> Vec<(Vec<String>, String)> {
             let _id = it.next()?;
             let ctl = it.next()?;
             let path = it.next()?;
-            let ctls = ctl.split(',').filter(|c| !c.is_empty()).map(|c| c.to_string()).collect();
+            let ctls = ctl
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(|c| c.to_string())
+                .collect();
             Some((ctls, path.to_string()))
         })
         .collect()
@@ -209,7 +242,11 @@ pub(crate) fn parse_proc_cgroup(text: &str) -> Vec<(Vec<String>, String)> {
 
 /// `mountpoint` + (`path` relative to the mount's `root`).
 pub(crate) fn own_dir(m: &CgMount, path: &str) -> PathBuf {
-    let rel = if m.root != "/" && path.starts_with(&m.root) { &path[m.root.len()..] } else { path };
+    let rel = if m.root != "/" && path.starts_with(&m.root) {
+        &path[m.root.len()..]
+    } else {
+        path
+    };
     let rel = rel.trim_start_matches('/');
     if rel.is_empty() {
         m.mountpoint.clone()
@@ -227,7 +264,11 @@ impl CgroupSystem {
         Self::from_texts(&mi, &pc, |p| std::fs::read_to_string(p).ok())
     }
 
-    pub(crate) fn from_texts(mountinfo: &str, proc_cgroup: &str, read: impl Fn(&Path) -> Option<String>) -> CgroupSystem {
+    pub(crate) fn from_texts(
+        mountinfo: &str,
+        proc_cgroup: &str,
+        read: impl Fn(&Path) -> Option<String>,
+    ) -> CgroupSystem {
         let mounts = parse_mountinfo(mountinfo);
         let mine = parse_proc_cgroup(proc_cgroup);
         let mut sys = CgroupSystem::default();
@@ -259,7 +300,9 @@ impl CgroupSystem {
 
     /// `v2` / `v1` / `hybrid` / `none`, as the fingerprint records it.
     pub fn mode(&self) -> &'static str {
-        let v1 = ["cpu", "memory", "cpuset"].iter().any(|c| self.v1_own.contains_key(*c));
+        let v1 = ["cpu", "memory", "cpuset"]
+            .iter()
+            .any(|c| self.v1_own.contains_key(*c));
         match (self.v2_own.is_some(), v1) {
             (true, true) => "hybrid",
             (true, false) => "v2",
@@ -279,7 +322,10 @@ impl CgroupSystem {
             ));
         }
         if !self.v1_own.is_empty() {
-            parts.push(format!("v1 controllers [{}]", self.v1_own.keys().cloned().collect::<Vec<_>>().join(", ")));
+            parts.push(format!(
+                "v1 controllers [{}]",
+                self.v1_own.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
         }
         if parts.is_empty() {
             "no cgroup hierarchy mounted".into()
@@ -291,12 +337,26 @@ impl CgroupSystem {
     /// Creates a group `ceiling-<pid>-<seq>-<name>` with `limits` (plus CPU accounting, even when no
     /// limit is requested) and reports what was applied. Returns `None` for the group when nothing
     /// could be created at all.
-    pub fn create(&self, who: &str, name: &str, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
+    pub fn create(
+        &self,
+        who: &str,
+        name: &str,
+        limits: &Limits,
+    ) -> (Option<Cgroup>, LimitsApplied) {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gname = format!("ceiling-{}-{n}-{}", std::process::id(), sanitize(name));
-        let mut la = LimitsApplied { who: who.to_string(), requested: limits.clone(), ..Default::default() };
-        let mut cg = Cgroup { name: gname.clone(), dirs: Vec::new(), restore: BTreeMap::new(), reg: None };
+        let mut la = LimitsApplied {
+            who: who.to_string(),
+            requested: limits.clone(),
+            ..Default::default()
+        };
+        let mut cg = Cgroup {
+            name: gname.clone(),
+            dirs: Vec::new(),
+            restore: BTreeMap::new(),
+            reg: None,
+        };
 
         // Which controllers are needed, and where each one lives.
         let mut wanted: Vec<&str> = Vec::new();
@@ -319,7 +379,9 @@ impl CgroupSystem {
                         continue;
                     }
                     Err(e) if self.v1_own.contains_key(*c) => {
-                        la.notes.push(format!("v2 controller {c} could not be enabled ({e}); using v1"));
+                        la.notes.push(format!(
+                            "v2 controller {c} could not be enabled ({e}); using v1"
+                        ));
                     }
                     Err(e) => {
                         let hint = if e.raw_os_error() == Some(libc::EBUSY) {
@@ -328,7 +390,10 @@ impl CgroupSystem {
                         } else {
                             ""
                         };
-                        la.problems.push(format!("{}: cgroup v2 controller `{c}` could not be enabled: {e}{hint}", field_of(c)));
+                        la.problems.push(format!(
+                            "{}: cgroup v2 controller `{c}` could not be enabled: {e}{hint}",
+                            field_of(c)
+                        ));
                         continue;
                     }
                 }
@@ -354,11 +419,19 @@ impl CgroupSystem {
             match mkdir(&dir) {
                 Ok(()) => {
                     cg.restore.insert(dir.clone(), self.v2_own.clone().unwrap());
-                    cg.dirs.push(CgDir { version: CgroupVersion::V2, controllers: v2_ctls.iter().map(|s| s.to_string()).collect(), path: dir });
+                    cg.dirs.push(CgDir {
+                        version: CgroupVersion::V2,
+                        controllers: v2_ctls.iter().map(|s| s.to_string()).collect(),
+                        path: dir,
+                    });
                 }
                 Err(e) => {
                     for c in &v2_ctls {
-                        la.problems.push(format!("{}: could not create v2 group {}: {e}", field_of(c), dir.display()));
+                        la.problems.push(format!(
+                            "{}: could not create v2 group {}: {e}",
+                            field_of(c),
+                            dir.display()
+                        ));
                     }
                     v2_ctls.clear();
                 }
@@ -369,18 +442,30 @@ impl CgroupSystem {
         for c in &v1_ctls {
             let own = &self.v1_own[*c];
             let dir = own.join(&gname);
-            v1_dirs.entry(dir).or_insert_with(|| (own.clone(), Vec::new())).1.push(c.to_string());
+            v1_dirs
+                .entry(dir)
+                .or_insert_with(|| (own.clone(), Vec::new()))
+                .1
+                .push(c.to_string());
         }
         for (dir, (own, ctls)) in v1_dirs {
             match mkdir(&dir) {
                 Ok(()) => {
                     cg.restore.insert(dir.clone(), own);
-                    cg.dirs.push(CgDir { version: CgroupVersion::V1, controllers: ctls, path: dir });
+                    cg.dirs.push(CgDir {
+                        version: CgroupVersion::V1,
+                        controllers: ctls,
+                        path: dir,
+                    });
                 }
                 Err(e) => {
                     for c in &ctls {
                         if c != "cpuacct" {
-                            la.problems.push(format!("{}: could not create v1 group {}: {e}", field_of(c), dir.display()));
+                            la.problems.push(format!(
+                                "{}: could not create v1 group {}: {e}",
+                                field_of(c),
+                                dir.display()
+                            ));
                         }
                     }
                 }
@@ -392,10 +477,10 @@ impl CgroupSystem {
         for d in &cg.dirs {
             for c in &d.controllers {
                 let r = match (c.as_str(), d.version) {
-                    ("cpu", v) => write_cpu(&d.path, v, limits.cpus.unwrap_or(0.0)).map(|_| la.cpus = limits.cpus),
-                    ("memory", v) => {
-                        write_memory(&d.path, v, limits.memory_mb.unwrap_or(0)).map(|_| la.memory_mb = limits.memory_mb)
-                    }
+                    ("cpu", v) => write_cpu(&d.path, v, limits.cpus.unwrap_or(0.0))
+                        .map(|_| la.cpus = limits.cpus),
+                    ("memory", v) => write_memory(&d.path, v, limits.memory_mb.unwrap_or(0))
+                        .map(|_| la.memory_mb = limits.memory_mb),
                     ("cpuset", v) => {
                         let own = cg.restore.get(&d.path).cloned().unwrap_or_default();
                         write_cpuset(&d.path, &own, v, limits.cpuset.as_deref().unwrap_or(""))
@@ -404,12 +489,27 @@ impl CgroupSystem {
                     _ => Ok(()),
                 };
                 match r {
-                    Ok(()) => used.push(format!("{}:{c}", if d.version == CgroupVersion::V1 { "v1" } else { "v2" })),
-                    Err(e) => la.problems.push(format!("{}: writing the limit in {} failed: {e}", field_of(c), d.path.display())),
+                    Ok(()) => used.push(format!(
+                        "{}:{c}",
+                        if d.version == CgroupVersion::V1 {
+                            "v1"
+                        } else {
+                            "v2"
+                        }
+                    )),
+                    Err(e) => la.problems.push(format!(
+                        "{}: writing the limit in {} failed: {e}",
+                        field_of(c),
+                        d.path.display()
+                    )),
                 }
             }
         }
-        la.groups = cg.dirs.iter().map(|d| d.path.display().to_string()).collect();
+        la.groups = cg
+            .dirs
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect();
         let v1: Vec<&str> = used.iter().filter_map(|u| u.strip_prefix("v1:")).collect();
         let v2: Vec<&str> = used.iter().filter_map(|u| u.strip_prefix("v2:")).collect();
         let mut mech = Vec::new();
@@ -419,10 +519,13 @@ impl CgroupSystem {
         if !v1.is_empty() {
             mech.push(format!("cgroup v1 ({})", v1.join(", ")));
         }
-        la.mechanism = if mech.is_empty() { "none".into() } else { mech.join(" + ") };
+        la.mechanism = if mech.is_empty() {
+            "none".into()
+        } else {
+            mech.join(" + ")
+        };
         if cg.dirs.is_empty() {
             (None, la)
-
         } else {
             cg.reg = Some(crate::process::registry_add(crate::process::Entry::Cgroup(
                 cg.dirs.iter().map(|d| d.path.clone()).collect(),
@@ -432,7 +535,10 @@ impl CgroupSystem {
     }
 
     fn enable_v2(&self, c: &str) -> std::io::Result<()> {
-        let own = self.v2_own.as_ref().ok_or_else(|| std::io::Error::other("no v2 hierarchy"))?;
+        let own = self
+            .v2_own
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("no v2 hierarchy"))?;
         let sc = own.join("cgroup.subtree_control");
         let cur = std::fs::read_to_string(&sc).unwrap_or_default();
         if cur.split_whitespace().any(|x| x == c) {
@@ -452,7 +558,15 @@ fn field_of(c: &str) -> &'static str {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn mkdir(p: &Path) -> std::io::Result<()> {
@@ -502,7 +616,8 @@ fn write_memory(dir: &Path, v: CgroupVersion, mb: u64) -> std::io::Result<()> {
 }
 
 fn write_cpuset(dir: &Path, own: &Path, v: CgroupVersion, cpus: &str) -> std::io::Result<()> {
-    parse_cpu_list(cpus).ok_or_else(|| std::io::Error::other(format!("`{cpus}` is not a cpu list like 0-1,3")))?;
+    parse_cpu_list(cpus)
+        .ok_or_else(|| std::io::Error::other(format!("`{cpus}` is not a cpu list like 0-1,3")))?;
     match v {
         CgroupVersion::V2 => {
             std::fs::write(dir.join("cpuset.cpus"), cpus)?;
@@ -510,7 +625,8 @@ fn write_cpuset(dir: &Path, own: &Path, v: CgroupVersion, cpus: &str) -> std::io
         }
         CgroupVersion::V1 => {
             // v1 groups start with empty cpus and mems; both must be set before a task can join.
-            let mems = std::fs::read_to_string(own.join("cpuset.mems")).unwrap_or_else(|_| "0".into());
+            let mems =
+                std::fs::read_to_string(own.join("cpuset.mems")).unwrap_or_else(|_| "0".into());
             std::fs::write(dir.join("cpuset.mems"), mems.trim())?;
             std::fs::write(dir.join("cpuset.cpus"), cpus)
         }
@@ -578,7 +694,16 @@ impl Cgroup {
     pub fn procs_files(&self) -> Vec<CString> {
         self.dirs
             .iter()
-            .filter_map(|d| CString::new(d.path.join("cgroup.procs").as_os_str().as_encoded_bytes().to_vec()).ok())
+            .filter_map(|d| {
+                CString::new(
+                    d.path
+                        .join("cgroup.procs")
+                        .as_os_str()
+                        .as_encoded_bytes()
+                        .to_vec(),
+                )
+                .ok()
+            })
             .collect()
     }
 
@@ -608,7 +733,10 @@ impl Cgroup {
     /// Memory charged to the group (v2 `memory.current`, v1 `memory.usage_in_bytes`), when a
     /// memory controller is attached.
     pub fn memory_bytes(&self) -> Option<u64> {
-        let d = self.dirs.iter().find(|d| d.controllers.iter().any(|c| c == "memory"))?;
+        let d = self
+            .dirs
+            .iter()
+            .find(|d| d.controllers.iter().any(|c| c == "memory"))?;
         let f = match d.version {
             CgroupVersion::V2 => "memory.current",
             CgroupVersion::V1 => "memory.usage_in_bytes",
@@ -640,13 +768,18 @@ impl Cgroup {
 
     /// Number of OOM kills inside the group so far (v2 `memory.events`, v1 `memory.oom_control`).
     pub fn oom_kills(&self) -> Option<u64> {
-        let d = self.dirs.iter().find(|d| d.controllers.iter().any(|c| c == "memory"))?;
+        let d = self
+            .dirs
+            .iter()
+            .find(|d| d.controllers.iter().any(|c| c == "memory"))?;
         let f = match d.version {
             CgroupVersion::V2 => "memory.events",
             CgroupVersion::V1 => "memory.oom_control",
         };
         let s = std::fs::read_to_string(d.path.join(f)).ok()?;
-        s.lines().find_map(|l| l.strip_prefix("oom_kill ")).and_then(|v| v.trim().parse().ok())
+        s.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|v| v.trim().parse().ok())
     }
 
     /// Kills every task left in the group (moving this process back out instead), waits until
@@ -665,7 +798,10 @@ impl Cgroup {
                 }
             }
         }
-        let failed = kill_dirs(&dirs.iter().map(|d| d.path.clone()).collect::<Vec<_>>(), Duration::from_secs(5));
+        let failed = kill_dirs(
+            &dirs.iter().map(|d| d.path.clone()).collect::<Vec<_>>(),
+            Duration::from_secs(5),
+        );
         if let Some(r) = self.reg.take() {
             crate::process::registry_remove(r);
         }
@@ -769,9 +905,15 @@ mod tests {
             assert_eq!(p, Path::new("/sys/fs/cgroup/unified/cgroup.controllers"));
             Some("\n".into())
         });
-        assert_eq!(sys.v2_own.as_deref(), Some(Path::new("/sys/fs/cgroup/unified")));
+        assert_eq!(
+            sys.v2_own.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/unified"))
+        );
         assert!(sys.v2_controllers.is_empty());
-        assert_eq!(sys.v1_own["memory"], PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"));
+        assert_eq!(
+            sys.v1_own["memory"],
+            PathBuf::from("/sys/fs/cgroup/memory/process_api/abc")
+        );
         assert_eq!(sys.v1_own["cpu"], PathBuf::from("/sys/fs/cgroup/cpu"));
         assert!(!sys.v1_own.contains_key("name=systemd"));
         assert_eq!(sys.mode(), "hybrid");
@@ -782,8 +924,14 @@ mod tests {
         let mi = "30 1 0:26 /user.slice /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
         let pc = "0::/user.slice/session-1.scope\n";
         let sys = CgroupSystem::from_texts(mi, pc, |_| Some("cpuset cpu io memory pids\n".into()));
-        assert_eq!(sys.v2_own.as_deref(), Some(Path::new("/sys/fs/cgroup/session-1.scope")));
-        assert_eq!(sys.v2_controllers, vec!["cpuset", "cpu", "io", "memory", "pids"]);
+        assert_eq!(
+            sys.v2_own.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/session-1.scope"))
+        );
+        assert_eq!(
+            sys.v2_controllers,
+            vec!["cpuset", "cpu", "io", "memory", "pids"]
+        );
         assert_eq!(sys.mode(), "v2");
     }
 
@@ -792,8 +940,14 @@ mod tests {
         let mi = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
         let pc = "1:cpu,cpuacct:/x\n";
         let sys = CgroupSystem::from_texts(mi, pc, |_| None);
-        assert_eq!(sys.v1_own["cpu"], PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/x"));
-        assert_eq!(sys.v1_own["cpuacct"], PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/x"));
+        assert_eq!(
+            sys.v1_own["cpu"],
+            PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/x")
+        );
+        assert_eq!(
+            sys.v1_own["cpuacct"],
+            PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/x")
+        );
         assert_eq!(sys.mode(), "v1");
     }
 
@@ -811,7 +965,11 @@ mod tests {
 
     #[test]
     fn not_applied_lists_each_limit() {
-        let l = Limits { cpus: Some(2.0), memory_mb: Some(512), cpuset: None };
+        let l = Limits {
+            cpus: Some(2.0),
+            memory_mb: Some(512),
+            cpuset: None,
+        };
         let la = LimitsApplied::not_applied("stack", &l, "no cgroups");
         assert_eq!(la.problems.len(), 2);
         assert!(!la.fully_applied());

@@ -39,7 +39,10 @@ impl DbConfig {
     /// Parses `postgres://user:password@host:port/dbname` (also `postgresql://`; percent-escapes
     /// are decoded; query parameters are ignored; port defaults to 5432, database to the user).
     pub fn from_url(url: &str) -> Result<DbConfig> {
-        let bad = |m: &str| StandError::DbUrl { url: mask(url), message: m.to_string() };
+        let bad = |m: &str| StandError::DbUrl {
+            url: mask(url),
+            message: m.to_string(),
+        };
         let rest = url
             .strip_prefix("postgres://")
             .or_else(|| url.strip_prefix("postgresql://"))
@@ -58,7 +61,10 @@ impl DbConfig {
                 Some((u, p)) => (pct_decode(u), pct_decode(p)),
                 None => (pct_decode(a), String::new()),
             },
-            None => (std::env::var("USER").unwrap_or_else(|_| "postgres".into()), String::new()),
+            None => (
+                std::env::var("USER").unwrap_or_else(|_| "postgres".into()),
+                String::new(),
+            ),
         };
         let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
             let (h, rest) = h.split_once(']').ok_or_else(|| bad("unclosed [ in host"))?;
@@ -69,28 +75,56 @@ impl DbConfig {
                 None => (hostport.to_string(), ""),
             }
         };
-        let port = if port.is_empty() { 5432 } else { port.parse().map_err(|_| bad("port is not a number"))? };
-        let host = if host.is_empty() { "127.0.0.1".to_string() } else { pct_decode(&host) };
+        let port = if port.is_empty() {
+            5432
+        } else {
+            port.parse().map_err(|_| bad("port is not a number"))?
+        };
+        let host = if host.is_empty() {
+            "127.0.0.1".to_string()
+        } else {
+            pct_decode(&host)
+        };
         if user.is_empty() {
             return Err(bad("no user"));
         }
-        let dbname = if db.is_empty() { user.clone() } else { pct_decode(db) };
-        Ok(DbConfig { host, port, user, password, dbname })
+        let dbname = if db.is_empty() {
+            user.clone()
+        } else {
+            pct_decode(db)
+        };
+        Ok(DbConfig {
+            host,
+            port,
+            user,
+            password,
+            dbname,
+        })
     }
 
     /// `postgres://user:***@host:port/db` (password masked) for logs and reports.
     pub fn display_url(&self) -> String {
-        format!("postgres://{}:***@{}:{}/{}", self.user, self.host, self.port, self.dbname)
+        format!(
+            "postgres://{}:***@{}:{}/{}",
+            self.user, self.host, self.port, self.dbname
+        )
     }
 
     /// The same server and role, another database.
     pub fn with_db(&self, dbname: &str) -> DbConfig {
-        DbConfig { dbname: dbname.to_string(), ..self.clone() }
+        DbConfig {
+            dbname: dbname.to_string(),
+            ..self.clone()
+        }
     }
 
     /// The same server, another role.
     pub fn with_user(&self, user: &str, password: &str) -> DbConfig {
-        DbConfig { user: user.to_string(), password: password.to_string(), ..self.clone() }
+        DbConfig {
+            user: user.to_string(),
+            password: password.to_string(),
+            ..self.clone()
+        }
     }
 }
 
@@ -137,7 +171,12 @@ pub fn find_psql(near: Option<&Path>) -> Result<PathBuf> {
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
         let mut v: Vec<(u32, PathBuf)> = rd
             .flatten()
-            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin/psql"))))
+            .filter_map(|e| {
+                Some((
+                    e.file_name().to_str()?.parse().ok()?,
+                    e.path().join("bin/psql"),
+                ))
+            })
             .filter(|(_, p)| process::is_executable(p))
             .collect();
         v.sort();
@@ -167,7 +206,10 @@ impl Db {
 
     /// The same server and role, another database.
     pub fn on(&self, dbname: &str) -> Db {
-        Db { config: self.config.with_db(dbname), psql: self.psql.clone() }
+        Db {
+            config: self.config.with_db(dbname),
+            psql: self.psql.clone(),
+        }
     }
 
     fn cmd(&self) -> Command {
@@ -195,7 +237,9 @@ impl Db {
     }
 
     fn run(&self, what: &str, mut c: Command, stdin: Option<&str>) -> Result<String> {
-        let mut child = c.spawn().ctx(|| format!("running {}", self.psql.display()))?;
+        let mut child = c
+            .spawn()
+            .ctx(|| format!("running {}", self.psql.display()))?;
         {
             let mut si = child.stdin.take();
             if let (Some(s), Some(text)) = (si.as_mut(), stdin) {
@@ -203,7 +247,9 @@ impl Db {
                 let _ = s.write_all(text.as_bytes());
             }
         }
-        let out = child.wait_with_output().ctx(|| format!("waiting for psql ({what})"))?;
+        let out = child
+            .wait_with_output()
+            .ctx(|| format!("waiting for psql ({what})"))?;
         if !out.status.success() {
             return Err(StandError::Sql {
                 what: format!("{what} on {}", self.config.display_url()),
@@ -224,10 +270,15 @@ impl Db {
         let mut c = self.cmd();
         c.args(["--csv", "-t"]);
         let out = self.run(&short(sql), c, Some(sql))?;
-        let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(out.as_bytes());
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(out.as_bytes());
         let mut rows = Vec::new();
         for r in rdr.records() {
-            let r = r.map_err(|e| StandError::Other(format!("parsing psql output of `{}`: {e}", short(sql))))?;
+            let r = r.map_err(|e| {
+                StandError::Other(format!("parsing psql output of `{}`: {e}", short(sql)))
+            })?;
             rows.push(r.iter().map(|s| s.to_string()).collect());
         }
         Ok(rows)
@@ -235,7 +286,11 @@ impl Db {
 
     /// The first column of the first row, if any.
     pub fn query_one(&self, sql: &str) -> Result<Option<String>> {
-        Ok(self.query(sql)?.into_iter().next().and_then(|r| r.into_iter().next()))
+        Ok(self
+            .query(sql)?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next()))
     }
 
     /// Runs a SQL file with psql variables (`-v name=value`).
@@ -250,8 +305,12 @@ impl Db {
 
     /// `server_version_num` (e.g. 150018).
     pub fn server_version_num(&self) -> Result<u32> {
-        let v = self.query_one("show server_version_num")?.unwrap_or_default();
-        v.trim().parse().map_err(|_| StandError::Other(format!("unexpected server_version_num `{v}`")))
+        let v = self
+            .query_one("show server_version_num")?
+            .unwrap_or_default();
+        v.trim()
+            .parse()
+            .map_err(|_| StandError::Other(format!("unexpected server_version_num `{v}`")))
     }
 
     /// `SHOW server_version` (e.g. `15.18 (Debian 15.18-0+deb12u1)`).
@@ -331,10 +390,16 @@ pub fn ensure_bench_role(admin: &Db) -> Result<()> {
 /// stamp matches — and the id CSVs (`status_ids.csv`, `client_ids.csv`, `order_ids.csv`, header
 /// `id`) exported into `data_root/seed-<seed>/`, also skipped when up to date. `admin` must be a
 /// superuser (it creates the pg_stat_statements extension).
-pub fn prepare_data(admin: &Db, contract_dir: &Path, seed: u64, data_root: &Path) -> Result<DataSetup> {
+pub fn prepare_data(
+    admin: &Db,
+    contract_dir: &Path,
+    seed: u64,
+    data_root: &Path,
+) -> Result<DataSetup> {
     let schema_path = contract_dir.join("schema.sql");
     let seed_path = contract_dir.join("seed.sql");
-    let schema = std::fs::read(&schema_path).ctx(|| format!("reading {}", schema_path.display()))?;
+    let schema =
+        std::fs::read(&schema_path).ctx(|| format!("reading {}", schema_path.display()))?;
     let seed_sql = std::fs::read(&seed_path).ctx(|| format!("reading {}", seed_path.display()))?;
     let hash = data_hash(&schema, &seed_sql, seed);
     let stamp = format!("ceiling-seed {hash}");
@@ -349,22 +414,39 @@ pub fn prepare_data(admin: &Db, contract_dir: &Path, seed: u64, data_root: &Path
     if !reused {
         let t0 = Instant::now();
         drop_database(&admin, TEMPLATE_DB)?;
-        admin.exec(&format!("create database {} owner {} encoding 'UTF8' template template0", ident(TEMPLATE_DB), ident(BENCH)))?;
+        admin.exec(&format!(
+            "create database {} owner {} encoding 'UTF8' template template0",
+            ident(TEMPLATE_DB),
+            ident(BENCH)
+        ))?;
         let tdb = admin.on(TEMPLATE_DB);
         tdb.exec("create extension if not exists pg_stat_statements")?;
-        let bench = Db::new(tdb.config.with_user(BENCH, BENCH_PASSWORD), admin.psql.clone());
+        let bench = Db::new(
+            tdb.config.with_user(BENCH, BENCH_PASSWORD),
+            admin.psql.clone(),
+        );
         bench.exec_file(&schema_path, &[])?;
         bench.exec_file(&seed_path, &[("seed", &seed.to_string())])?;
         // Set hint bits and the visibility map once, so every copy starts equally warm-able.
         tdb.exec("vacuum (freeze, analyze)")?;
-        admin.exec(&format!("comment on database {} is {}", ident(TEMPLATE_DB), lit(&stamp)))?;
+        admin.exec(&format!(
+            "comment on database {} is {}",
+            ident(TEMPLATE_DB),
+            lit(&stamp)
+        ))?;
         seed_seconds = t0.elapsed().as_secs_f64();
     }
     // The CSVs.
     let data_dir = data_root.join(format!("seed-{seed}"));
-    let files: Vec<PathBuf> = ["status_ids.csv", "client_ids.csv", "order_ids.csv"].iter().map(|f| data_dir.join(f)).collect();
+    let files: Vec<PathBuf> = ["status_ids.csv", "client_ids.csv", "order_ids.csv"]
+        .iter()
+        .map(|f| data_dir.join(f))
+        .collect();
     let hash_file = data_dir.join(".hash");
-    let up_to_date = std::fs::read_to_string(&hash_file).map(|h| h.trim() == hash).unwrap_or(false) && files.iter().all(|f| f.exists());
+    let up_to_date = std::fs::read_to_string(&hash_file)
+        .map(|h| h.trim() == hash)
+        .unwrap_or(false)
+        && files.iter().all(|f| f.exists());
     if !up_to_date {
         std::fs::create_dir_all(&data_dir).ctx(|| format!("creating {}", data_dir.display()))?;
         let _ = std::fs::remove_file(&hash_file);
@@ -379,23 +461,42 @@ pub fn prepare_data(admin: &Db, contract_dir: &Path, seed: u64, data_root: &Path
         }
         std::fs::write(&hash_file, &hash).ctx(|| format!("writing {}", hash_file.display()))?;
     }
-    Ok(DataSetup { seed, hash, reused, seed_seconds, data_dir, files, template: TEMPLATE_DB.into() })
+    Ok(DataSetup {
+        seed,
+        hash,
+        reused,
+        seed_seconds,
+        data_dir,
+        files,
+        template: TEMPLATE_DB.into(),
+    })
 }
 
 /// Terminates connections to `db` and drops it if it exists.
 pub fn drop_database(admin: &Db, db: &str) -> Result<()> {
     let admin = admin.on("postgres");
-    let exists = admin.query_one(&format!("select 1 from pg_database where datname = {}", lit(db)))?.is_some();
+    let exists = admin
+        .query_one(&format!(
+            "select 1 from pg_database where datname = {}",
+            lit(db)
+        ))?
+        .is_some();
     if !exists {
         return Ok(());
     }
     // no new connections (a stack's pool may try to reconnect), then end the existing ones
-    let _ = admin.exec(&format!("alter database {} with allow_connections false", ident(db)));
+    let _ = admin.exec(&format!(
+        "alter database {} with allow_connections false",
+        ident(db)
+    ));
     admin.exec(&format!(
         "select pg_terminate_backend(pid) from pg_stat_activity where datname = {} and pid <> pg_backend_pid()",
         lit(db)
     ))?;
-    let force = admin.server_version_num().map(|v| v >= 130000).unwrap_or(false);
+    let force = admin
+        .server_version_num()
+        .map(|v| v >= 130000)
+        .unwrap_or(false);
     let sql = if force {
         format!("drop database if exists {} with (force)", ident(db))
     } else {
@@ -425,7 +526,11 @@ pub fn reset_bench_db(admin: &Db) -> Result<DbConfig> {
         lit(TEMPLATE_DB)
     ))?;
     let v = admin.server_version_num()?;
-    let strategy = if v >= 150000 { " strategy = file_copy" } else { "" };
+    let strategy = if v >= 150000 {
+        " strategy = file_copy"
+    } else {
+        ""
+    };
     admin.exec(&format!(
         "create database {} template {} owner {}{strategy}",
         ident(BENCH),
@@ -462,7 +567,11 @@ pub fn stat_statements_reset(admin: &Db) -> Result<()> {
 /// `bench`, to leave out the stand's own queries). Ordered by calls, descending.
 pub fn stat_statements_snapshot(admin: &Db, user: Option<&str>) -> Result<Vec<StatementStat>> {
     let v = admin.server_version_num()?;
-    let time_col = if v >= 130000 { "s.total_exec_time" } else { "s.total_time" };
+    let time_col = if v >= 130000 {
+        "s.total_exec_time"
+    } else {
+        "s.total_time"
+    };
     let filter = match user {
         Some(u) => format!("where r.rolname = {}", lit(u)),
         None => String::new(),
@@ -492,15 +601,32 @@ mod tests {
 
     #[test]
     fn urls() {
-        let c = DbConfig::from_url("postgres://bench:p%40ss@db.example:6543/bench?sslmode=disable").unwrap();
-        assert_eq!(c, DbConfig { host: "db.example".into(), port: 6543, user: "bench".into(), password: "p@ss".into(), dbname: "bench".into() });
+        let c = DbConfig::from_url("postgres://bench:p%40ss@db.example:6543/bench?sslmode=disable")
+            .unwrap();
+        assert_eq!(
+            c,
+            DbConfig {
+                host: "db.example".into(),
+                port: 6543,
+                user: "bench".into(),
+                password: "p@ss".into(),
+                dbname: "bench".into()
+            }
+        );
         let c = DbConfig::from_url("postgresql://u@localhost").unwrap();
-        assert_eq!((c.port, c.dbname.as_str(), c.password.as_str()), (5432, "u", ""));
+        assert_eq!(
+            (c.port, c.dbname.as_str(), c.password.as_str()),
+            (5432, "u", "")
+        );
         let c = DbConfig::from_url("postgres://u:p@[::1]:5433/x").unwrap();
         assert_eq!((c.host.as_str(), c.port), ("::1", 5433));
-        let e = DbConfig::from_url("mysql://u:secret@h/x").unwrap_err().to_string();
+        let e = DbConfig::from_url("mysql://u:secret@h/x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("postgres://") && !e.contains("secret"), "{e}");
-        let e = DbConfig::from_url("postgres://u:secret@h:abc/x").unwrap_err().to_string();
+        let e = DbConfig::from_url("postgres://u:secret@h:abc/x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("port") && !e.contains("secret"), "{e}");
         assert_eq!(c.display_url(), "postgres://u:***@::1:5433/x");
     }

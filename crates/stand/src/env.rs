@@ -41,7 +41,11 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown".into());
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let memory_bytes = meminfo
@@ -52,13 +56,24 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
         .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
     let logical_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    let usable_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(logical_cpus);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    let usable_cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(logical_cpus);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     let os = std::fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        .find_map(|l| {
+            l.strip_prefix("PRETTY_NAME=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
         .unwrap_or_else(|| "unknown".into());
     let tools: [(&str, &[&str]); 9] = [
         ("go", &["version"]),
@@ -105,12 +120,20 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
 /// the tool is missing, fails, or takes more than 15 s.
 fn tool_version(tool: &str, args: &[String]) -> Option<String> {
     crate::process::which(tool)?;
-    let mut child = Command::new(tool).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().ok()?;
+    let mut child = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -119,9 +142,16 @@ fn tool_version(tool: &str, args: &[String]) -> Option<String> {
         }
     }
     let out = child.wait_with_output().ok()?;
-    let text = if out.stdout.iter().any(|b| !b.is_ascii_whitespace()) { out.stdout } else { out.stderr };
+    let text = if out.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
+        out.stdout
+    } else {
+        out.stderr
+    };
     let text = strip_ansi(&String::from_utf8_lossy(&text));
-    text.lines().map(|l| l.trim()).find(|l| !l.is_empty()).map(|l| l.to_string())
+    text.lines()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .map(|l| l.to_string())
 }
 
 fn strip_ansi(s: &str) -> String {
@@ -150,7 +180,10 @@ mod tests {
 
     #[test]
     fn ansi() {
-        assert_eq!(strip_ansi("\u{1b}[1mApache Maven 3.8.7\u{1b}[m"), "Apache Maven 3.8.7");
+        assert_eq!(
+            strip_ansi("\u{1b}[1mApache Maven 3.8.7\u{1b}[m"),
+            "Apache Maven 3.8.7"
+        );
     }
 
     #[test]

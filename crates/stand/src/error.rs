@@ -106,6 +106,9 @@ pub(crate) trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| StandError::Io { context: context(), source })
+        self.map_err(|source| StandError::Io {
+            context: context(),
+            source,
+        })
     }
 }

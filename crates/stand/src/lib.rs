@@ -43,22 +43,29 @@ pub mod procfs;
 mod sampler;
 mod stack;
 
-pub use cgroup::{cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits, LimitsApplied};
+pub use cgroup::{
+    cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits, LimitsApplied,
+};
 pub use db::{
-    data_hash, drop_database, ensure_bench_role, find_psql, ident, lit, prepare_data, reset_bench_db, stat_statements_reset,
-    stat_statements_snapshot, DataSetup, Db, DbConfig, StatementStat, BENCH, BENCH_PASSWORD, TEMPLATE_DB,
+    data_hash, drop_database, ensure_bench_role, find_psql, ident, lit, prepare_data,
+    reset_bench_db, stat_statements_reset, stat_statements_snapshot, DataSetup, Db, DbConfig,
+    StatementStat, BENCH, BENCH_PASSWORD, TEMPLATE_DB,
 };
 pub use env::{fingerprint, Environment};
 pub use error::{Result, StandError};
 pub use pg::{
-    default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user, EmbeddedPostgres, PgBinaries,
-    PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
+    default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user,
+    EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
 };
-pub use process::{cleanup_all, describe_status, install_signal_cleanup, interrupted, log_tail, set_state_dir, sweep_stale, which, StopReport};
+pub use process::{
+    cleanup_all, describe_status, install_signal_cleanup, interrupted, log_tail, set_state_dir,
+    sweep_stale, which, StopReport,
+};
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use stack::{
-    build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec, Effective, RunSpec, RunningStack,
-    StackLaunch, StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
+    build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
+    Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec,
+    CONTRACT_ENV, HASH_EXCLUDES,
 };
 
 use ceiling_plan::StandSettings;
@@ -66,11 +73,16 @@ use ceiling_plan::StandSettings;
 /// Puts this whole process (all threads) into a new cgroup `who` with `limits` — how the
 /// in-process load generator is limited or pinned. Dropping the returned group moves this
 /// process back to where it was and removes the group.
-pub fn limit_this_process(cgroups: &CgroupSystem, who: &str, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
+pub fn limit_this_process(
+    cgroups: &CgroupSystem,
+    who: &str,
+    limits: &Limits,
+) -> (Option<Cgroup>, LimitsApplied) {
     let (cg, mut la) = cgroups.create(who, who, limits);
     if let Some(c) = &cg {
         if let Err(e) = c.add_pid(std::process::id()) {
-            la.problems.push(format!("moving this process into {}: {e}", c.name()));
+            la.problems
+                .push(format!("moving this process into {}: {e}", c.name()));
             la.cpus = None;
             la.memory_mb = None;
             la.cpuset = None;
@@ -145,9 +157,22 @@ impl Stand {
                 (None, db)
             }
             None => {
-                let bins = find_postgres(settings.postgres_version, opts.pg_bin.as_deref(), &opts.cache_dir, opts.pg_maven_version.as_deref())?;
-                let mut po = PgOptions::new(&opts.cache_dir, bins.major, settings.postgres_settings.clone());
-                po.limits = Limits { cpus: settings.postgres_cpus, memory_mb: None, cpuset: opts.postgres_cpuset.clone() };
+                let bins = find_postgres(
+                    settings.postgres_version,
+                    opts.pg_bin.as_deref(),
+                    &opts.cache_dir,
+                    opts.pg_maven_version.as_deref(),
+                )?;
+                let mut po = PgOptions::new(
+                    &opts.cache_dir,
+                    bins.major,
+                    settings.postgres_settings.clone(),
+                );
+                po.limits = Limits {
+                    cpus: settings.postgres_cpus,
+                    memory_mb: None,
+                    cpuset: opts.postgres_cpuset.clone(),
+                };
                 let pg = EmbeddedPostgres::start(&bins, &po, &cgroups)?;
                 let admin = pg.admin();
                 // so pg_stat_statements can be read from the admin database too
@@ -156,7 +181,15 @@ impl Stand {
             }
         };
         let pg_version = admin.server_version().unwrap_or_default();
-        Ok(Stand { opts: opts.clone(), cgroups, pg, admin, pg_version, data: None, swept })
+        Ok(Stand {
+            opts: opts.clone(),
+            cgroups,
+            pg,
+            admin,
+            pg_version,
+            data: None,
+            swept,
+        })
     }
 
     /// The options in use.
@@ -202,7 +235,12 @@ impl Stand {
 
     /// Seeds (or reuses) the template database and exports the id CSVs; see [`prepare_data`].
     pub fn prepare_data(&mut self, seed: u64) -> Result<DataSetup> {
-        let d = prepare_data(&self.admin, &self.contract_dir(), seed, &self.opts.cache_dir.join("data"))?;
+        let d = prepare_data(
+            &self.admin,
+            &self.contract_dir(),
+            seed,
+            &self.opts.cache_dir.join("data"),
+        )?;
         self.data = Some(d.clone());
         Ok(d)
     }
@@ -220,23 +258,50 @@ impl Stand {
     }
     /// Builds (or skips, when cached) a stack; log in `<log_dir>/<name>.build.log`.
     pub fn build_stack(&self, spec: &StackSpec, force: bool) -> Result<BuildOutcome> {
-        build_stack(spec, &self.opts.cache_dir, &self.opts.log_dir.join(format!("{}.build.log", spec.name)), force)
+        build_stack(
+            spec,
+            &self.opts.cache_dir,
+            &self.opts.log_dir.join(format!("{}.build.log", spec.name)),
+            force,
+        )
     }
     /// Starts a stack with the plan's overrides against `db`; log in `<log_dir>/<name>.log`.
     /// Use [`start_stack`] with a [`StackLaunch`] for full control (port, cpuset, extra env).
-    pub fn start_stack(&self, spec: &StackSpec, settings: &StandSettings, db: DbConfig) -> Result<RunningStack> {
-        let launch = StackLaunch::new(spec, settings, db, self.opts.log_dir.join(format!("{}.log", spec.name)));
+    pub fn start_stack(
+        &self,
+        spec: &StackSpec,
+        settings: &StandSettings,
+        db: DbConfig,
+    ) -> Result<RunningStack> {
+        let launch = StackLaunch::new(
+            spec,
+            settings,
+            db,
+            self.opts.log_dir.join(format!("{}.log", spec.name)),
+        );
         start_stack(spec, &launch, &self.cgroups)
     }
     /// Sampler targets: the stack's tree (with its cgroup), PostgreSQL's tree (embedded only) and
     /// the generator process.
-    pub fn sampler_targets(&self, stack: Option<&RunningStack>, generator_pid: Option<u32>) -> Vec<SampleTarget> {
+    pub fn sampler_targets(
+        &self,
+        stack: Option<&RunningStack>,
+        generator_pid: Option<u32>,
+    ) -> Vec<SampleTarget> {
         let mut v = Vec::new();
         if let Some(s) = stack {
-            v.push(SampleTarget::tree("stack", s.pid(), s.cgroup().map(|c| c.probe())));
+            v.push(SampleTarget::tree(
+                "stack",
+                s.pid(),
+                s.cgroup().map(|c| c.probe()),
+            ));
         }
         if let Some(pg) = &self.pg {
-            v.push(SampleTarget::tree("postgres", pg.pid(), pg.cgroup().map(|c| c.probe())));
+            v.push(SampleTarget::tree(
+                "postgres",
+                pg.pid(),
+                pg.cgroup().map(|c| c.probe()),
+            ));
         }
         if let Some(g) = generator_pid {
             v.push(SampleTarget::process("generator", g));

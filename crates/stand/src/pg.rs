@@ -59,14 +59,25 @@ impl PgBinaries {
 /// `postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)` → `("15.18", 15)`.
 pub fn parse_pg_version(s: &str) -> Option<(String, u32)> {
     let after = s.split(")").nth(1).unwrap_or(s);
-    let tok = after.split_whitespace().find(|t| t.chars().next().map(|c| c.is_ascii_digit()).unwrap_or(false))?;
-    let ver: String = tok.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let tok = after.split_whitespace().find(|t| {
+        t.chars()
+            .next()
+            .map(|c| c.is_ascii_digit())
+            .unwrap_or(false)
+    })?;
+    let ver: String = tok
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     let major = ver.split('.').next()?.parse().ok()?;
     Some((ver, major))
 }
 
 fn version_of(bin_dir: &Path) -> Option<(String, u32)> {
-    let out = Command::new(bin_dir.join("postgres")).arg("--version").output().ok()?;
+    let out = Command::new(bin_dir.join("postgres"))
+        .arg("--version")
+        .output()
+        .ok()?;
     parse_pg_version(&String::from_utf8_lossy(&out.stdout))
 }
 
@@ -109,7 +120,10 @@ fn candidates(cache_dir: &Path) -> Vec<(PathBuf, String)> {
     }
     if let Ok(rd) = std::fs::read_dir(cache_dir.join("pg-bin")) {
         for e in rd.flatten() {
-            push(e.path().join("bin"), format!("maven {MAVEN_GROUP} {}", e.file_name().to_string_lossy()));
+            push(
+                e.path().join("bin"),
+                format!("maven {MAVEN_GROUP} {}", e.file_name().to_string_lossy()),
+            );
         }
     }
     v
@@ -119,7 +133,12 @@ fn candidates(cache_dir: &Path) -> Vec<(PathBuf, String)> {
 /// `/usr/lib/postgresql/*/bin`, …) or a bundle fetched earlier into `<cache_dir>/pg-bin`; when
 /// `want_major` is given and nothing local has it, fetches the bundle from Maven Central with
 /// `mvn dependency:copy` (version `maven_version` or [`default_maven_version`]).
-pub fn find_postgres(want_major: Option<u32>, pg_bin: Option<&Path>, cache_dir: &Path, maven_version: Option<&str>) -> Result<PgBinaries> {
+pub fn find_postgres(
+    want_major: Option<u32>,
+    pg_bin: Option<&Path>,
+    cache_dir: &Path,
+    maven_version: Option<&str>,
+) -> Result<PgBinaries> {
     if let Some(dir) = pg_bin {
         if !has_server(dir) {
             return Err(StandError::PgNotFound(format!(
@@ -127,8 +146,12 @@ pub fn find_postgres(want_major: Option<u32>, pg_bin: Option<&Path>, cache_dir: 
                 dir.display()
             )));
         }
-        let (version, major) = version_of(dir)
-            .ok_or_else(|| StandError::PgNotFound(format!("{}/postgres --version gave no version", dir.display())))?;
+        let (version, major) = version_of(dir).ok_or_else(|| {
+            StandError::PgNotFound(format!(
+                "{}/postgres --version gave no version",
+                dir.display()
+            ))
+        })?;
         if let Some(w) = want_major {
             if w != major {
                 return Err(StandError::PgNotFound(format!(
@@ -138,7 +161,13 @@ pub fn find_postgres(want_major: Option<u32>, pg_bin: Option<&Path>, cache_dir: 
             }
         }
         let psql = find_psql(Some(dir))?;
-        return Ok(PgBinaries { bin_dir: dir.to_path_buf(), version, major, psql, origin: "--pg-bin".into() });
+        return Ok(PgBinaries {
+            bin_dir: dir.to_path_buf(),
+            version,
+            major,
+            psql,
+            origin: "--pg-bin".into(),
+        });
     }
     let mut found: Vec<(PathBuf, String, String, u32)> = Vec::new();
     for (dir, origin) in candidates(cache_dir) {
@@ -149,11 +178,20 @@ pub fn find_postgres(want_major: Option<u32>, pg_bin: Option<&Path>, cache_dir: 
     let pick = match want_major {
         Some(w) => found.iter().find(|f| f.3 == w).cloned(),
         // nothing asked for: the system's newest, a fetched bundle only when there is none
-        None => found.iter().max_by_key(|f| (!f.1.starts_with("maven"), f.3)).cloned(),
+        None => found
+            .iter()
+            .max_by_key(|f| (!f.1.starts_with("maven"), f.3))
+            .cloned(),
     };
     if let Some((dir, origin, version, major)) = pick {
         let psql = find_psql(Some(&dir))?;
-        return Ok(PgBinaries { bin_dir: dir, version, major, psql, origin });
+        return Ok(PgBinaries {
+            bin_dir: dir,
+            version,
+            major,
+            psql,
+            origin,
+        });
     }
     let searched = "PATH, /usr/lib/postgresql/*/bin, /usr/local/pgsql/bin, /usr/pgsql-*/bin";
     match want_major {
@@ -203,7 +241,9 @@ fn fetch_maven(version: &str, cache_dir: &Path) -> std::result::Result<PathBuf, 
         return Ok(dest.join("bin"));
     }
     let mvn = process::which("mvn").ok_or("`mvn` is not on PATH (install maven)")?;
-    let dl = cache_dir.join("pg-bin").join(format!(".download-{}", std::process::id()));
+    let dl = cache_dir
+        .join("pg-bin")
+        .join(format!(".download-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dl);
     std::fs::create_dir_all(&dl).map_err(|e| format!("creating {}: {e}", dl.display()))?;
     let art = format!("{MAVEN_GROUP}:{}:{version}", maven_artifact());
@@ -214,9 +254,11 @@ fn fetch_maven(version: &str, cache_dir: &Path) -> std::result::Result<PathBuf, 
         .current_dir(&dl)
         .output()
         .map_err(|e| format!("running mvn: {e}"))?;
-    let jar = std::fs::read_dir(&dl)
-        .ok()
-        .and_then(|rd| rd.flatten().map(|e| e.path()).find(|p| p.extension().map(|x| x == "jar").unwrap_or(false)));
+    let jar = std::fs::read_dir(&dl).ok().and_then(|rd| {
+        rd.flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().map(|x| x == "jar").unwrap_or(false))
+    });
     let Some(jar) = jar else {
         let _ = std::fs::remove_dir_all(&dl);
         return Err(format!(
@@ -229,37 +271,78 @@ fn fetch_maven(version: &str, cache_dir: &Path) -> std::result::Result<PathBuf, 
     let unpack = dl.join("jar");
     std::fs::create_dir_all(&unpack).map_err(|e| e.to_string())?;
     let ok = if process::which("unzip").is_some() {
-        Command::new("unzip").arg("-q").arg("-o").arg(&jar).arg("-d").arg(&unpack).status().map(|s| s.success()).unwrap_or(false)
+        Command::new("unzip")
+            .arg("-q")
+            .arg("-o")
+            .arg(&jar)
+            .arg("-d")
+            .arg(&unpack)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
     } else if process::which("jar").is_some() {
-        Command::new("jar").arg("xf").arg(&jar).current_dir(&unpack).status().map(|s| s.success()).unwrap_or(false)
+        Command::new("jar")
+            .arg("xf")
+            .arg(&jar)
+            .current_dir(&unpack)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
     } else {
-        Command::new("python3").args(["-m", "zipfile", "-e"]).arg(&jar).arg(&unpack).status().map(|s| s.success()).unwrap_or(false)
+        Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(&jar)
+            .arg(&unpack)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
     };
     if !ok {
         let _ = std::fs::remove_dir_all(&dl);
-        return Err(format!("could not unpack {} (needs unzip, jar or python3)", jar.display()));
+        return Err(format!(
+            "could not unpack {} (needs unzip, jar or python3)",
+            jar.display()
+        ));
     }
-    let txz = std::fs::read_dir(&unpack)
-        .ok()
-        .and_then(|rd| rd.flatten().map(|e| e.path()).find(|p| p.to_string_lossy().ends_with(".txz")));
+    let txz = std::fs::read_dir(&unpack).ok().and_then(|rd| {
+        rd.flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".txz"))
+    });
     let Some(txz) = txz else {
         let _ = std::fs::remove_dir_all(&dl);
         return Err(format!("{} holds no .txz bundle", jar.display()));
     };
     let stage = dl.join("pg");
     std::fs::create_dir_all(&stage).map_err(|e| e.to_string())?;
-    let st = Command::new("tar").arg("-xJf").arg(&txz).arg("-C").arg(&stage).status().map_err(|e| format!("tar: {e}"))?;
+    let st = Command::new("tar")
+        .arg("-xJf")
+        .arg(&txz)
+        .arg("-C")
+        .arg(&stage)
+        .status()
+        .map_err(|e| format!("tar: {e}"))?;
     if !st.success() {
         let _ = std::fs::remove_dir_all(&dl);
-        return Err(format!("tar -xJf {} failed (is xz installed?)", txz.display()));
+        return Err(format!(
+            "tar -xJf {} failed (is xz installed?)",
+            txz.display()
+        ));
     }
     // readable and executable for the unprivileged server user
-    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&stage).status();
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&stage)
+        .status();
     let _ = std::fs::remove_dir_all(&dest);
-    std::fs::rename(&stage, &dest).map_err(|e| format!("moving bundle into {}: {e}", dest.display()))?;
+    std::fs::rename(&stage, &dest)
+        .map_err(|e| format!("moving bundle into {}: {e}", dest.display()))?;
     let _ = std::fs::remove_dir_all(&dl);
     if !has_server(&dest.join("bin")) {
-        return Err(format!("bundle unpacked into {} has no bin/postgres", dest.display()));
+        return Err(format!(
+            "bundle unpacked into {} has no bin/postgres",
+            dest.display()
+        ));
     }
     Ok(dest.join("bin"))
 }
@@ -284,7 +367,11 @@ pub fn lookup_user(name: &str) -> Option<RunAs> {
         if pw.is_null() {
             return None;
         }
-        Some(RunAs { name: name.to_string(), uid: (*pw).pw_uid, gid: (*pw).pw_gid })
+        Some(RunAs {
+            name: name.to_string(),
+            uid: (*pw).pw_uid,
+            gid: (*pw).pw_gid,
+        })
     }
 }
 
@@ -303,7 +390,8 @@ pub fn server_user() -> Result<Option<RunAs>> {
 
 /// Picks a free TCP port on 127.0.0.1 (the OS's choice; there is a small race until it is used).
 pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).ctx(|| "finding a free port".into())?;
+    let l = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .ctx(|| "finding a free port".into())?;
     Ok(l.local_addr().ctx(|| "finding a free port".into())?.port())
 }
 
@@ -374,7 +462,11 @@ fn lock_root(root: &Path) -> Result<std::fs::File> {
             message: format!(
                 "{} is in use by another ceiling run ({}); wait for it or use another cache dir",
                 root.display(),
-                if holder.trim().is_empty() { "unknown pid".to_string() } else { format!("pid {}", holder.trim()) }
+                if holder.trim().is_empty() {
+                    "unknown pid".to_string()
+                } else {
+                    format!("pid {}", holder.trim())
+                }
             ),
             log_tail: String::new(),
         });
@@ -390,10 +482,15 @@ impl EmbeddedPostgres {
     /// same cache dir fails clearly instead of sharing it. A server left running by a killed
     /// earlier run on the same data directory is stopped first (found through `postmaster.pid`,
     /// checked against its working directory / command line).
-    pub fn start(bins: &PgBinaries, opts: &PgOptions, cgroups: &CgroupSystem) -> Result<EmbeddedPostgres> {
+    pub fn start(
+        bins: &PgBinaries,
+        opts: &PgOptions,
+        cgroups: &CgroupSystem,
+    ) -> Result<EmbeddedPostgres> {
         let user = server_user()?;
         std::fs::create_dir_all(&opts.root).ctx(|| format!("creating {}", opts.root.display()))?;
-        let root = std::fs::canonicalize(&opts.root).ctx(|| format!("resolving {}", opts.root.display()))?;
+        let root = std::fs::canonicalize(&opts.root)
+            .ctx(|| format!("resolving {}", opts.root.display()))?;
         let data_dir = root.join("data");
         let log = root.join("postgres.log");
         if let Some(u) = &user {
@@ -409,7 +506,10 @@ impl EmbeddedPostgres {
             if let Some(u) = &user {
                 use std::os::unix::fs::MetadataExt;
                 // e.g. initialised by an earlier run as another user: hand it over
-                if std::fs::metadata(&data_dir).map(|m| m.uid() != u.uid).unwrap_or(false) {
+                if std::fs::metadata(&data_dir)
+                    .map(|m| m.uid() != u.uid)
+                    .unwrap_or(false)
+                {
                     chown_tree(&data_dir, u)?;
                 }
             }
@@ -433,7 +533,13 @@ impl EmbeddedPostgres {
                 Some(p) => p,
                 None => free_port()?,
             };
-            let _ = std::fs::write(&log, format!("--- ceiling: starting PostgreSQL {} on 127.0.0.1:{port}\n", bins.version));
+            let _ = std::fs::write(
+                &log,
+                format!(
+                    "--- ceiling: starting PostgreSQL {} on 127.0.0.1:{port}\n",
+                    bins.version
+                ),
+            );
             let mut args = vec!["-D".to_string(), data_dir.display().to_string()];
             let mut set = |k: &str, v: &str| {
                 args.push("-c".into());
@@ -461,12 +567,23 @@ impl EmbeddedPostgres {
             let mut proc = Managed::spawn(&spec)?;
             match wait_ready(&mut proc, port, bins, &log, opts.start_timeout) {
                 Ok(()) => {
-                    return Ok(EmbeddedPostgres { bins: bins.clone(), data_dir, port, log, proc, cgroup, limits, user, _lock: lock });
+                    return Ok(EmbeddedPostgres {
+                        bins: bins.clone(),
+                        data_dir,
+                        port,
+                        log,
+                        proc,
+                        cgroup,
+                        limits,
+                        user,
+                        _lock: lock,
+                    });
                 }
                 Err(e) => {
                     proc.stop(Duration::from_secs(10));
                     let tail = log_tail(&log, 30);
-                    let port_clash = tail.contains("could not bind") || tail.contains("Address already in use");
+                    let port_clash =
+                        tail.contains("could not bind") || tail.contains("Address already in use");
                     last_err = Some(e);
                     if !(port_clash && opts.port.is_none() && attempt < 2) {
                         break;
@@ -560,26 +677,48 @@ impl Drop for EmbeddedPostgres {
     }
 }
 
-fn wait_ready(proc: &mut Managed, port: u16, bins: &PgBinaries, log: &Path, timeout: Duration) -> Result<()> {
+fn wait_ready(
+    proc: &mut Managed,
+    port: u16,
+    bins: &PgBinaries,
+    log: &Path,
+    timeout: Duration,
+) -> Result<()> {
     let start = Instant::now();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let db = Db::new(
-        DbConfig { host: "127.0.0.1".into(), port, user: SUPERUSER.0.into(), password: SUPERUSER.1.into(), dbname: "postgres".into() },
+        DbConfig {
+            host: "127.0.0.1".into(),
+            port,
+            user: SUPERUSER.0.into(),
+            password: SUPERUSER.1.into(),
+            dbname: "postgres".into(),
+        },
         bins.psql.clone(),
     );
     loop {
         if let Some(st) = proc.try_wait() {
             return Err(StandError::Postgres {
-                message: format!("the server exited during start-up ({}); log {}", process::describe_status(st), log.display()),
+                message: format!(
+                    "the server exited during start-up ({}); log {}",
+                    process::describe_status(st),
+                    log.display()
+                ),
                 log_tail: log_tail(log, 30),
             });
         }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() && db.query("select 1").is_ok() {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            && db.query("select 1").is_ok()
+        {
             return Ok(());
         }
         if start.elapsed() > timeout {
             return Err(StandError::Postgres {
-                message: format!("the server did not accept connections within {:?}; log {}", timeout, log.display()),
+                message: format!(
+                    "the server did not accept connections within {:?}; log {}",
+                    timeout,
+                    log.display()
+                ),
                 log_tail: log_tail(log, 30),
             });
         }
@@ -621,7 +760,8 @@ fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
 }
 
 fn chown(p: &Path, u: &RunAs) -> Result<()> {
-    std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid)).ctx(|| format!("chown {} to {}", p.display(), u.name))
+    std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid))
+        .ctx(|| format!("chown {} to {}", p.display(), u.name))
 }
 
 fn chown_tree(p: &Path, u: &RunAs) -> Result<()> {
@@ -631,7 +771,10 @@ fn chown_tree(p: &Path, u: &RunAs) -> Result<()> {
     }
     chown(p, u)?;
     if md.is_dir() {
-        for e in std::fs::read_dir(p).ctx(|| format!("reading {}", p.display()))?.flatten() {
+        for e in std::fs::read_dir(p)
+            .ctx(|| format!("reading {}", p.display()))?
+            .flatten()
+        {
             chown_tree(&e.path(), u)?;
         }
     }
@@ -641,7 +784,8 @@ fn chown_tree(p: &Path, u: &RunAs) -> Result<()> {
 fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>) -> Result<()> {
     let _ = std::fs::remove_dir_all(data_dir);
     let pwfile = root.join(".pwfile");
-    std::fs::write(&pwfile, format!("{}\n", SUPERUSER.1)).ctx(|| format!("writing {}", pwfile.display()))?;
+    std::fs::write(&pwfile, format!("{}\n", SUPERUSER.1))
+        .ctx(|| format!("writing {}", pwfile.display()))?;
     if let Some(u) = user {
         chown(&pwfile, u)?;
     }
@@ -678,7 +822,11 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
     if !st.success() {
         let _ = std::fs::remove_dir_all(data_dir);
         return Err(StandError::Postgres {
-            message: format!("initdb failed ({}); log {}", process::describe_status(st), log.display()),
+            message: format!(
+                "initdb failed ({}); log {}",
+                process::describe_status(st),
+                log.display()
+            ),
             log_tail: log_tail(&log, 30),
         });
     }
@@ -692,8 +840,16 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
 /// a zombie holds the pid).
 fn stop_leftover(data_dir: &Path) -> Result<()> {
     let pidfile = data_dir.join("postmaster.pid");
-    let Ok(text) = std::fs::read_to_string(&pidfile) else { return Ok(()) };
-    let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<u32>().ok()) else { return Ok(()) };
+    let Ok(text) = std::fs::read_to_string(&pidfile) else {
+        return Ok(());
+    };
+    let Some(pid) = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<u32>().ok())
+    else {
+        return Ok(());
+    };
     let ours = |pid: u32| {
         let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -735,7 +891,10 @@ fn stop_leftover(data_dir: &Path) -> Result<()> {
         }
     }
     Err(StandError::Postgres {
-        message: format!("a leftover server (pid {pid}) on {} could not be stopped", data_dir.display()),
+        message: format!(
+            "a leftover server (pid {pid}) on {} could not be stopped",
+            data_dir.display()
+        ),
         log_tail: String::new(),
     })
 }
@@ -746,9 +905,18 @@ mod tests {
 
     #[test]
     fn versions() {
-        assert_eq!(parse_pg_version("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n"), Some(("15.18".into(), 15)));
-        assert_eq!(parse_pg_version("postgres (PostgreSQL) 16.4\n"), Some(("16.4".into(), 16)));
-        assert_eq!(parse_pg_version("postgres (PostgreSQL) 17beta1\n"), Some(("17".into(), 17)));
+        assert_eq!(
+            parse_pg_version("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)\n"),
+            Some(("15.18".into(), 15))
+        );
+        assert_eq!(
+            parse_pg_version("postgres (PostgreSQL) 16.4\n"),
+            Some(("16.4".into(), 16))
+        );
+        assert_eq!(
+            parse_pg_version("postgres (PostgreSQL) 17beta1\n"),
+            Some(("17".into(), 17))
+        );
         assert_eq!(parse_pg_version("nothing"), None);
         assert_eq!(default_maven_version(16), Some("16.4.0"));
     }

@@ -55,7 +55,8 @@ pub(crate) struct Managed {
 impl Managed {
     pub fn spawn(spec: &SpawnSpec) -> Result<Managed> {
         if let Some(parent) = spec.log.parent() {
-            std::fs::create_dir_all(parent).ctx(|| format!("creating log directory {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .ctx(|| format!("creating log directory {}", parent.display()))?;
         }
         let log = OpenOptions::new()
             .create(true)
@@ -64,7 +65,10 @@ impl Managed {
             .ctx(|| format!("opening log {}", spec.log.display()))?;
         let log2 = log.try_clone().ctx(|| "duplicating log handle".into())?;
         let mut cmd = Command::new(&spec.program);
-        cmd.args(&spec.args).stdin(Stdio::null()).stdout(Stdio::from(log)).stderr(Stdio::from(log2));
+        cmd.args(&spec.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2));
         if let Some(d) = &spec.cwd {
             cmd.current_dir(d);
         }
@@ -107,7 +111,9 @@ impl Managed {
                 });
             }
         }
-        let child = cmd.spawn().ctx(|| format!("starting {} ({})", spec.label, spec.program.display()))?;
+        let child = cmd
+            .spawn()
+            .ctx(|| format!("starting {} ({})", spec.label, spec.program.display()))?;
         let pid = child.id();
         let starttime = procfs::read_stat(pid).map(|s| s.starttime).unwrap_or(0);
         let reg = registry_add(Entry::Process(ProcEntry {
@@ -163,7 +169,10 @@ impl Managed {
     /// Graceful stop, then SIGKILL after `grace`. Idempotent.
     pub fn stop(&mut self, grace: Duration) -> StopReport {
         if self.stopped {
-            return StopReport { already_stopped: true, ..Default::default() };
+            return StopReport {
+                already_stopped: true,
+                ..Default::default()
+            };
         }
         self.stopped = true;
         let pre_exit = self.try_wait();
@@ -257,7 +266,11 @@ fn entry_members(p: &ProcEntry, t: &ProcTable) -> Vec<u32> {
         .filter(|s| s.pgrp == p.pgid && !s.is_dead() && s.starttime >= p.starttime)
         .map(|s| s.pid)
         .collect();
-    if t.procs.get(&p.leader).map(|l| l.starttime == p.starttime).unwrap_or(false) {
+    if t.procs
+        .get(&p.leader)
+        .map(|l| l.starttime == p.starttime)
+        .unwrap_or(false)
+    {
         for d in t.tree(p.leader) {
             if !v.contains(&d) && t.procs.get(&d).map(|s| !s.is_dead()).unwrap_or(false) {
                 v.push(d);
@@ -334,7 +347,11 @@ struct Registry {
     state_dir: Option<PathBuf>,
 }
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { next: 1, entries: BTreeMap::new(), state_dir: None });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    next: 1,
+    entries: BTreeMap::new(),
+    state_dir: None,
+});
 
 #[derive(Serialize, Deserialize)]
 struct StateFile {
@@ -406,15 +423,29 @@ pub fn cleanup_all(grace: Duration) -> Vec<String> {
     for (id, e) in &entries {
         if let Entry::Process(p) = e {
             let rep = stop_entry(p, grace, &mut || {});
-            out.push(format!("stopped {} (pid {}){}", p.label, p.leader, if rep.killed { " with SIGKILL" } else { "" }));
+            out.push(format!(
+                "stopped {} (pid {}){}",
+                p.label,
+                p.leader,
+                if rep.killed { " with SIGKILL" } else { "" }
+            ));
             registry_remove(*id);
         }
     }
     for (id, e) in &entries {
         if let Entry::Cgroup(dirs) = e {
             let failed = cgroup::kill_dirs(dirs, Duration::from_secs(3));
-            out.push(format!("removed cgroup {}", dirs.first().map(|d| d.display().to_string()).unwrap_or_default()));
-            out.extend(failed.into_iter().map(|f| format!("could not remove cgroup {f}")));
+            out.push(format!(
+                "removed cgroup {}",
+                dirs.first()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            ));
+            out.extend(
+                failed
+                    .into_iter()
+                    .map(|f| format!("could not remove cgroup {f}")),
+            );
             registry_remove(*id);
         }
     }
@@ -439,10 +470,16 @@ fn sweep_orphan_cgroups(sys: &cgroup::CgroupSystem) -> Vec<String> {
     roots.sort();
     roots.dedup();
     for root in roots {
-        let Ok(rd) = std::fs::read_dir(&root) else { continue };
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            continue;
+        };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name.strip_prefix("ceiling-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+            let Some(pid) = name
+                .strip_prefix("ceiling-")
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
                 continue;
             };
             if pid == std::process::id() || procfs::read_stat(pid).is_some() || !e.path().is_dir() {
@@ -458,18 +495,25 @@ fn sweep_orphan_cgroups(sys: &cgroup::CgroupSystem) -> Vec<String> {
 
 fn sweep_state_files(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
     let me = std::process::id();
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("ceiling-").and_then(|s| s.strip_suffix(".json")).and_then(|s| s.parse::<u32>().ok())
+        let Some(pid) = name
+            .strip_prefix("ceiling-")
+            .and_then(|s| s.strip_suffix(".json"))
+            .and_then(|s| s.parse::<u32>().ok())
         else {
             continue;
         };
         if pid == me {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
         let Ok(sf) = serde_json::from_str::<StateFile>(&text) else {
             let _ = std::fs::remove_file(e.path());
             continue;
@@ -499,7 +543,11 @@ fn sweep_state_files(dir: &Path) -> Vec<String> {
             if let Entry::Cgroup(dirs) = en {
                 if dirs.iter().any(|d| d.exists()) {
                     let failed = cgroup::kill_dirs(dirs, Duration::from_secs(3));
-                    out.push(format!("removed leftover cgroup {} of dead run {}", dirs[0].display(), sf.owner_pid));
+                    out.push(format!(
+                        "removed leftover cgroup {} of dead run {}",
+                        dirs[0].display(),
+                        sf.owner_pid
+                    ));
                     out.extend(failed);
                 }
             }
@@ -545,23 +593,27 @@ pub fn install_signal_cleanup(grace: Duration) -> std::io::Result<()> {
     }
     SIGNAL_PIPE.store(fds[1], Ordering::SeqCst);
     let rfd = fds[0];
-    std::thread::Builder::new().name("ceiling-signals".into()).spawn(move || {
-        let mut b = [0u8; 1];
-        loop {
-            // SAFETY: read(2) into a local buffer from our pipe.
-            let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, 1) };
-            if n == 1 {
-                let lines = cleanup_all(grace);
-                for l in lines {
-                    eprintln!("ceiling: {l}");
+    std::thread::Builder::new()
+        .name("ceiling-signals".into())
+        .spawn(move || {
+            let mut b = [0u8; 1];
+            loop {
+                // SAFETY: read(2) into a local buffer from our pipe.
+                let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, 1) };
+                if n == 1 {
+                    let lines = cleanup_all(grace);
+                    for l in lines {
+                        eprintln!("ceiling: {l}");
+                    }
+                } else if n < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                    continue;
+                } else {
+                    break;
                 }
-            } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            } else {
-                break;
             }
-        }
-    })?;
+        })?;
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installing a handler that only does async-signal-safe work.
         unsafe {
@@ -587,7 +639,9 @@ pub fn interrupted() -> Option<i32> {
 
 /// The last `lines` lines of a log file (reads at most the last 64 KiB).
 pub fn log_tail(path: &Path, lines: usize) -> String {
-    let Ok(mut f) = File::open(path) else { return String::new() };
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(64 * 1024);
     if f.seek(SeekFrom::Start(start)).is_err() {
@@ -608,12 +662,16 @@ pub fn which(name: &str) -> Option<PathBuf> {
         return is_executable(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 pub(crate) fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -621,7 +679,8 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("ceiling-stand-test-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("ceiling-stand-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -645,7 +704,10 @@ mod tests {
             label: "sh".into(),
             program: "sh".into(),
             // a child that ignores SIGTERM, so SIGKILL is needed
-            args: vec!["-c".into(), "trap '' TERM; sleep 30 & sleep 30 & wait".into()],
+            args: vec![
+                "-c".into(),
+                "trap '' TERM; sleep 30 & sleep 30 & wait".into(),
+            ],
             log: d.join("sh.log"),
             term_signal: libc::SIGTERM,
             term_group: true,

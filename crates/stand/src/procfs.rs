@@ -162,7 +162,11 @@ impl ProcTable {
 
     /// Live (non-zombie) members of process group `pgid`.
     pub fn group_members(&self, pgid: u32) -> Vec<u32> {
-        self.procs.values().filter(|p| p.pgrp == pgid && !p.is_dead()).map(|p| p.pid).collect()
+        self.procs
+            .values()
+            .filter(|p| p.pgrp == pgid && !p.is_dead())
+            .map(|p| p.pid)
+            .collect()
     }
 }
 
@@ -238,7 +242,10 @@ mod tests {
 
     #[test]
     fn finds_children_in_tree() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let t = ProcTable::scan();
         let tree = t.tree(std::process::id());
         assert!(tree.contains(&child.id()), "{tree:?}");

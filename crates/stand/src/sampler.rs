@@ -70,7 +70,9 @@ impl CgroupProbe {
         if !procfs::read_into(p.to_str()?, buf) {
             return None;
         }
-        buf.lines().find_map(|l| l.strip_prefix("usage_usec ")).and_then(|v| v.trim().parse().ok())
+        buf.lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))
+            .and_then(|v| v.trim().parse().ok())
     }
 }
 
@@ -104,11 +106,21 @@ pub struct SampleTarget {
 impl SampleTarget {
     /// A process tree (`stack`, `postgres`).
     pub fn tree(who: &str, pid: u32, cgroup: Option<CgroupProbe>) -> SampleTarget {
-        SampleTarget { who: who.into(), pid, tree: true, cgroup }
+        SampleTarget {
+            who: who.into(),
+            pid,
+            tree: true,
+            cgroup,
+        }
     }
     /// A single process with all its threads (the generator: usually `std::process::id()`).
     pub fn process(who: &str, pid: u32) -> SampleTarget {
-        SampleTarget { who: who.into(), pid, tree: false, cgroup: None }
+        SampleTarget {
+            who: who.into(),
+            pid,
+            tree: false,
+            cgroup: None,
+        }
     }
 }
 
@@ -150,7 +162,11 @@ impl Measurer {
         let now = Instant::now();
         let dt = self.last.map(|l| now.duration_since(l).as_secs_f64());
         self.last = Some(now);
-        let table = if self.targets.iter().any(|t| t.tree) { Some(ProcTable::scan()) } else { None };
+        let table = if self.targets.iter().any(|t| t.tree) {
+            Some(ProcTable::scan())
+        } else {
+            None
+        };
         let t = now.saturating_duration_since(run_start).as_secs_f64();
         let mut out = Vec::new();
         for (i, target) in self.targets.iter().enumerate() {
@@ -158,7 +174,10 @@ impl Measurer {
             // processes
             let stats: Vec<procfs::ProcStat> = if target.tree {
                 let tb = table.as_ref().unwrap();
-                tb.tree(target.pid).iter().filter_map(|p| tb.procs.get(p).cloned()).collect()
+                tb.tree(target.pid)
+                    .iter()
+                    .filter_map(|p| tb.procs.get(p).cloned())
+                    .collect()
             } else {
                 procfs::read_stat(target.pid).into_iter().collect()
             };
@@ -193,17 +212,27 @@ impl Measurer {
                 if s.is_dead() {
                     continue;
                 }
-                let (res, shared) = if procfs::read_into(&format!("/proc/{}/statm", s.pid), &mut self.buf) {
-                    procfs::parse_statm(&self.buf).unwrap_or((s.rss_pages, 0))
-                } else {
-                    (s.rss_pages, 0)
-                };
+                let (res, shared) =
+                    if procfs::read_into(&format!("/proc/{}/statm", s.pid), &mut self.buf) {
+                        procfs::parse_statm(&self.buf).unwrap_or((s.rss_pages, 0))
+                    } else {
+                        (s.rss_pages, 0)
+                    };
                 private += res.saturating_sub(shared);
                 max_shared = max_shared.max(shared);
             }
             let rss_bytes = (private + max_shared) * self.page;
-            let cgroup_memory_bytes = target.cgroup.as_ref().and_then(|c| c.memory_bytes(&mut self.buf));
-            out.push(ResourceSample { t, who: target.who.clone(), cpu_pct, rss_bytes, cgroup_memory_bytes });
+            let cgroup_memory_bytes = target
+                .cgroup
+                .as_ref()
+                .and_then(|c| c.memory_bytes(&mut self.buf));
+            out.push(ResourceSample {
+                t,
+                who: target.who.clone(),
+                cpu_pct,
+                rss_bytes,
+                cgroup_memory_bytes,
+            });
         }
         out
     }
@@ -250,11 +279,18 @@ impl Sampler {
                 }
             })
             .expect("spawning the sampler thread");
-        Sampler { stop, handle: Some(handle) }
+        Sampler {
+            stop,
+            handle: Some(handle),
+        }
     }
 
     /// Like [`Sampler::start`], delivering samples through a channel.
-    pub fn with_channel(run_start: Instant, interval: Duration, targets: Vec<SampleTarget>) -> (Sampler, Receiver<ResourceSample>) {
+    pub fn with_channel(
+        run_start: Instant,
+        interval: Duration,
+        targets: Vec<SampleTarget>,
+    ) -> (Sampler, Receiver<ResourceSample>) {
         let (tx, rx) = channel();
         let s = Sampler::start(run_start, interval, targets, move |x| {
             let _ = tx.send(x);
@@ -284,10 +320,16 @@ mod tests {
     #[test]
     fn samples_self_and_busy_child() {
         // a child that burns one core
-        let mut child = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
         let me = std::process::id();
         let start = Instant::now();
-        let mut m = Measurer::new(vec![SampleTarget::tree("stack", child.id(), None), SampleTarget::process("generator", me)]);
+        let mut m = Measurer::new(vec![
+            SampleTarget::tree("stack", child.id(), None),
+            SampleTarget::process("generator", me),
+        ]);
         assert!(m.tick(start).is_empty());
         std::thread::sleep(Duration::from_millis(600));
         let s = m.tick(start);
@@ -310,7 +352,11 @@ mod tests {
 
     #[test]
     fn sampler_thread_delivers_and_stops() {
-        let (mut s, rx) = Sampler::with_channel(Instant::now(), Duration::from_millis(100), vec![SampleTarget::process("generator", std::process::id())]);
+        let (mut s, rx) = Sampler::with_channel(
+            Instant::now(),
+            Duration::from_millis(100),
+            vec![SampleTarget::process("generator", std::process::id())],
+        );
         let first = rx.recv_timeout(Duration::from_secs(3)).unwrap();
         assert_eq!(first.who, "generator");
         s.stop();

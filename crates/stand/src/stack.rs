@@ -141,42 +141,75 @@ impl StackSpec {
             field: "-".into(),
             message: format!("cannot read: {e}"),
         })?;
-        let dir = file.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| PathBuf::from("."));
+        let dir = file
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("."));
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         Self::parse_str(&text, file, &dir)
     }
 
     /// Parses and validates `stack.toml` text; `file` is used in errors, `dir` is the stack folder.
     pub fn parse_str(text: &str, file: &Path, dir: &Path) -> Result<StackSpec> {
-        let err = |field: &str, message: String| StandError::StackToml { file: file.to_path_buf(), field: field.into(), message };
+        let err = |field: &str, message: String| StandError::StackToml {
+            file: file.to_path_buf(),
+            field: field.into(),
+            message,
+        };
         let raw: RawStack = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
             let field = field_from_toml_error(&msg, text, e.span());
-            err(&field, match line {
-                Some(l) => format!("line {l}: {msg}"),
-                None => msg,
-            })
+            err(
+                &field,
+                match line {
+                    Some(l) => format!("line {l}: {msg}"),
+                    None => msg,
+                },
+            )
         })?;
-        let folder = dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let folder = dir
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if raw.name != folder {
-            return Err(err("name", format!("`{}` must equal the folder name `{folder}`", raw.name)));
+            return Err(err(
+                "name",
+                format!("`{}` must equal the folder name `{folder}`", raw.name),
+            ));
         }
         if raw.run.command.is_empty() || raw.run.command[0].trim().is_empty() {
-            return Err(err("run.command", "must be a non-empty list, e.g. [\"./target/server\"]".into()));
+            return Err(err(
+                "run.command",
+                "must be a non-empty list, e.g. [\"./target/server\"]".into(),
+            ));
         }
         if !raw.run.health.starts_with('/') {
-            return Err(err("run.health", format!("`{}` must be a path starting with /", raw.run.health)));
+            return Err(err(
+                "run.health",
+                format!("`{}` must be a path starting with /", raw.run.health),
+            ));
         }
         if raw.run.startup_timeout_s == 0 || raw.run.startup_timeout_s > 3600 {
-            return Err(err("run.startup_timeout_s", "must be between 1 and 3600".into()));
+            return Err(err(
+                "run.startup_timeout_s",
+                "must be between 1 and 3600".into(),
+            ));
         }
         for k in raw.run.env.keys() {
             if k.is_empty() || k.contains('=') || k.contains('\0') {
-                return Err(err(&format!("run.env.{k}"), "not a valid environment variable name".into()));
+                return Err(err(
+                    &format!("run.env.{k}"),
+                    "not a valid environment variable name".into(),
+                ));
             }
             if CONTRACT_ENV.contains(&k.as_str()) {
-                return Err(err(&format!("run.env.{k}"), format!("{k} is set by the stand (env contract); use [settings] instead")));
+                return Err(err(
+                    &format!("run.env.{k}"),
+                    format!("{k} is set by the stand (env contract); use [settings] instead"),
+                ));
             }
         }
         if let Some(b) = &raw.build {
@@ -185,7 +218,10 @@ impl StackSpec {
             }
             for o in &b.outputs {
                 if o.is_empty() || Path::new(o).is_absolute() || o.split('/').any(|c| c == "..") {
-                    return Err(err("build.outputs", format!("`{o}` must be a relative path inside the stack folder")));
+                    return Err(err(
+                        "build.outputs",
+                        format!("`{o}` must be a relative path inside the stack folder"),
+                    ));
                 }
             }
             for t in &b.requires {
@@ -202,7 +238,10 @@ impl StackSpec {
         }
         if let Some(c) = raw.limits.cpus {
             if !(0.01..=1024.0).contains(&c) {
-                return Err(err("limits.cpus", format!("{c} must be between 0.01 and 1024")));
+                return Err(err(
+                    "limits.cpus",
+                    format!("{c} must be between 0.01 and 1024"),
+                ));
             }
         }
         if let Some(m) = raw.limits.memory_mb {
@@ -213,10 +252,22 @@ impl StackSpec {
         let source = match raw.source {
             None => None,
             Some(toml::Value::String(s)) => Some(s),
-            Some(toml::Value::Array(a)) => Some(a.iter().map(|v| v.as_str().map(|s| s.to_string()).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(",")),
+            Some(toml::Value::Array(a)) => Some(
+                a.iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(|s| s.to_string())
+                            .unwrap_or_else(|| v.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             Some(v) => Some(v.to_string()),
         };
-        let notes = raw.notes.map(|n| serde_json::to_value(n).unwrap_or(serde_json::Value::Null)).unwrap_or(serde_json::Value::Null);
+        let notes = raw
+            .notes
+            .map(|n| serde_json::to_value(n).unwrap_or(serde_json::Value::Null))
+            .unwrap_or(serde_json::Value::Null);
         Ok(StackSpec {
             name: raw.name,
             description: raw.description,
@@ -249,7 +300,10 @@ impl StackSpec {
         if let Some(b) = &self.build {
             for t in &b.requires {
                 if process::which(t).is_none() {
-                    return Err(StandError::MissingTool { stack: self.name.clone(), tool: t.clone() });
+                    return Err(StandError::MissingTool {
+                        stack: self.name.clone(),
+                        tool: t.clone(),
+                    });
                 }
             }
         }
@@ -258,7 +312,16 @@ impl StackSpec {
 }
 
 /// The env contract variables the stand sets; `run.env` may not override them.
-pub const CONTRACT_ENV: &[&str] = &["HTTP_PORT", "DB_HOST", "DB_PORT", "DB_NAME", "DB_USER", "DB_PASSWORD", "DB_POOL_SIZE", "WORKERS"];
+pub const CONTRACT_ENV: &[&str] = &[
+    "HTTP_PORT",
+    "DB_HOST",
+    "DB_PORT",
+    "DB_NAME",
+    "DB_USER",
+    "DB_PASSWORD",
+    "DB_POOL_SIZE",
+    "WORKERS",
+];
 
 /// Best effort: which field a toml/serde error is about.
 fn field_from_toml_error(msg: &str, text: &str, span: Option<std::ops::Range<usize>>) -> String {
@@ -297,7 +360,11 @@ fn table_at(text: &str, pos: usize) -> Option<String> {
             if off > pos {
                 break;
             }
-            table = t.trim_start_matches('[').split(']').next().map(|s| s.trim().to_string());
+            table = t
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .map(|s| s.trim().to_string());
         }
         off += line.len();
         if off > pos && table.is_some() && !line.trim().starts_with('[') {
@@ -314,7 +381,11 @@ fn key_at(text: &str, pos: usize) -> Option<String> {
     for line in text.split_inclusive('\n') {
         let t = line.trim();
         if t.starts_with('[') {
-            table = t.trim_start_matches('[').split(']').next().map(|s| s.trim().to_string());
+            table = t
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .map(|s| s.trim().to_string());
         }
         if pos < off + line.len() {
             let key = t.split('=').next()?.trim();
@@ -360,8 +431,24 @@ pub fn list_stacks(stacks_dir: &Path) -> Vec<String> {
 
 /// Directory names never part of a stack's source hash (dependency caches, build trees, VCS).
 pub const HASH_EXCLUDES: &[&str] = &[
-    ".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".gradle",
-    ".idea", ".vscode", ".ceiling", ".tox", "zig-cache", ".zig-cache", ".next", ".cache",
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".gradle",
+    ".idea",
+    ".vscode",
+    ".ceiling",
+    ".tox",
+    "zig-cache",
+    ".zig-cache",
+    ".next",
+    ".cache",
 ];
 
 /// sha256 (hex) over the stack's source files (relative path, exec bit, content; symlinks by
@@ -371,12 +458,19 @@ pub fn source_hash(spec: &StackSpec) -> Result<String> {
     let mut h = Sha256::new();
     h.update(b"ceiling-build-v1\0");
     let (outputs, inputs, cmd) = match &spec.build {
-        Some(b) => (b.outputs.clone(), b.inputs.clone(), serde_json::to_string(&(&b.command, &b.requires)).unwrap_or_default()),
+        Some(b) => (
+            b.outputs.clone(),
+            b.inputs.clone(),
+            serde_json::to_string(&(&b.command, &b.requires)).unwrap_or_default(),
+        ),
         None => (Vec::new(), Vec::new(), String::new()),
     };
     h.update(cmd.as_bytes());
     h.update(b"\0");
-    let outputs: Vec<PathBuf> = outputs.iter().map(|o| PathBuf::from(o.trim_end_matches('/'))).collect();
+    let outputs: Vec<PathBuf> = outputs
+        .iter()
+        .map(|o| PathBuf::from(o.trim_end_matches('/')))
+        .collect();
     hash_tree(&mut h, &spec.dir, Path::new(""), &outputs)?;
     for i in &inputs {
         h.update(format!("input:{i}\0").as_bytes());
@@ -392,7 +486,10 @@ pub fn source_hash(spec: &StackSpec) -> Result<String> {
 
 fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Result<()> {
     let dir = root.join(rel);
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).ctx(|| format!("reading {}", dir.display()))?.flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .ctx(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name();
@@ -401,7 +498,9 @@ fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Re
         if HASH_EXCLUDES.contains(&name_s.as_ref()) || outputs.contains(&r) {
             continue;
         }
-        let ft = e.file_type().ctx(|| format!("stat {}", e.path().display()))?;
+        let ft = e
+            .file_type()
+            .ctx(|| format!("stat {}", e.path().display()))?;
         if ft.is_symlink() {
             let t = std::fs::read_link(e.path()).unwrap_or_default();
             h.update(format!("L {}\0{}\0", r.display(), t.display()).as_bytes());
@@ -412,7 +511,10 @@ fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Re
                 continue;
             }
             use std::os::unix::fs::PermissionsExt;
-            let exec = e.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+            let exec = e
+                .metadata()
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false);
             let data = std::fs::read(e.path()).ctx(|| format!("reading {}", e.path().display()))?;
             h.update(format!("F {} {} {}\0", r.display(), exec as u8, data.len()).as_bytes());
             h.update(&data);
@@ -437,29 +539,55 @@ pub struct BuildOutcome {
 /// Builds the stack with its `build.command` in its folder, unless the source hash equals the
 /// one stored in `<cache_dir>/builds/<name>.hash` after the last successful build (and every
 /// `build.outputs` path exists), or `force`. Output goes to `log`. Checks `build.requires` first.
-pub fn build_stack(spec: &StackSpec, cache_dir: &Path, log: &Path, force: bool) -> Result<BuildOutcome> {
+pub fn build_stack(
+    spec: &StackSpec,
+    cache_dir: &Path,
+    log: &Path,
+    force: bool,
+) -> Result<BuildOutcome> {
     let Some(b) = &spec.build else {
-        return Ok(BuildOutcome { skipped: true, hash: String::new(), log: None, seconds: 0.0 });
+        return Ok(BuildOutcome {
+            skipped: true,
+            hash: String::new(),
+            log: None,
+            seconds: 0.0,
+        });
     };
     spec.check_requires()?;
     let hash = source_hash(spec)?;
     let hash_file = cache_dir.join("builds").join(format!("{}.hash", spec.name));
-    let cached = std::fs::read_to_string(&hash_file).map(|s| s.trim() == hash).unwrap_or(false);
+    let cached = std::fs::read_to_string(&hash_file)
+        .map(|s| s.trim() == hash)
+        .unwrap_or(false);
     let outputs_exist = b.outputs.iter().all(|o| spec.dir.join(o).exists());
     if cached && outputs_exist && !force {
-        return Ok(BuildOutcome { skipped: true, hash, log: None, seconds: 0.0 });
+        return Ok(BuildOutcome {
+            skipped: true,
+            hash,
+            log: None,
+            seconds: 0.0,
+        });
     }
     let _ = std::fs::remove_file(&hash_file);
     let _ = std::fs::remove_file(log);
     let t0 = Instant::now();
-    let program = resolve_program(&b.command[0], &spec.dir).ok_or_else(|| StandError::MissingTool {
-        stack: spec.name.clone(),
-        tool: b.command[0].clone(),
-    })?;
+    let program =
+        resolve_program(&b.command[0], &spec.dir).ok_or_else(|| StandError::MissingTool {
+            stack: spec.name.clone(),
+            tool: b.command[0].clone(),
+        })?;
     if let Some(p) = log.parent() {
         std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
     }
-    let _ = std::fs::write(log, format!("--- ceiling: building {} in {}: {:?}\n", spec.name, spec.dir.display(), b.command));
+    let _ = std::fs::write(
+        log,
+        format!(
+            "--- ceiling: building {} in {}: {:?}\n",
+            spec.name,
+            spec.dir.display(),
+            b.command
+        ),
+    );
     let sp = SpawnSpec {
         label: format!("build {}", spec.name),
         program,
@@ -488,15 +616,25 @@ pub fn build_stack(spec: &StackSpec, cache_dir: &Path, log: &Path, force: bool) 
             log_tail: log_tail(log, 20),
         });
     }
-    std::fs::create_dir_all(hash_file.parent().unwrap()).ctx(|| "creating builds cache dir".into())?;
+    std::fs::create_dir_all(hash_file.parent().unwrap())
+        .ctx(|| "creating builds cache dir".into())?;
     std::fs::write(&hash_file, &hash).ctx(|| format!("writing {}", hash_file.display()))?;
-    Ok(BuildOutcome { skipped: false, hash, log: Some(log.to_path_buf()), seconds: t0.elapsed().as_secs_f64() })
+    Ok(BuildOutcome {
+        skipped: false,
+        hash,
+        log: Some(log.to_path_buf()),
+        seconds: t0.elapsed().as_secs_f64(),
+    })
 }
 
 /// `./x` and `dir/x` resolve against the stack folder, bare names against PATH.
 fn resolve_program(p: &str, dir: &Path) -> Option<PathBuf> {
     if p.contains('/') {
-        let path = if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) };
+        let path = if Path::new(p).is_absolute() {
+            PathBuf::from(p)
+        } else {
+            dir.join(p)
+        };
         Some(path)
     } else {
         process::which(p)
@@ -565,19 +703,27 @@ pub struct RunningStack {
 /// cgroup with the launch limits (it joins before exec), logs to `launch.log`, and waits until
 /// the health path answers 200. On failure or early exit the process is stopped and the error
 /// carries the log tail.
-pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSystem) -> Result<RunningStack> {
-    let program = resolve_program(&spec.run.command[0], &spec.dir).filter(|p| process::is_executable(p)).ok_or_else(|| {
-        StandError::Start {
+pub fn start_stack(
+    spec: &StackSpec,
+    launch: &StackLaunch,
+    cgroups: &CgroupSystem,
+) -> Result<RunningStack> {
+    let program = resolve_program(&spec.run.command[0], &spec.dir)
+        .filter(|p| process::is_executable(p))
+        .ok_or_else(|| StandError::Start {
             stack: spec.name.clone(),
             message: format!(
                 "run.command[0] `{}` is not an executable{} (was the stack built?)",
                 spec.run.command[0],
-                if spec.run.command[0].contains('/') { " in the stack folder" } else { " on PATH" }
+                if spec.run.command[0].contains('/') {
+                    " in the stack folder"
+                } else {
+                    " on PATH"
+                }
             ),
             log: launch.log.clone(),
             log_tail: String::new(),
-        }
-    })?;
+        })?;
     let port = match launch.port {
         Some(p) => p,
         None => free_port()?,
@@ -592,7 +738,13 @@ pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSyste
         ("DB_POOL_SIZE".into(), launch.pool_size.to_string()),
         ("WORKERS".into(), launch.workers.to_string()),
     ];
-    for (k, v) in spec.run.env.iter().map(|(k, v)| (k.clone(), v.clone())).chain(launch.extra_env.iter().cloned()) {
+    for (k, v) in spec
+        .run
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain(launch.extra_env.iter().cloned())
+    {
         if !CONTRACT_ENV.contains(&k.as_str()) {
             env.retain(|(k2, _)| *k2 != k);
             env.push((k, v));
@@ -602,10 +754,26 @@ pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSyste
     if let Some(p) = launch.log.parent() {
         std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
     }
-    let shown: Vec<String> = env.iter().map(|(k, v)| if k == "DB_PASSWORD" { format!("{k}=***") } else { format!("{k}={v}") }).collect();
+    let shown: Vec<String> = env
+        .iter()
+        .map(|(k, v)| {
+            if k == "DB_PASSWORD" {
+                format!("{k}=***")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
     let _ = std::fs::write(
         &launch.log,
-        format!("--- ceiling: starting {} in {}: {:?}\n--- env: {}\n--- limits: {}\n", spec.name, spec.dir.display(), spec.run.command, shown.join(" "), limits.summary()),
+        format!(
+            "--- ceiling: starting {} in {}: {:?}\n--- env: {}\n--- limits: {}\n",
+            spec.name,
+            spec.dir.display(),
+            spec.run.command,
+            shown.join(" "),
+            limits.summary()
+        ),
     );
     let sp = SpawnSpec {
         label: format!("stack {}", spec.name),
@@ -621,7 +789,9 @@ pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSyste
         term_group: true,
     };
     let proc = Managed::spawn(&sp)?;
-    let startup = launch.startup_timeout.unwrap_or(Duration::from_secs(spec.run.startup_timeout_s));
+    let startup = launch
+        .startup_timeout
+        .unwrap_or(Duration::from_secs(spec.run.startup_timeout_s));
     let mut rs = RunningStack {
         name: spec.name.clone(),
         port,
@@ -629,7 +799,16 @@ pub fn start_stack(spec: &StackSpec, launch: &StackLaunch, cgroups: &CgroupSyste
         proc,
         cgroup,
         limits,
-        env: env.into_iter().map(|(k, v)| if k == "DB_PASSWORD" { (k, "***".into()) } else { (k, v) }).collect(),
+        env: env
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "DB_PASSWORD" {
+                    (k, "***".into())
+                } else {
+                    (k, v)
+                }
+            })
+            .collect(),
         grace: launch.stop_grace,
         startup,
     };
@@ -646,7 +825,11 @@ pub fn http_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
     s.set_write_timeout(Some(timeout)).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes()).ok()?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .ok()?;
     let mut buf = [0u8; 64];
     let mut n = 0;
     while n < 12 {
@@ -693,7 +876,8 @@ impl RunningStack {
                         timeout.as_secs(),
                         self.health,
                         self.port,
-                        last.map(|c| format!("last status {c}")).unwrap_or_else(|| "no HTTP answer".into())
+                        last.map(|c| format!("last status {c}"))
+                            .unwrap_or_else(|| "no HTTP answer".into())
                     ),
                     log: self.proc.log.clone(),
                     log_tail: self.log_tail(40),
@@ -758,11 +942,16 @@ impl RunningStack {
     /// A description of why the stack died, if it did: exit status, OOM kills, log tail.
     pub fn crash_report(&mut self) -> Option<String> {
         let st = self.exit_status()?;
-        let oom = self.cgroup.as_ref().and_then(|c| c.oom_kills()).filter(|n| *n > 0);
+        let oom = self
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.oom_kills())
+            .filter(|n| *n > 0);
         Some(format!(
             "stack {} exited ({st}){}\n{}",
             self.name,
-            oom.map(|n| format!(", {n} OOM kill(s) in its cgroup")).unwrap_or_default(),
+            oom.map(|n| format!(", {n} OOM kill(s) in its cgroup"))
+                .unwrap_or_default(),
             self.log_tail(30)
         ))
     }
@@ -829,7 +1018,10 @@ text = "hi"
         assert_eq!(s.notes["text"], "hi");
         let plan = ceiling_plan_defaults();
         let e = s.effective(&plan);
-        assert_eq!((e.pool_size, e.workers, e.limits.cpus, e.limits.memory_mb), (8, 2, Some(1.5), Some(256)));
+        assert_eq!(
+            (e.pool_size, e.workers, e.limits.cpus, e.limits.memory_mb),
+            (8, 2, Some(1.5), Some(256))
+        );
         let mut plan2 = plan.clone();
         plan2.pool_size = Some(64);
         plan2.cpus = Some(2.0);
@@ -863,9 +1055,15 @@ text = "hi"
         let e = err_of(&GOOD.replace("command = [\"./run.sh\"]", "command = []"));
         assert!(e.contains("run.command"), "{e}");
         let e = err_of(&GOOD.replace("pool_size = 8\n", ""));
-        assert!(e.contains("settings.pool_size") && e.contains("missing field"), "{e}");
+        assert!(
+            e.contains("settings.pool_size") && e.contains("missing field"),
+            "{e}"
+        );
         let e = err_of(&GOOD.replace("startup_timeout_s = 5", "startup_timeout = 5"));
-        assert!(e.contains("run.startup_timeout") && e.contains("unknown field"), "{e}");
+        assert!(
+            e.contains("run.startup_timeout") && e.contains("unknown field"),
+            "{e}"
+        );
         let e = err_of(&GOOD.replace("cpus = 1.5", "cpus = \"two\""));
         assert!(e.contains("limits.cpus"), "{e}");
         let e = err_of(&GOOD.replace("FOO = \"1\"", "HTTP_PORT = \"1\""));
@@ -892,7 +1090,9 @@ text = "hi"
 
     #[test]
     fn hash_excludes_outputs_and_caches() {
-        let d = std::env::temp_dir().join(format!("ceiling-hash-{}", std::process::id())).join("demo");
+        let d = std::env::temp_dir()
+            .join(format!("ceiling-hash-{}", std::process::id()))
+            .join("demo");
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("src")).unwrap();
         std::fs::create_dir_all(d.join("out")).unwrap();
@@ -923,16 +1123,23 @@ text = "hi"
         std::fs::remove_dir_all(d.join("out")).unwrap();
         let b3 = build_stack(&s, &cache, &log, false).unwrap();
         assert!(!b3.skipped);
-        assert!(build_stack(&s, &cache, &log, true).map(|b| !b.skipped).unwrap());
+        assert!(build_stack(&s, &cache, &log, true)
+            .map(|b| !b.skipped)
+            .unwrap());
 
         // failing build: error names the stack and carries the log tail
         let mut bad = s.clone();
-        bad.build.as_mut().unwrap().command = vec!["sh".into(), "-c".into(), "echo boom-marker; exit 3".into()];
-        let e = build_stack(&bad, &cache, &log, false).unwrap_err().to_string();
+        bad.build.as_mut().unwrap().command =
+            vec!["sh".into(), "-c".into(), "echo boom-marker; exit 3".into()];
+        let e = build_stack(&bad, &cache, &log, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exit 3") && e.contains("boom-marker"), "{e}");
         // missing tool
         bad.build.as_mut().unwrap().requires = vec!["no-such-tool-xyz".into()];
-        let e = build_stack(&bad, &cache, &log, false).unwrap_err().to_string();
+        let e = build_stack(&bad, &cache, &log, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("install no-such-tool-xyz"), "{e}");
         let _ = std::fs::remove_dir_all(d.parent().unwrap());
     }

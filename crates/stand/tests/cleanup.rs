@@ -14,7 +14,13 @@ fn fixtures() -> PathBuf {
 }
 
 fn fake_db() -> DbConfig {
-    DbConfig { host: "127.0.0.1".into(), port: 1, user: "bench".into(), password: "bench".into(), dbname: "bench".into() }
+    DbConfig {
+        host: "127.0.0.1".into(),
+        port: 1,
+        user: "bench".into(),
+        password: "bench".into(),
+        dbname: "bench".into(),
+    }
 }
 
 fn plan_defaults() -> ceiling_plan::StandSettings {
@@ -53,22 +59,39 @@ const NO_STACK_ENV: &str = "CEILING_STAND_HELPER_NO_STACK";
 #[test]
 #[ignore]
 fn helper_killed_run() {
-    let Ok(state) = std::env::var(STATE_ENV) else { return };
+    let Ok(state) = std::env::var(STATE_ENV) else {
+        return;
+    };
     let state = PathBuf::from(state);
     set_state_dir(&state.join("run"));
     let cgs = CgroupSystem::detect();
     let mut pg = None;
     if let Ok(bins) = find_postgres(None, None, &state, None) {
         let mut po = PgOptions::new(&state, bins.major, Default::default());
-        po.limits = Limits { cpus: Some(1.0), memory_mb: Some(512), cpuset: None };
+        po.limits = Limits {
+            cpus: Some(1.0),
+            memory_mb: Some(512),
+            cpuset: None,
+        };
         let p = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap();
         println!("@@PG {} {}", p.pid(), p.limits_applied().groups.join(" "));
         pg = Some(p);
     }
     let mut st = None;
     if std::env::var(NO_STACK_ENV).is_err() {
-        let s = start_dummy(&state.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: Some(128), cpuset: None });
-        println!("@@STACK {} {}", s.pid(), s.limits_applied().groups.join(" "));
+        let s = start_dummy(
+            &state.join("dummy.log"),
+            Limits {
+                cpus: Some(0.5),
+                memory_mb: Some(128),
+                cpuset: None,
+            },
+        );
+        println!(
+            "@@STACK {} {}",
+            s.pid(),
+            s.limits_applied().groups.join(" ")
+        );
         st = Some(s);
     }
     println!("@@READY");
@@ -86,30 +109,50 @@ fn killed_run_is_swept_by_the_next_start() {
     let state = Path::new(env!("CARGO_TARGET_TMPDIR")).join("killed-run");
     let _ = std::fs::create_dir_all(&state);
     let (pids, groups) = run_and_kill_helper(&state, false);
-    let want = if find_postgres(None, None, &state, None).is_ok() { 2 } else { 1 };
+    let want = if find_postgres(None, None, &state, None).is_ok() {
+        2
+    } else {
+        1
+    };
     assert_eq!(pids.len(), want, "{pids:?}");
     // everything it started is orphaned but alive
     for p in &pids {
-        assert!(procfs::is_alive(*p), "pid {p} should have outlived its killed parent");
+        assert!(
+            procfs::is_alive(*p),
+            "pid {p} should have outlived its killed parent"
+        );
     }
     let run_dir = state.join("run");
-    assert!(std::fs::read_dir(&run_dir).unwrap().count() > 0, "state file missing");
+    assert!(
+        std::fs::read_dir(&run_dir).unwrap().count() > 0,
+        "state file missing"
+    );
     let t0 = Instant::now();
     let swept = sweep_stale(&run_dir);
     eprintln!("swept in {:?}: {swept:#?}", t0.elapsed());
     for p in &pids {
         assert!(!procfs::is_alive(*p), "pid {p} survived the sweep");
-        assert!(procfs::group_members(*p).is_empty(), "group {p} survived the sweep");
+        assert!(
+            procfs::group_members(*p).is_empty(),
+            "group {p} survived the sweep"
+        );
     }
     for g in &groups {
         assert!(!Path::new(g).exists(), "cgroup {g} survived the sweep");
     }
-    assert_eq!(std::fs::read_dir(&run_dir).unwrap().count(), 0, "state file not removed");
+    assert_eq!(
+        std::fs::read_dir(&run_dir).unwrap().count(),
+        0,
+        "state file not removed"
+    );
     // and the PostgreSQL data directory is usable again (crash recovery after the SIGKILL)
     if let Ok(bins) = find_postgres(None, None, &state, None) {
         let po = PgOptions::new(&state, bins.major, Default::default());
         let mut pg = EmbeddedPostgres::start(&bins, &po, &CgroupSystem::detect()).unwrap();
-        assert_eq!(pg.admin().query_one("select 1").unwrap().as_deref(), Some("1"));
+        assert_eq!(
+            pg.admin().query_one("select 1").unwrap().as_deref(),
+            Some("1")
+        );
         pg.stop();
     }
 }
@@ -117,10 +160,16 @@ fn killed_run_is_swept_by_the_next_start() {
 /// Starts the helper, waits for READY, SIGKILLs it; returns the pids it reported.
 fn run_and_kill_helper(state: &Path, no_stack: bool) -> (Vec<u32>, Vec<String>) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["helper_killed_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(STATE_ENV, state)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "helper_killed_run",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(STATE_ENV, state)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     if no_stack {
         cmd.env(NO_STACK_ENV, "1");
     }
@@ -174,7 +223,9 @@ fn leftover_postmaster_is_stopped_by_the_next_start() {
     assert!(!procfs::is_alive(old), "old postmaster {old} still running");
     assert_ne!(second.pid(), old);
     // a concurrent second run on the same root is refused clearly
-    let e = EmbeddedPostgres::start(&bins, &po, &cgs).unwrap_err().to_string();
+    let e = EmbeddedPostgres::start(&bins, &po, &cgs)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("in use by another ceiling run"), "{e}");
     second.stop();
     // the killed run's cgroups (no state file any more) are found by name and owner pid
@@ -192,7 +243,14 @@ fn cleanup_all_stops_everything_registered() {
         return;
     }
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cleanup-{}", std::process::id()));
-    let mut st = start_dummy(&d.join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: None, cpuset: None });
+    let mut st = start_dummy(
+        &d.join("dummy.log"),
+        Limits {
+            cpus: Some(0.5),
+            memory_mb: None,
+            cpuset: None,
+        },
+    );
     let pid = st.pid();
     let groups = st.limits_applied().groups.clone();
     let done = cleanup_all(Duration::from_secs(3));
@@ -211,10 +269,23 @@ const SIGNAL_ENV: &str = "CEILING_STAND_HELPER_SIGNAL";
 #[test]
 #[ignore]
 fn helper_signalled_run() {
-    let Ok(dir) = std::env::var(SIGNAL_ENV) else { return };
+    let Ok(dir) = std::env::var(SIGNAL_ENV) else {
+        return;
+    };
     install_signal_cleanup(Duration::from_secs(3)).unwrap();
-    let st = start_dummy(&Path::new(&dir).join("dummy.log"), Limits { cpus: Some(0.5), memory_mb: None, cpuset: None });
-    println!("@@STACK {} {}", st.pid(), st.limits_applied().groups.join(" "));
+    let st = start_dummy(
+        &Path::new(&dir).join("dummy.log"),
+        Limits {
+            cpus: Some(0.5),
+            memory_mb: None,
+            cpuset: None,
+        },
+    );
+    println!(
+        "@@STACK {} {}",
+        st.pid(),
+        st.limits_applied().groups.join(" ")
+    );
     println!("@@READY");
     let deadline = Instant::now() + Duration::from_secs(60);
     while interrupted().is_none() && Instant::now() < deadline {
@@ -231,10 +302,17 @@ fn sigterm_runs_cleanup() {
     if which("python3").is_none() {
         return;
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("signalled-{}", std::process::id()));
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("signalled-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["helper_signalled_run", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "helper_signalled_run",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(SIGNAL_ENV, &dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -280,7 +358,15 @@ fn generator_process_can_be_limited_and_restored() {
     let _serial = serial();
     let cgs = CgroupSystem::detect();
     let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let (cg, la) = limit_this_process(&cgs, "generator", &Limits { cpus: Some(2.0), memory_mb: None, cpuset: None });
+    let (cg, la) = limit_this_process(
+        &cgs,
+        "generator",
+        &Limits {
+            cpus: Some(2.0),
+            memory_mb: None,
+            cpuset: None,
+        },
+    );
     eprintln!("{}", la.summary());
     let Some(mut cg) = cg else {
         eprintln!("skipping: no cgroup could be created here");
@@ -291,6 +377,9 @@ fn generator_process_can_be_limited_and_restored() {
     let dirs: Vec<PathBuf> = cg.dirs().iter().map(|d| d.path.clone()).collect();
     let failed = cg.remove();
     assert!(failed.is_empty(), "{failed:?}");
-    assert_eq!(std::fs::read_to_string("/proc/self/cgroup").unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string("/proc/self/cgroup").unwrap(),
+        before
+    );
     assert!(dirs.iter().all(|d| !d.exists()));
 }

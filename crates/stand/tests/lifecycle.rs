@@ -10,7 +10,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lifecycle-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("lifecycle-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -21,7 +22,13 @@ fn have_python() -> bool {
 }
 
 fn fake_db() -> DbConfig {
-    DbConfig { host: "127.0.0.1".into(), port: 1, user: "bench".into(), password: "bench".into(), dbname: "bench".into() }
+    DbConfig {
+        host: "127.0.0.1".into(),
+        port: 1,
+        user: "bench".into(),
+        password: "bench".into(),
+        dbname: "bench".into(),
+    }
 }
 
 fn launch(spec: &StackSpec, dir: &Path, mode: &str) -> StackLaunch {
@@ -51,7 +58,11 @@ fn get(port: u16, path: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
@@ -76,8 +87,13 @@ fn build_is_cached() {
     assert_eq!(b1.hash, b2.hash);
     assert!(d.join("builds/dummy.hash").exists());
     // unknown stack: clear error listing known ones
-    let e = StackSpec::load(&fixtures(), "nope").unwrap_err().to_string();
-    assert!(e.contains("no such stack `nope`") && e.contains("dummy"), "{e}");
+    let e = StackSpec::load(&fixtures(), "nope")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no such stack `nope`") && e.contains("dummy"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -106,7 +122,10 @@ fn start_env_limits_sample_stop() {
     assert_eq!(env["DB_POOL_SIZE"], "4");
     assert_eq!(env["WORKERS"], "1");
     assert_eq!(env["DUMMY_EXTRA"], "from-stack-toml");
-    assert!(st.env().iter().any(|(k, v)| k == "DB_PASSWORD" && v == "***"));
+    assert!(st
+        .env()
+        .iter()
+        .any(|(k, v)| k == "DB_PASSWORD" && v == "***"));
 
     // a grandchild, to prove the whole tree is stopped
     let child: serde_json::Value = serde_json::from_str(&get(st.port(), "/spawn")).unwrap();
@@ -124,14 +143,21 @@ fn start_env_limits_sample_stop() {
         // CPU limit holds: burn a core for 2.5 s in a child, sample via cgroup accounting
         get(st.port(), "/burn?s=3");
         let start = Instant::now();
-        let mut m = Measurer::new(vec![SampleTarget::tree("stack", st.pid(), Some(cg.probe()))]);
+        let mut m = Measurer::new(vec![SampleTarget::tree(
+            "stack",
+            st.pid(),
+            Some(cg.probe()),
+        )]);
         std::thread::sleep(Duration::from_millis(300));
         m.tick(start);
         std::thread::sleep(Duration::from_millis(2000));
         let s = m.tick(start);
         eprintln!("sample under cpus=0.3: {s:?}");
         let cpu = s[0].cpu_pct;
-        assert!(cpu > 3.0 && cpu < 40.0, "cpu {cpu}% should be at most about the 30% quota");
+        assert!(
+            cpu > 3.0 && cpu < 40.0,
+            "cpu {cpu}% should be at most about the 30% quota"
+        );
         assert!(s[0].cgroup_memory_bytes.unwrap_or(0) > 0);
         assert!(s[0].rss_bytes > 1_000_000);
     } else {
@@ -142,7 +168,10 @@ fn start_env_limits_sample_stop() {
     assert!(!rep.killed, "python exits on SIGTERM: {rep:?}");
     assert!(rep.leftover.is_empty());
     assert!(!procfs::is_alive(st.pid()));
-    assert!(!procfs::is_alive(grandchild), "grandchild {grandchild} survived");
+    assert!(
+        !procfs::is_alive(grandchild),
+        "grandchild {grandchild} survived"
+    );
     assert!(procfs::group_members(st.pid()).is_empty());
     assert!(group_gone(&groups), "cgroup dirs left: {groups:?}");
     assert!(st.stop().already_stopped);
@@ -173,7 +202,10 @@ fn crash_mid_run_is_detected() {
     assert!(!st.is_alive());
     assert_eq!(st.exit_status().as_deref(), Some("exit 3"));
     let rep = st.crash_report().unwrap();
-    assert!(rep.contains("exit 3") && rep.contains("crashing on request"), "{rep}");
+    assert!(
+        rep.contains("exit 3") && rep.contains("crashing on request"),
+        "{rep}"
+    );
     st.stop();
 }
 
@@ -185,20 +217,33 @@ fn failing_and_unhealthy_starts_are_reported() {
     let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
     let d = tmp("fail");
     let cgs = CgroupSystem::detect();
-    let e = start_stack(&spec, &launch(&spec, &d, "fail"), &cgs).unwrap_err().to_string();
-    assert!(e.contains("exited during start-up (exit 2)") && e.contains("boom, refusing to start"), "{e}");
+    let e = start_stack(&spec, &launch(&spec, &d, "fail"), &cgs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("exited during start-up (exit 2)") && e.contains("boom, refusing to start"),
+        "{e}"
+    );
 
     let mut l = launch(&spec, &d, "unhealthy");
     l.startup_timeout = Some(Duration::from_secs(2));
     let t0 = Instant::now();
     let e = start_stack(&spec, &l, &cgs).unwrap_err().to_string();
-    assert!(e.contains("not healthy within 2s") && e.contains("last status 503"), "{e}");
+    assert!(
+        e.contains("not healthy within 2s") && e.contains("last status 503"),
+        "{e}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(10));
 
     let mut bad = spec.clone();
     bad.run.command = vec!["./no-such-binary".into()];
-    let e = start_stack(&bad, &launch(&bad, &d, ""), &cgs).unwrap_err().to_string();
-    assert!(e.contains("no-such-binary") && e.contains("was the stack built"), "{e}");
+    let e = start_stack(&bad, &launch(&bad, &d, ""), &cgs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no-such-binary") && e.contains("was the stack built"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -208,7 +253,12 @@ fn sigterm_ignoring_stack_is_killed() {
     }
     let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
     let d = tmp("ignore");
-    let mut st = start_stack(&spec, &launch(&spec, &d, "ignore-term"), &CgroupSystem::detect()).unwrap();
+    let mut st = start_stack(
+        &spec,
+        &launch(&spec, &d, "ignore-term"),
+        &CgroupSystem::detect(),
+    )
+    .unwrap();
     let pid = st.pid();
     let rep = st.stop();
     assert!(rep.killed, "{rep:?}");
@@ -226,10 +276,17 @@ fn memory_limit_oom_is_reported() {
     let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
     let d = tmp("oom");
     let mut l = launch(&spec, &d, "");
-    l.limits = Limits { cpus: None, memory_mb: Some(64), cpuset: None };
+    l.limits = Limits {
+        cpus: None,
+        memory_mb: Some(64),
+        cpuset: None,
+    };
     let mut st = start_stack(&spec, &l, &cgs).unwrap();
     if st.limits_applied().memory_mb.is_none() {
-        eprintln!("skipping: memory limit not applicable here: {}", st.limits_applied().summary());
+        eprintln!(
+            "skipping: memory limit not applicable here: {}",
+            st.limits_applied().summary()
+        );
         return;
     }
     let port = st.port();
@@ -246,7 +303,10 @@ fn memory_limit_oom_is_reported() {
     while st.is_alive() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(!st.is_alive(), "allocating 200 MiB under a 64 MiB limit should kill the stack");
+    assert!(
+        !st.is_alive(),
+        "allocating 200 MiB under a 64 MiB limit should kill the stack"
+    );
     let rep = st.crash_report().unwrap();
     eprintln!("{rep}");
     assert!(rep.contains("signal 9"), "{rep}");
@@ -256,22 +316,39 @@ fn memory_limit_oom_is_reported() {
 
 #[test]
 fn cpuset_pins_the_stack() {
-    if !have_python() || std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) < 2 {
+    if !have_python()
+        || std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            < 2
+    {
         return;
     }
     let spec = StackSpec::load(&fixtures(), "dummy").unwrap();
     let d = tmp("cpuset");
     let mut l = launch(&spec, &d, "");
-    l.limits = Limits { cpus: None, memory_mb: None, cpuset: Some("1".into()) };
+    l.limits = Limits {
+        cpus: None,
+        memory_mb: None,
+        cpuset: Some("1".into()),
+    };
     let mut st = start_stack(&spec, &l, &CgroupSystem::detect()).unwrap();
     let la = st.limits_applied().clone();
     eprintln!("{}", la.summary());
     if la.cpuset.is_some() {
         let status = std::fs::read_to_string(format!("/proc/{}/status", st.pid())).unwrap();
-        let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+        let allowed = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_string();
         assert_eq!(allowed, "1");
     } else {
-        assert!(!la.fully_applied(), "cpuset missing but no problem reported: {la:?}");
+        assert!(
+            !la.fully_applied(),
+            "cpuset missing but no problem reported: {la:?}"
+        );
     }
     st.stop();
     assert!(la.groups.iter().all(|g| !Path::new(g).exists()));

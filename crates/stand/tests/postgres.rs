@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn source_000_settings() -> BTreeMap<String, String> {
@@ -48,7 +51,9 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
 
 #[test]
 fn embedded_postgres_end_to_end() {
-    let want: Option<u32> = std::env::var("CEILING_TEST_PG_VERSION").ok().and_then(|v| v.parse().ok());
+    let want: Option<u32> = std::env::var("CEILING_TEST_PG_VERSION")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let cache = tmp.join("pg-cache");
     if want.is_none() {
@@ -74,25 +79,47 @@ fn embedded_postgres_end_to_end() {
         pg.limits_applied().summary()
     );
     if let Some(w) = want {
-        assert!(stand.postgres_version().starts_with(&format!("{w}.")), "{}", stand.postgres_version());
+        assert!(
+            stand.postgres_version().starts_with(&format!("{w}.")),
+            "{}",
+            stand.postgres_version()
+        );
     }
     let pg_pid = pg.pid();
     let pg_groups = pg.limits_applied().groups.clone();
     // plan settings are in force
     let admin = stand.admin().clone();
-    assert_eq!(admin.query_one("show shared_buffers").unwrap().as_deref(), Some("512MB"));
-    assert_eq!(admin.query_one("show max_connections").unwrap().as_deref(), Some("300"));
-    assert_eq!(admin.query_one("show listen_addresses").unwrap().as_deref(), Some("127.0.0.1"));
+    assert_eq!(
+        admin.query_one("show shared_buffers").unwrap().as_deref(),
+        Some("512MB")
+    );
+    assert_eq!(
+        admin.query_one("show max_connections").unwrap().as_deref(),
+        Some("300")
+    );
+    assert_eq!(
+        admin.query_one("show listen_addresses").unwrap().as_deref(),
+        Some("127.0.0.1")
+    );
 
     // data: seed (or reuse), then certainly reuse
     let t = Instant::now();
     let d1 = stand.prepare_data(1).unwrap();
-    eprintln!("prepare_data: reused={} seed_seconds={:.1} total {:?}", d1.reused, d1.seed_seconds, t.elapsed());
+    eprintln!(
+        "prepare_data: reused={} seed_seconds={:.1} total {:?}",
+        d1.reused,
+        d1.seed_seconds,
+        t.elapsed()
+    );
     let t = Instant::now();
     let d2 = stand.prepare_data(1).unwrap();
     assert!(d2.reused);
     assert_eq!(d1.hash, d2.hash);
-    assert!(t.elapsed() < Duration::from_secs(5), "reuse took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "reuse took {:?}",
+        t.elapsed()
+    );
     let status_csv = d2.data_dir.join("status_ids.csv");
     let text = std::fs::read_to_string(&status_csv).unwrap();
     let mut lines = text.lines();
@@ -108,16 +135,40 @@ fn embedded_postgres_end_to_end() {
     let t = Instant::now();
     let db = stand.reset_db().unwrap();
     eprintln!("reset_db: {:?}", t.elapsed());
-    assert_eq!((db.user.as_str(), db.dbname.as_str(), db.password.as_str()), ("bench", "bench", "bench"));
+    assert_eq!(
+        (db.user.as_str(), db.dbname.as_str(), db.password.as_str()),
+        ("bench", "bench", "bench")
+    );
     let bench = Db::new(db.clone(), admin.psql.clone());
-    assert_eq!(bench.query_one("select count(*) from status").unwrap().as_deref(), Some("1000000"));
-    assert_eq!(bench.query_one("select sum(balance) from clients").unwrap().as_deref(), Some("10000000000"));
-    bench.exec("insert into status (id, status) values ('00000000-0000-0000-0000-000000000001', 1)").unwrap();
+    assert_eq!(
+        bench
+            .query_one("select count(*) from status")
+            .unwrap()
+            .as_deref(),
+        Some("1000000")
+    );
+    assert_eq!(
+        bench
+            .query_one("select sum(balance) from clients")
+            .unwrap()
+            .as_deref(),
+        Some("10000000000")
+    );
+    bench
+        .exec("insert into status (id, status) values ('00000000-0000-0000-0000-000000000001', 1)")
+        .unwrap();
     let t = Instant::now();
     let db = stand.reset_db().unwrap();
     eprintln!("reset_db again: {:?}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(20));
-    assert_eq!(bench.query_one("select count(*) from status").unwrap().as_deref(), Some("1000000"), "writes were not reset");
+    assert_eq!(
+        bench
+            .query_one("select count(*) from status")
+            .unwrap()
+            .as_deref(),
+        Some("1000000"),
+        "writes were not reset"
+    );
 
     // pg_stat_statements: reset, run a statement 3 times as bench, snapshot
     stand.stat_statements_reset().unwrap();
@@ -129,27 +180,50 @@ fn embedded_postgres_end_to_end() {
         ))
         .unwrap();
     let snap = stand.stat_statements(true).unwrap();
-    let hit = snap.iter().find(|s| s.query.contains("from status where id = $1")).unwrap_or_else(|| panic!("{snap:#?}"));
+    let hit = snap
+        .iter()
+        .find(|s| s.query.contains("from status where id = $1"))
+        .unwrap_or_else(|| panic!("{snap:#?}"));
     assert_eq!(hit.calls, 3, "{hit:?}");
     assert_eq!(hit.rows, 3);
     assert_eq!(hit.dbname, "bench");
     assert!(snap.iter().all(|s| s.user == "bench"));
 
     // a stack against it, sampled together with postgres and the generator (this process)
-    let spec = StackSpec::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks"), "dummy").unwrap();
+    let spec = StackSpec::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks"),
+        "dummy",
+    )
+    .unwrap();
     if which("python3").is_some() {
-        let mut st = stand.start_stack(&spec, &settings(None), db.clone()).unwrap();
+        let mut st = stand
+            .start_stack(&spec, &settings(None), db.clone())
+            .unwrap();
         let run_start = Instant::now();
-        let (mut sampler, rx) = Sampler::with_channel(run_start, Duration::from_millis(250), stand.sampler_targets(Some(&st), Some(std::process::id())));
+        let (mut sampler, rx) = Sampler::with_channel(
+            run_start,
+            Duration::from_millis(250),
+            stand.sampler_targets(Some(&st), Some(std::process::id())),
+        );
         // some database work so postgres has CPU to show
-        bench.exec("select count(*) from status where status > 3").unwrap();
+        bench
+            .exec("select count(*) from status where status > 3")
+            .unwrap();
         std::thread::sleep(Duration::from_millis(700));
         sampler.stop();
         let samples: Vec<_> = rx.try_iter().collect();
         for who in ["stack", "postgres", "generator"] {
-            assert!(samples.iter().any(|s| s.who == who), "no {who} sample in {samples:?}");
+            assert!(
+                samples.iter().any(|s| s.who == who),
+                "no {who} sample in {samples:?}"
+            );
         }
-        let pgs = samples.iter().filter(|s| s.who == "postgres").map(|s| s.rss_bytes).max().unwrap();
+        let pgs = samples
+            .iter()
+            .filter(|s| s.who == "postgres")
+            .map(|s| s.rss_bytes)
+            .max()
+            .unwrap();
         eprintln!("samples: {samples:?}");
         assert!(pgs > 10_000_000, "postgres rss {pgs}");
         assert!(st.is_alive());
@@ -166,15 +240,28 @@ fn embedded_postgres_end_to_end() {
     assert!(!rep.killed, "fast shutdown should suffice: {rep:?}");
     assert!(!procfs::is_alive(pg_pid));
     assert!(procfs::group_members(pg_pid).is_empty());
-    assert!(pg_groups.iter().all(|g| !Path::new(g).exists()), "{pg_groups:?}");
+    assert!(
+        pg_groups.iter().all(|g| !Path::new(g).exists()),
+        "{pg_groups:?}"
+    );
     assert!(stand.stop().unwrap().already_stopped);
     let _ = std::fs::remove_dir_all(&opts.log_dir);
 }
 
 #[test]
 fn missing_binaries_error_is_clear() {
-    let e = find_postgres(None, Some(Path::new("/nonexistent/bin")), Path::new("/tmp"), None).unwrap_err().to_string();
-    assert!(e.starts_with("PostgreSQL binaries not found:") && e.contains("--pg-bin"), "{e}");
+    let e = find_postgres(
+        None,
+        Some(Path::new("/nonexistent/bin")),
+        Path::new("/tmp"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("PostgreSQL binaries not found:") && e.contains("--pg-bin"),
+        "{e}"
+    );
 }
 
 /// Gated: `CEILING_TEST_REAL_STACK=go-pgx cargo test -p ceiling-stand --test postgres real_stack`
@@ -182,13 +269,20 @@ fn missing_binaries_error_is_clear() {
 /// the embedded PostgreSQL and checks one request end to end, including its statement count.
 #[test]
 fn real_stack_end_to_end() {
-    let Ok(name) = std::env::var("CEILING_TEST_REAL_STACK") else { return };
+    let Ok(name) = std::env::var("CEILING_TEST_REAL_STACK") else {
+        return;
+    };
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let copy_root = tmp.join(format!("real-stack-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy_root);
     std::fs::create_dir_all(&copy_root).unwrap();
     let src = repo_root().join("stacks").join(&name);
-    let st = std::process::Command::new("cp").arg("-r").arg(&src).arg(&copy_root).status().unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&copy_root)
+        .status()
+        .unwrap();
     assert!(st.success());
     let spec = StackSpec::load(&copy_root, &name).unwrap();
 
@@ -198,18 +292,47 @@ fn real_stack_end_to_end() {
     let mut stand = Stand::start(&opts, &settings(None)).unwrap();
     let data = stand.prepare_data(1).unwrap();
     let t = Instant::now();
-    let b = build_stack(&spec, &copy_root.join("cache"), &copy_root.join("logs/build.log"), false).unwrap();
+    let b = build_stack(
+        &spec,
+        &copy_root.join("cache"),
+        &copy_root.join("logs/build.log"),
+        false,
+    )
+    .unwrap();
     eprintln!("build: skipped={} in {:?}", b.skipped, t.elapsed());
     let db = stand.reset_db().unwrap();
     let mut stack = stand.start_stack(&spec, &settings(None), db).unwrap();
-    eprintln!("{} healthy at {}; {}", name, stack.url(), stack.limits_applied().summary());
-    let id = std::fs::read_to_string(data.data_dir.join("status_ids.csv")).unwrap().lines().nth(1).unwrap().to_string();
+    eprintln!(
+        "{} healthy at {}; {}",
+        name,
+        stack.url(),
+        stack.limits_applied().summary()
+    );
+    let id = std::fs::read_to_string(data.data_dir.join("status_ids.csv"))
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
     stand.stat_statements_reset().unwrap();
-    assert_eq!(http_status(stack.port(), &format!("/status/{id}"), Duration::from_secs(5)), Some(200));
-    assert_eq!(http_status(stack.port(), "/status/not-a-uuid", Duration::from_secs(5)), Some(400));
+    assert_eq!(
+        http_status(
+            stack.port(),
+            &format!("/status/{id}"),
+            Duration::from_secs(5)
+        ),
+        Some(200)
+    );
+    assert_eq!(
+        http_status(stack.port(), "/status/not-a-uuid", Duration::from_secs(5)),
+        Some(400)
+    );
     let snap = stand.stat_statements(true).unwrap();
     eprintln!("{snap:#?}");
-    let sel: Vec<_> = snap.iter().filter(|s| s.query.to_lowercase().contains("from status where id = $1")).collect();
+    let sel: Vec<_> = snap
+        .iter()
+        .filter(|s| s.query.to_lowercase().contains("from status where id = $1"))
+        .collect();
     assert_eq!(sel.iter().map(|s| s.calls).sum::<u64>(), 1, "{snap:#?}");
     assert!(stack.is_alive());
     let rep = stack.stop();

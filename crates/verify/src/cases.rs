@@ -49,8 +49,15 @@ impl Ctx {
         http::request(&self.base, req, self.cfg.request_timeout).await
     }
 
-    async fn q(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Check<Vec<tokio_postgres::Row>> {
-        self.db.query(sql, params).await.map_err(|e| format!("database: {} (running {sql})", sql::db_error(&e)))
+    async fn q(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Check<Vec<tokio_postgres::Row>> {
+        self.db
+            .query(sql, params)
+            .await
+            .map_err(|e| format!("database: {} (running {sql})", sql::db_error(&e)))
     }
 
     async fn q1(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Check<tokio_postgres::Row> {
@@ -68,7 +75,13 @@ impl Ctx {
 
     async fn new_uuid(&self) -> Check<String> {
         // md5 → uuid works on every PostgreSQL version (gen_random_uuid needs 13+)
-        Ok(self.q1("select md5(random()::text || clock_timestamp()::text)::uuid::text", &[]).await?.get(0))
+        Ok(self
+            .q1(
+                "select md5(random()::text || clock_timestamp()::text)::uuid::text",
+                &[],
+            )
+            .await?
+            .get(0))
     }
 
     /// The status rows with these ids, ascending by id.
@@ -76,7 +89,14 @@ impl Ctx {
         let rows = self
             .q("select id::text, status::int8, updated_at from status where id = any($1::text[]::uuid[]) order by id", &[&ids])
             .await?;
-        Ok(rows.iter().map(|r| StatusRow { id: r.get(0), status: r.get(1), updated_us: micros(r.get(2)) }).collect())
+        Ok(rows
+            .iter()
+            .map(|r| StatusRow {
+                id: r.get(0),
+                status: r.get(1),
+                updated_us: micros(r.get(2)),
+            })
+            .collect())
     }
 
     async fn status_row(&self, id: &str) -> Check<Option<StatusRow>> {
@@ -88,14 +108,23 @@ impl Ctx {
         let id = self.new_uuid().await?;
         self.q("insert into status (id, status, updated_at) values ($1::text::uuid, $2, now() - interval '1 hour')", &[&id, &status])
             .await?;
-        self.status_row(&id).await?.ok_or_else(|| "database: inserted status row vanished".to_string())
+        self.status_row(&id)
+            .await?
+            .ok_or_else(|| "database: inserted status row vanished".to_string())
     }
 
     /// Inserts clients directly with these balances; returns their ids in the same order.
     async fn insert_clients(&self, balances: &[i64]) -> Check<Vec<i64>> {
         let mut ids = Vec::new();
         for b in balances {
-            ids.push(self.q1("insert into clients (balance) values ($1) returning id", &[b]).await?.get(0));
+            ids.push(
+                self.q1(
+                    "insert into clients (balance) values ($1) returning id",
+                    &[b],
+                )
+                .await?
+                .get(0),
+            );
         }
         Ok(ids)
     }
@@ -103,7 +132,11 @@ impl Ctx {
     async fn balances(&self, ids: &[i64]) -> Check<Vec<i64>> {
         let mut out = Vec::new();
         for id in ids {
-            out.push(self.q1("select balance from clients where id = $1", &[id]).await?.get(0));
+            out.push(
+                self.q1("select balance from clients where id = $1", &[id])
+                    .await?
+                    .get(0),
+            );
         }
         Ok(out)
     }
@@ -112,17 +145,28 @@ impl Ctx {
         let rows = self
             .q("select from_id, to_id, amount from transfers where from_id = any($1) or to_id = any($1) order by id", &[&ids])
             .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
     }
 
     async fn unknown_client(&self) -> Check<i64> {
-        Ok(self.q1("select coalesce(max(id), 0) + 1000000000 from clients", &[]).await?.get(0))
+        Ok(self
+            .q1("select coalesce(max(id), 0) + 1000000000 from clients", &[])
+            .await?
+            .get(0))
     }
 
     /// Sends `req` between two `pg_stat_statements` snapshots and checks that exactly `expected`
     /// counted statements ran (nothing else touching the benchmark tables). The statements seen
     /// go into the case result.
-    async fn with_statements(&self, req: &Request, want_status: u16, expected: &[(Shape, u64)]) -> Outcome {
+    async fn with_statements(
+        &self,
+        req: &Request,
+        want_status: u16,
+        expected: &[(Shape, u64)],
+    ) -> Outcome {
         let before = sql::snapshot(&self.db).await?;
         let r = self.send(req).await?;
         expect_status(req, &r, want_status)?;
@@ -137,12 +181,17 @@ impl Ctx {
             let after = sql::snapshot(&self.db).await?;
             seen = sql::delta(&before, &after);
             let got = sql::counts(&seen);
-            if want.iter().all(|(s, n)| got.get(s).copied().unwrap_or(0) >= *n) {
+            if want
+                .iter()
+                .all(|(s, n)| got.get(s).copied().unwrap_or(0) >= *n)
+            {
                 break;
             }
         }
         let got = sql::counts(&seen);
-        let hidden = seen.iter().any(|s| s.query.contains("insufficient privilege"));
+        let hidden = seen
+            .iter()
+            .any(|s| s.query.contains("insufficient privilege"));
         *self.seen.lock().unwrap() = seen;
         if hidden {
             return Err(format!(
@@ -155,11 +204,19 @@ impl Ctx {
             if m.is_empty() {
                 "none".to_string()
             } else {
-                m.iter().map(|(s, n)| format!("{n} × {s}")).collect::<Vec<_>>().join(", ")
+                m.iter()
+                    .map(|(s, n)| format!("{n} × {s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         if got != want {
-            return Err(format!("{}: want {}, saw {}", req.describe(), fmt(&want), fmt(&got)));
+            return Err(format!(
+                "{}: want {}, saw {}",
+                req.describe(),
+                fmt(&want),
+                fmt(&got)
+            ));
         }
         // API.md's text, modulo what it allows (whitespace, $n vs ?, constants): reported, not failed
         let differs: Vec<String> = self
@@ -167,7 +224,11 @@ impl Ctx {
             .lock()
             .unwrap()
             .iter()
-            .filter(|s| s.shape.contract_sql().is_some_and(|c| sql::spelling(c) != sql::spelling(&s.query)))
+            .filter(|s| {
+                s.shape
+                    .contract_sql()
+                    .is_some_and(|c| sql::spelling(c) != sql::spelling(&s.query))
+            })
             .map(|s| s.shape.label().to_string())
             .collect();
         let spelling = if want.is_empty() {
@@ -175,9 +236,18 @@ impl Ctx {
         } else if differs.is_empty() {
             "; text as in the contract".to_string()
         } else {
-            format!("; spelled differently from the contract: {}", differs.join(", "))
+            format!(
+                "; spelled differently from the contract: {}",
+                differs.join(", ")
+            )
         };
-        Ok(format!("{}: {} → {} statement(s): {}{spelling}", req.describe(), r.status, want.values().sum::<u64>(), fmt(&want)))
+        Ok(format!(
+            "{}: {} → {} statement(s): {}{spelling}",
+            req.describe(),
+            r.status,
+            want.values().sum::<u64>(),
+            fmt(&want)
+        ))
     }
 }
 
@@ -195,9 +265,18 @@ async fn expect_errors(c: &Ctx, reqs: &[Request], want: u16) -> Outcome {
         }
     }
     if bad.is_empty() {
-        Ok(format!("{} request(s) → {want} {}", reqs.len(), error_code_for(want)))
+        Ok(format!(
+            "{} request(s) → {want} {}",
+            reqs.len(),
+            error_code_for(want)
+        ))
     } else {
-        Err(format!("{} of {} request(s) wrong: {}", bad.len(), reqs.len(), bad.join("\n")))
+        Err(format!(
+            "{} of {} request(s) wrong: {}",
+            bad.len(),
+            reqs.len(),
+            bad.join("\n")
+        ))
     }
 }
 
@@ -213,16 +292,29 @@ fn check_status_dto(v: &Value, want: &StatusRow, what: &str) -> Check {
     }
     let ts = time_field(o, "updatedAt", what)?;
     if ts != want.updated_us {
-        return Err(format!("{what}: updatedAt {}, database has {}", format_micros(ts), format_micros(want.updated_us)));
+        return Err(format!(
+            "{what}: updatedAt {}, database has {}",
+            format_micros(ts),
+            format_micros(want.updated_us)
+        ));
     }
     Ok(())
 }
 
 fn check_status_list(v: &Value, want: &[StatusRow], what: &str) -> Check {
-    let arr = v.as_array().ok_or_else(|| format!("{what}: not a JSON array: {v}"))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| format!("{what}: not a JSON array: {v}"))?;
     if arr.len() != want.len() {
-        let got: Vec<&str> = arr.iter().filter_map(|x| x.get("id").and_then(Value::as_str)).collect();
-        return Err(format!("{what}: {} item(s) {got:?}, want {} (ids ascending, unknown ones omitted, each once)", arr.len(), want.len()));
+        let got: Vec<&str> = arr
+            .iter()
+            .filter_map(|x| x.get("id").and_then(Value::as_str))
+            .collect();
+        return Err(format!(
+            "{what}: {} item(s) {got:?}, want {} (ids ascending, unknown ones omitted, each once)",
+            arr.len(),
+            want.len()
+        ));
     }
     for (i, (item, row)) in arr.iter().zip(want).enumerate() {
         check_status_dto(item, row, &format!("{what}[{i}]"))?;
@@ -262,7 +354,10 @@ async fn health(c: &Ctx) -> Outcome {
     let r = c.send(&req).await?;
     let v = expect_json(&req, &r, 200)?;
     if v != serde_json::json!({"status": "UP"}) {
-        return Err(format!("body {}, want {{\"status\":\"UP\"}}", r.snippet(200)));
+        return Err(format!(
+            "body {}, want {{\"status\":\"UP\"}}",
+            r.snippet(200)
+        ));
     }
     Ok(format!("GET /health → 200 {}", r.text()))
 }
@@ -275,20 +370,29 @@ fn parse_prometheus(text: &str) -> Check<Vec<String>> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let name_end = line.find(['{', ' ']).ok_or_else(|| format!("line {}: no value: {line:?}", i + 1))?;
+        let name_end = line
+            .find(['{', ' '])
+            .ok_or_else(|| format!("line {}: no value: {line:?}", i + 1))?;
         let name = &line[..name_end];
         let valid = !name.is_empty()
-            && name.chars().enumerate().all(|(j, ch)| ch.is_ascii_alphabetic() || ch == '_' || ch == ':' || (j > 0 && ch.is_ascii_digit()));
+            && name.chars().enumerate().all(|(j, ch)| {
+                ch.is_ascii_alphabetic() || ch == '_' || ch == ':' || (j > 0 && ch.is_ascii_digit())
+            });
         if !valid {
             return Err(format!("line {}: bad metric name {name:?}", i + 1));
         }
         let rest = if line[name_end..].starts_with('{') {
-            let close = line.rfind('}').ok_or_else(|| format!("line {}: unclosed labels", i + 1))?;
+            let close = line
+                .rfind('}')
+                .ok_or_else(|| format!("line {}: unclosed labels", i + 1))?;
             &line[close + 1..]
         } else {
             &line[name_end..]
         };
-        let value = rest.split_whitespace().next().ok_or_else(|| format!("line {}: no value", i + 1))?;
+        let value = rest
+            .split_whitespace()
+            .next()
+            .ok_or_else(|| format!("line {}: no value", i + 1))?;
         let ok = value.parse::<f64>().is_ok() || matches!(value, "+Inf" | "-Inf" | "NaN");
         if !ok {
             return Err(format!("line {}: value {value:?} is not a number", i + 1));
@@ -303,20 +407,40 @@ async fn metrics(c: &Ctx) -> Outcome {
     let r = c.send(&req).await?;
     expect_status(&req, &r, 200)?;
     let ct = r.header("content-type").unwrap_or("");
-    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if mime != "text/plain" && mime != "application/openmetrics-text" {
-        return Err(format!("Content-Type {ct:?}, want text/plain (Prometheus text format)"));
+        return Err(format!(
+            "Content-Type {ct:?}, want text/plain (Prometheus text format)"
+        ));
     }
     let names = parse_prometheus(&r.text())?;
     if names.is_empty() {
         return Err("no samples".into());
     }
     let cpu = names.iter().find(|n| n.starts_with("process_cpu"));
-    let mem = names.iter().find(|n| ["memory", "resident", "working_set", "rss"].iter().any(|m| n.contains(m)));
+    let mem = names.iter().find(|n| {
+        ["memory", "resident", "working_set", "rss"]
+            .iter()
+            .any(|m| n.contains(m))
+    });
     match (cpu, mem) {
-        (Some(cpu), Some(mem)) => Ok(format!("200 {ct}, {} samples, process CPU ({cpu}) and memory ({mem})", names.len())),
-        (None, _) => Err(format!("{} samples but no process CPU metric (process_cpu_*)", names.len())),
-        (_, None) => Err(format!("{} samples but no memory metric (*memory*)", names.len())),
+        (Some(cpu), Some(mem)) => Ok(format!(
+            "200 {ct}, {} samples, process CPU ({cpu}) and memory ({mem})",
+            names.len()
+        )),
+        (None, _) => Err(format!(
+            "{} samples but no process CPU metric (process_cpu_*)",
+            names.len()
+        )),
+        (_, None) => Err(format!(
+            "{} samples but no memory metric (*memory*)",
+            names.len()
+        )),
     }
 }
 
@@ -329,7 +453,11 @@ async fn ping(c: &Ctx) -> Outcome {
     expect_json_type(&req, &r)?;
     let want = br#"{"ok":true,"message":"OK"}"#;
     if r.body != want {
-        return Err(format!("body {:?}, want exactly {:?}", r.text(), String::from_utf8_lossy(want)));
+        return Err(format!(
+            "body {:?}, want exactly {:?}",
+            r.text(),
+            String::from_utf8_lossy(want)
+        ));
     }
     Ok(format!("200 {}", r.text()))
 }
@@ -347,7 +475,10 @@ async fn check_clock(c: &Ctx, secs: i64, what: &str) -> Check<i64> {
     let now = c.db_now().await? / 1_000_000;
     let tol = c.cfg.clock_tolerance.as_secs() as i64;
     if (secs - now).abs() > tol {
-        return Err(format!("{what} {secs} is {} s from the database's now() {now} (tolerance {tol} s)", secs - now));
+        return Err(format!(
+            "{what} {secs} is {} s from the database's now() {now} (tolerance {tol} s)",
+            secs - now
+        ));
     }
     Ok(secs - now)
 }
@@ -357,14 +488,22 @@ async fn time(c: &Ctx) -> Outcome {
     let r = c.send(&req).await?;
     expect_status(&req, &r, 200)?;
     expect_json_type(&req, &r)?;
-    let secs = framed_int(&r.text(), r#"{"serverTime":"#, "}")
-        .ok_or_else(|| format!("body {:?}, want exactly {{\"serverTime\":<unix seconds>}}", r.snippet(200)))?;
+    let secs = framed_int(&r.text(), r#"{"serverTime":"#, "}").ok_or_else(|| {
+        format!(
+            "body {:?}, want exactly {{\"serverTime\":<unix seconds>}}",
+            r.snippet(200)
+        )
+    })?;
     let off = check_clock(c, secs, "serverTime").await?;
-    Ok(format!("200 {} ({off:+} s from the database's clock)", r.text()))
+    Ok(format!(
+        "200 {} ({off:+} s from the database's clock)",
+        r.text()
+    ))
 }
 
 const SQL_DB_PING: &str = "SELECT json_build_object('ok', true, 'message', 'OK')::text";
-const SQL_DB_TIME: &str = "SELECT json_build_object('serverTime', extract(epoch from now())::integer)::text";
+const SQL_DB_TIME: &str =
+    "SELECT json_build_object('serverTime', extract(epoch from now())::integer)::text";
 
 async fn db_ping(c: &Ctx) -> Outcome {
     let req = Request::get("/db/ping");
@@ -373,9 +512,15 @@ async fn db_ping(c: &Ctx) -> Outcome {
     expect_json_type(&req, &r)?;
     let want: String = c.q1(SQL_DB_PING, &[]).await?.get(0);
     if r.body != want.as_bytes() {
-        return Err(format!("body {:?}, want exactly what the query returns: {want:?}", r.text()));
+        return Err(format!(
+            "body {:?}, want exactly what the query returns: {want:?}",
+            r.text()
+        ));
     }
-    Ok(format!("200 {} (the query's text, byte for byte)", r.text()))
+    Ok(format!(
+        "200 {} (the query's text, byte for byte)",
+        r.text()
+    ))
 }
 
 async fn db_time(c: &Ctx) -> Outcome {
@@ -384,13 +529,25 @@ async fn db_time(c: &Ctx) -> Outcome {
     expect_status(&req, &r, 200)?;
     expect_json_type(&req, &r)?;
     let truth: String = c.q1(SQL_DB_TIME, &[]).await?.get(0);
-    let cut = truth.find(|ch: char| ch.is_ascii_digit()).unwrap_or(truth.len());
-    let end = truth.rfind(|ch: char| ch.is_ascii_digit()).map(|i| i + 1).unwrap_or(truth.len());
+    let cut = truth
+        .find(|ch: char| ch.is_ascii_digit())
+        .unwrap_or(truth.len());
+    let end = truth
+        .rfind(|ch: char| ch.is_ascii_digit())
+        .map(|i| i + 1)
+        .unwrap_or(truth.len());
     let (prefix, suffix) = (&truth[..cut], &truth[end..]);
-    let secs = framed_int(&r.text(), prefix, suffix)
-        .ok_or_else(|| format!("body {:?}, want the query's text verbatim, like {truth:?}", r.snippet(200)))?;
+    let secs = framed_int(&r.text(), prefix, suffix).ok_or_else(|| {
+        format!(
+            "body {:?}, want the query's text verbatim, like {truth:?}",
+            r.snippet(200)
+        )
+    })?;
     let off = check_clock(c, secs, "serverTime").await?;
-    Ok(format!("200 {} (the query's text; {off:+} s from now())", r.text()))
+    Ok(format!(
+        "200 {} (the query's text; {off:+} s from now())",
+        r.text()
+    ))
 }
 
 // ---------------------------------------------------------------- status
@@ -412,7 +569,10 @@ async fn status_get_uppercase(c: &Ctx) -> Outcome {
     let v = expect_json(&req, &r, 200)?;
     let row = c.status_row(id).await?.ok_or("seeded row vanished")?;
     check_status_dto(&v, &row, "body")?;
-    Ok(format!("upper-case id → 200 with the lower-case id {}", r.text()))
+    Ok(format!(
+        "upper-case id → 200 with the lower-case id {}",
+        r.text()
+    ))
 }
 
 async fn status_get_unknown(c: &Ctx) -> Outcome {
@@ -423,18 +583,21 @@ async fn status_get_unknown(c: &Ctx) -> Outcome {
 fn bad_uuids(good: &str) -> Vec<String> {
     vec![
         "not-a-uuid".to_string(),
-        good.replace('-', ""),                                  // no dashes
-        format!("%7B{good}%7D"),                                // {braces}
-        format!("{good}0"),                                     // one char too many
-        good[..35].to_string(),                                 // one too few
-        format!("g{}", &good[1..]),                             // not hex
+        good.replace('-', ""),                                     // no dashes
+        format!("%7B{good}%7D"),                                   // {braces}
+        format!("{good}0"),                                        // one char too many
+        good[..35].to_string(),                                    // one too few
+        format!("g{}", &good[1..]),                                // not hex
         format!("{}{}-{}", &good[..8], &good[9..10], &good[10..]), // a dash misplaced
         "12345".to_string(),
     ]
 }
 
 async fn status_get_bad_uuid(c: &Ctx) -> Outcome {
-    let reqs: Vec<Request> = bad_uuids(&c.ids[0]).into_iter().map(|b| Request::get(format!("/status/{b}"))).collect();
+    let reqs: Vec<Request> = bad_uuids(&c.ids[0])
+        .into_iter()
+        .map(|b| Request::get(format!("/status/{b}")))
+        .collect();
     expect_errors(c, &reqs, 400).await
 }
 
@@ -444,7 +607,10 @@ async fn batch(c: &Ctx, query_ids: &[String], want_ids: &[String], what: &str) -
     let v = expect_json(&req, &r, 200)?;
     let rows = c.status_rows(want_ids).await?;
     check_status_list(&v, &rows, "body")?;
-    Ok(format!("{what} → 200 with {} row(s) = the database's, ascending by id", rows.len()))
+    Ok(format!(
+        "{what} → 200 with {} row(s) = the database's, ascending by id",
+        rows.len()
+    ))
 }
 
 async fn status_batch(c: &Ctx) -> Outcome {
@@ -476,11 +642,24 @@ async fn status_batch_50(c: &Ctx) -> Outcome {
 }
 
 async fn status_batch_no_ids(c: &Ctx) -> Outcome {
-    expect_errors(c, &[Request::get("/status"), Request::get("/status?ids=")], 400).await
+    expect_errors(
+        c,
+        &[Request::get("/status"), Request::get("/status?ids=")],
+        400,
+    )
+    .await
 }
 
 async fn status_batch_51(c: &Ctx) -> Outcome {
-    expect_errors(c, &[Request::get(format!("/status?ids={}", c.ids[..51].join(",")))], 400).await
+    expect_errors(
+        c,
+        &[Request::get(format!(
+            "/status?ids={}",
+            c.ids[..51].join(",")
+        ))],
+        400,
+    )
+    .await
 }
 
 async fn status_batch_bad_id(c: &Ctx) -> Outcome {
@@ -500,15 +679,25 @@ async fn post_status(c: &Ctx, sent_id: &str, status: i64, ct: Option<&str>) -> C
     let req = Request::post("/status", status_body(sent_id, status)).content_type(ct);
     let r = c.send(&req).await?;
     let v = expect_json(&req, &r, 201)?;
-    let row = c.status_row(&id).await?.ok_or_else(|| format!("{}: 201 but no row {id} in the database", req.describe()))?;
+    let row = c
+        .status_row(&id)
+        .await?
+        .ok_or_else(|| format!("{}: 201 but no row {id} in the database", req.describe()))?;
     if row.status != status {
-        return Err(format!("{}: the database has status {}", req.describe(), row.status));
+        return Err(format!(
+            "{}: the database has status {}",
+            req.describe(),
+            row.status
+        ));
     }
     check_status_dto(&v, &row, "body")?;
     let now = c.db_now().await?;
     let age = (now - row.updated_us) as f64 / 1e6;
     if age < -1.0 || age > c.cfg.clock_tolerance.as_secs_f64() + 5.0 {
-        return Err(format!("updatedAt {} is not the insert's now() ({age:.1} s before the database's now)", format_micros(row.updated_us)));
+        return Err(format!(
+            "updatedAt {} is not the insert's now() ({age:.1} s before the database's now)",
+            format_micros(row.updated_us)
+        ));
     }
     Ok(r.text())
 }
@@ -516,7 +705,9 @@ async fn post_status(c: &Ctx, sent_id: &str, status: i64, ct: Option<&str>) -> C
 async fn status_post(c: &Ctx) -> Outcome {
     let id = c.new_uuid().await?;
     let body = post_status(c, &id, 7, Some(http::JSON)).await?;
-    Ok(format!("201 {body} = the new row (updatedAt = the database's now())"))
+    Ok(format!(
+        "201 {body} = the new row (updatedAt = the database's now())"
+    ))
 }
 
 async fn status_post_bounds(c: &Ctx) -> Outcome {
@@ -546,7 +737,12 @@ async fn status_post_duplicate(c: &Ctx) -> Outcome {
 }
 
 /// Bad POST /status bodies, each with a fresh id that must not be created.
-async fn status_post_rejected(c: &Ctx, make: &dyn Fn(&str) -> Request, want: u16, n: usize) -> Outcome {
+async fn status_post_rejected(
+    c: &Ctx,
+    make: &dyn Fn(&str) -> Request,
+    want: u16,
+    n: usize,
+) -> Outcome {
     let mut reqs = Vec::new();
     let mut ids = Vec::new();
     for _ in 0..n {
@@ -561,7 +757,10 @@ async fn status_rejected(c: &Ctx, reqs: &[Request], ids: &[String], want: u16) -
     let out = expect_errors(c, reqs, want).await?;
     let created = c.status_rows(ids).await?;
     if !created.is_empty() {
-        return Err(format!("{out}, but rows were created: {:?}", created.iter().map(|r| &r.id).collect::<Vec<_>>()));
+        return Err(format!(
+            "{out}, but rows were created: {:?}",
+            created.iter().map(|r| &r.id).collect::<Vec<_>>()
+        ));
     }
     Ok(format!("{out}; nothing written"))
 }
@@ -571,16 +770,26 @@ async fn status_post_out_of_range(c: &Ctx) -> Outcome {
     let mut ids = Vec::new();
     for st in ["32768", "-32769", "99999999999999999999", "-2147483649"] {
         let id = c.new_uuid().await?;
-        reqs.push(Request::post("/status", format!(r#"{{"id":"{id}","status":{st}}}"#)));
+        reqs.push(Request::post(
+            "/status",
+            format!(r#"{{"id":"{id}","status":{st}}}"#),
+        ));
         ids.push(id);
     }
     status_rejected(c, &reqs, &ids, 400).await
 }
 
 async fn status_post_missing_field(c: &Ctx) -> Outcome {
-    let mut reqs = vec![Request::post("/status", r#"{"status":1}"#), Request::post("/status", "{}")];
+    let mut reqs = vec![
+        Request::post("/status", r#"{"status":1}"#),
+        Request::post("/status", "{}"),
+    ];
     let mut ids = Vec::new();
-    for body in [r#"{"id":"ID"}"#, r#"{"id":"ID","status":null}"#, r#"{"id":null,"status":1}"#] {
+    for body in [
+        r#"{"id":"ID"}"#,
+        r#"{"id":"ID","status":null}"#,
+        r#"{"id":null,"status":1}"#,
+    ] {
         let id = c.new_uuid().await?;
         reqs.push(Request::post("/status", body.replace("ID", &id)));
         ids.push(id);
@@ -598,7 +807,10 @@ async fn status_post_wrong_type(c: &Ctx) -> Outcome {
     let mut ids = Vec::new();
     for st in [r#""1""#, "1.5", "true", "[1]", r#"{"v":1}"#] {
         let id = c.new_uuid().await?;
-        reqs.push(Request::post("/status", format!(r#"{{"id":"{id}","status":{st}}}"#)));
+        reqs.push(Request::post(
+            "/status",
+            format!(r#"{{"id":"{id}","status":{st}}}"#),
+        ));
         ids.push(id);
     }
     status_rejected(c, &reqs, &ids, 400).await
@@ -618,7 +830,11 @@ async fn status_post_malformed_json(c: &Ctx) -> Outcome {
 async fn status_post_wrong_content_type(c: &Ctx) -> Outcome {
     let mut reqs = Vec::new();
     let mut ids = Vec::new();
-    for ct in [Some("text/plain"), None, Some("application/x-www-form-urlencoded")] {
+    for ct in [
+        Some("text/plain"),
+        None,
+        Some("application/x-www-form-urlencoded"),
+    ] {
         let id = c.new_uuid().await?;
         reqs.push(Request::post("/status", status_body(&id, 1)).content_type(ct));
         ids.push(id);
@@ -628,7 +844,13 @@ async fn status_post_wrong_content_type(c: &Ctx) -> Outcome {
 }
 
 async fn status_post_too_large(c: &Ctx) -> Outcome {
-    status_post_rejected(c, &|id| Request::post("/status", oversized(&status_body(id, 1))), 413, 1).await
+    status_post_rejected(
+        c,
+        &|id| Request::post("/status", oversized(&status_body(id, 1))),
+        413,
+        1,
+    )
+    .await
 }
 
 async fn status_put(c: &Ctx) -> Outcome {
@@ -638,31 +860,53 @@ async fn status_put(c: &Ctx) -> Outcome {
     let v = expect_json(&req, &r, 200)?;
     let row = c.status_row(&old.id).await?.ok_or("row vanished")?;
     if row.status != -5 {
-        return Err(format!("the database has status {} after the PUT, want -5", row.status));
+        return Err(format!(
+            "the database has status {} after the PUT, want -5",
+            row.status
+        ));
     }
     if row.updated_us <= old.updated_us {
-        return Err(format!("updated_at did not move: {} → {}", format_micros(old.updated_us), format_micros(row.updated_us)));
+        return Err(format!(
+            "updated_at did not move: {} → {}",
+            format_micros(old.updated_us),
+            format_micros(row.updated_us)
+        ));
     }
     check_status_dto(&v, &row, "body")?;
-    Ok(format!("200 {} = the updated row (updatedAt moved on from {})", r.text(), format_micros(old.updated_us)))
+    Ok(format!(
+        "200 {} = the updated row (updatedAt moved on from {})",
+        r.text(),
+        format_micros(old.updated_us)
+    ))
 }
 
 async fn status_put_unknown(c: &Ctx) -> Outcome {
     let id = c.new_uuid().await?;
-    status_rejected(c, &[Request::put(format!("/status/{id}"), r#"{"status":1}"#)], &[id], 404).await
+    status_rejected(
+        c,
+        &[Request::put(format!("/status/{id}"), r#"{"status":1}"#)],
+        &[id],
+        404,
+    )
+    .await
 }
 
 async fn status_put_bad_uuid(c: &Ctx) -> Outcome {
-    let reqs: Vec<Request> =
-        bad_uuids(&c.ids[0]).into_iter().take(4).map(|b| Request::put(format!("/status/{b}"), r#"{"status":1}"#)).collect();
+    let reqs: Vec<Request> = bad_uuids(&c.ids[0])
+        .into_iter()
+        .take(4)
+        .map(|b| Request::put(format!("/status/{b}"), r#"{"status":1}"#))
+        .collect();
     expect_errors(c, &reqs, 400).await
 }
 
 /// Bad PUT bodies against a row that must stay as it was.
 async fn status_put_rejected(c: &Ctx, bodies: Vec<(Vec<u8>, Option<&str>)>, want: u16) -> Outcome {
     let row = c.insert_status(4).await?;
-    let reqs: Vec<Request> =
-        bodies.into_iter().map(|(b, ct)| Request::put(format!("/status/{}", row.id), b).content_type(ct)).collect();
+    let reqs: Vec<Request> = bodies
+        .into_iter()
+        .map(|(b, ct)| Request::put(format!("/status/{}", row.id), b).content_type(ct))
+        .collect();
     let out = expect_errors(c, &reqs, want).await?;
     let after = c.status_row(&row.id).await?;
     if after.as_ref() != Some(&row) {
@@ -684,16 +928,35 @@ async fn status_put_bad_body(c: &Ctx) -> Outcome {
         r#"{"status":1"#,
         "not json",
     ];
-    status_put_rejected(c, bodies.iter().map(|b| (b.as_bytes().to_vec(), j)).collect(), 400).await
+    status_put_rejected(
+        c,
+        bodies.iter().map(|b| (b.as_bytes().to_vec(), j)).collect(),
+        400,
+    )
+    .await
 }
 
 async fn status_put_wrong_content_type(c: &Ctx) -> Outcome {
     let b = br#"{"status":1}"#.to_vec();
-    status_put_rejected(c, vec![(b.clone(), Some("text/plain")), (b.clone(), Some("text/json")), (b, None)], 415).await
+    status_put_rejected(
+        c,
+        vec![
+            (b.clone(), Some("text/plain")),
+            (b.clone(), Some("text/json")),
+            (b, None),
+        ],
+        415,
+    )
+    .await
 }
 
 async fn status_put_too_large(c: &Ctx) -> Outcome {
-    status_put_rejected(c, vec![(oversized(r#"{"status":1}"#), Some(http::JSON))], 413).await
+    status_put_rejected(
+        c,
+        vec![(oversized(r#"{"status":1}"#), Some(http::JSON))],
+        413,
+    )
+    .await
 }
 
 // ---------------------------------------------------------------- bank
@@ -703,9 +966,16 @@ async fn create_client(c: &Ctx, balance: i64) -> Check<i64> {
     let r = c.send(&req).await?;
     let v = expect_json(&req, &r, 201)?;
     let id = check_client(&v, None, balance, "body")?;
-    let got = c.balances(&[id]).await.map_err(|e| format!("{}: 201 {} but {e}", req.describe(), r.text()))?;
+    let got = c
+        .balances(&[id])
+        .await
+        .map_err(|e| format!("{}: 201 {} but {e}", req.describe(), r.text()))?;
     if got[0] != balance {
-        return Err(format!("{}: the database has balance {} for client {id}", req.describe(), got[0]));
+        return Err(format!(
+            "{}: the database has balance {} for client {id}",
+            req.describe(),
+            got[0]
+        ));
     }
     Ok(id)
 }
@@ -722,7 +992,9 @@ async fn client_create_bounds(c: &Ctx) -> Outcome {
 }
 
 async fn max_client(c: &Ctx) -> Check<i64> {
-    Ok(c.q1("select coalesce(max(id), 0) from clients", &[]).await?.get(0))
+    Ok(c.q1("select coalesce(max(id), 0) from clients", &[])
+        .await?
+        .get(0))
 }
 
 async fn clients_rejected(c: &Ctx, reqs: &[Request], want: u16) -> Outcome {
@@ -730,7 +1002,9 @@ async fn clients_rejected(c: &Ctx, reqs: &[Request], want: u16) -> Outcome {
     let out = expect_errors(c, reqs, want).await?;
     let after = max_client(c).await?;
     if after != before {
-        return Err(format!("{out}, but clients were created (max id {before} → {after})"));
+        return Err(format!(
+            "{out}, but clients were created (max id {before} → {after})"
+        ));
     }
     Ok(format!("{out}; nothing written"))
 }
@@ -747,7 +1021,10 @@ async fn client_create_bad_body(c: &Ctx) -> Outcome {
         "{\"balance\":".into(),
         "[]".into(),
     ];
-    let reqs: Vec<Request> = bodies.iter().map(|b| Request::post("/clients", b.clone())).collect();
+    let reqs: Vec<Request> = bodies
+        .iter()
+        .map(|b| Request::post("/clients", b.clone()))
+        .collect();
     clients_rejected(c, &reqs, 400).await
 }
 
@@ -760,7 +1037,12 @@ async fn client_create_wrong_content_type(c: &Ctx) -> Outcome {
 }
 
 async fn client_create_too_large(c: &Ctx) -> Outcome {
-    clients_rejected(c, &[Request::post("/clients", oversized(r#"{"balance":1}"#))], 413).await
+    clients_rejected(
+        c,
+        &[Request::post("/clients", oversized(r#"{"balance":1}"#))],
+        413,
+    )
+    .await
 }
 
 async fn client_balance(c: &Ctx) -> Outcome {
@@ -779,8 +1061,10 @@ async fn client_balance_unknown(c: &Ctx) -> Outcome {
 }
 
 async fn client_balance_bad_id(c: &Ctx) -> Outcome {
-    let reqs: Vec<Request> =
-        ["abc", "1.5", "99999999999999999999", "1e3", "0x10"].iter().map(|b| Request::get(format!("/clients/{b}/balance"))).collect();
+    let reqs: Vec<Request> = ["abc", "1.5", "99999999999999999999", "1e3", "0x10"]
+        .iter()
+        .map(|b| Request::get(format!("/clients/{b}/balance")))
+        .collect();
     expect_errors(c, &reqs, 400).await
 }
 
@@ -795,35 +1079,67 @@ async fn transfer(c: &Ctx) -> Outcome {
     let r = c.send(&req).await?;
     let v = expect_json(&req, &r, 200)?;
     let o = object_with_keys(&v, &["from", "to", "amount"], "body")?;
-    let got = (int_field(o, "from", "body")?, int_field(o, "to", "body")?, int_field(o, "amount", "body")?);
+    let got = (
+        int_field(o, "from", "body")?,
+        int_field(o, "to", "body")?,
+        int_field(o, "amount", "body")?,
+    );
     if got != (a, b, 100) {
-        return Err(format!("body {}, want {}", r.text(), transfer_body(a, b, 100)));
+        return Err(format!(
+            "body {}, want {}",
+            r.text(),
+            transfer_body(a, b, 100)
+        ));
     }
     let bal = c.balances(&ids).await?;
     if bal != [900, 1100] {
-        return Err(format!("balances {bal:?} after moving 100 from {a} to {b}, want [900, 1100]"));
+        return Err(format!(
+            "balances {bal:?} after moving 100 from {a} to {b}, want [900, 1100]"
+        ));
     }
     let log = c.transfers_touching(&ids).await?;
     if log != [(a, b, 100)] {
-        return Err(format!("transfers table has {log:?}, want [({a}, {b}, 100)]"));
+        return Err(format!(
+            "transfers table has {log:?}, want [({a}, {b}, 100)]"
+        ));
     }
     // One transaction: both new balance rows and the transfers row carry the same xmin (the
     // id of the transaction that wrote them), whatever the driver shows pg_stat_statements.
     let mut xmins: Vec<String> = Vec::new();
-    for row in c.q("select xmin::text from clients where id = any($1) order by id", &[&ids]).await? {
+    for row in c
+        .q(
+            "select xmin::text from clients where id = any($1) order by id",
+            &[&ids],
+        )
+        .await?
+    {
         xmins.push(row.get(0));
     }
-    xmins.push(c.q1("select xmin::text from transfers where from_id = $1 and to_id = $2", &[&a, &b]).await?.get(0));
+    xmins.push(
+        c.q1(
+            "select xmin::text from transfers where from_id = $1 and to_id = $2",
+            &[&a, &b],
+        )
+        .await?
+        .get(0),
+    );
     if xmins.iter().any(|x| *x != xmins[0]) {
         return Err(format!(
             "not one transaction: the payer, payee and transfers rows were written by transactions {xmins:?} (want one BEGIN … COMMIT)"
         ));
     }
-    Ok(format!("200 {}; balances 1000/1000 → 900/1100; one transfers row; all written by one transaction", r.text()))
+    Ok(format!(
+        "200 {}; balances 1000/1000 → 900/1100; one transfers row; all written by one transaction",
+        r.text()
+    ))
 }
 
 /// Transfer requests that must be refused with `want`, leaving balances and the log as they were.
-async fn transfers_rejected(c: &Ctx, make: &dyn Fn(i64, i64, i64) -> Vec<Request>, want: u16) -> Outcome {
+async fn transfers_rejected(
+    c: &Ctx,
+    make: &dyn Fn(i64, i64, i64) -> Vec<Request>,
+    want: u16,
+) -> Outcome {
     let ids = c.insert_clients(&[1000, 0]).await?;
     let unknown = c.unknown_client().await?;
     let reqs = make(ids[0], ids[1], unknown);
@@ -831,7 +1147,9 @@ async fn transfers_rejected(c: &Ctx, make: &dyn Fn(i64, i64, i64) -> Vec<Request
     let bal = c.balances(&ids).await?;
     let log = c.transfers_touching(&ids).await?;
     if bal != [1000, 0] || !log.is_empty() {
-        return Err(format!("{out}, but money moved: balances 1000/0 → {bal:?}, transfers {log:?}"));
+        return Err(format!(
+            "{out}, but money moved: balances 1000/0 → {bal:?}, transfers {log:?}"
+        ));
     }
     Ok(format!("{out}; balances and transfers unchanged"))
 }
@@ -854,20 +1172,35 @@ async fn transfer_insufficient_funds(c: &Ctx) -> Outcome {
 async fn transfer_unknown_client(c: &Ctx) -> Outcome {
     transfers_rejected(
         c,
-        &|a, _, u| vec![Request::post("/transfers", transfer_body(a, u, 1)), Request::post("/transfers", transfer_body(u, a, 1))],
+        &|a, _, u| {
+            vec![
+                Request::post("/transfers", transfer_body(a, u, 1)),
+                Request::post("/transfers", transfer_body(u, a, 1)),
+            ]
+        },
         404,
     )
     .await
 }
 
 async fn transfer_to_self(c: &Ctx) -> Outcome {
-    transfers_rejected(c, &|a, _, _| vec![Request::post("/transfers", transfer_body(a, a, 1))], 400).await
+    transfers_rejected(
+        c,
+        &|a, _, _| vec![Request::post("/transfers", transfer_body(a, a, 1))],
+        400,
+    )
+    .await
 }
 
 async fn transfer_non_positive_amount(c: &Ctx) -> Outcome {
     transfers_rejected(
         c,
-        &|a, b, _| vec![Request::post("/transfers", transfer_body(a, b, 0)), Request::post("/transfers", transfer_body(a, b, -1))],
+        &|a, b, _| {
+            vec![
+                Request::post("/transfers", transfer_body(a, b, 0)),
+                Request::post("/transfers", transfer_body(a, b, -1)),
+            ]
+        },
         400,
     )
     .await
@@ -901,7 +1234,8 @@ async fn transfer_wrong_content_type(c: &Ctx) -> Outcome {
         c,
         &|a, b, _| {
             vec![
-                Request::post("/transfers", transfer_body(a, b, 1)).content_type(Some("text/plain")),
+                Request::post("/transfers", transfer_body(a, b, 1))
+                    .content_type(Some("text/plain")),
                 Request::post("/transfers", transfer_body(a, b, 1)).content_type(None),
             ]
         },
@@ -911,7 +1245,17 @@ async fn transfer_wrong_content_type(c: &Ctx) -> Outcome {
 }
 
 async fn transfer_too_large(c: &Ctx) -> Outcome {
-    transfers_rejected(c, &|a, b, _| vec![Request::post("/transfers", oversized(&transfer_body(a, b, 1)))], 413).await
+    transfers_rejected(
+        c,
+        &|a, b, _| {
+            vec![Request::post(
+                "/transfers",
+                oversized(&transfer_body(a, b, 1)),
+            )]
+        },
+        413,
+    )
+    .await
 }
 
 // ---------------------------------------------------------------- rows
@@ -923,11 +1267,25 @@ async fn orders(c: &Ctx, query: &str, n: i64) -> Check<String> {
     let rows = c
         .q("select id, customer, item, quantity::int8, price_cents, created_at from orders order by id limit $1", &[&n])
         .await?;
-    let arr = v.as_array().ok_or_else(|| format!("{}: not a JSON array", req.describe()))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| format!("{}: not a JSON array", req.describe()))?;
     if arr.len() != rows.len() {
-        return Err(format!("{}: {} rows, want {} (the database's first {n} by id)", req.describe(), arr.len(), rows.len()));
+        return Err(format!(
+            "{}: {} rows, want {} (the database's first {n} by id)",
+            req.describe(),
+            arr.len(),
+            rows.len()
+        ));
     }
-    let keys = ["id", "customer", "item", "quantity", "priceCents", "createdAt"];
+    let keys = [
+        "id",
+        "customer",
+        "item",
+        "quantity",
+        "priceCents",
+        "createdAt",
+    ];
     for (i, (item, row)) in arr.iter().zip(&rows).enumerate() {
         let what = format!("{}: row {i}", req.describe());
         let o = object_with_keys(item, &keys, &what)?;
@@ -940,29 +1298,56 @@ async fn orders(c: &Ctx, query: &str, n: i64) -> Check<String> {
             int_field(o, "priceCents", &what)?,
             time_field(o, "createdAt", &what)?,
         );
-        let want = (want_id, row.get::<_, String>(1), row.get::<_, String>(2), row.get::<_, i64>(3), row.get::<_, i64>(4), micros(row.get(5)));
+        let want = (
+            want_id,
+            row.get::<_, String>(1),
+            row.get::<_, String>(2),
+            row.get::<_, i64>(3),
+            row.get::<_, i64>(4),
+            micros(row.get(5)),
+        );
         if got != want {
             return Err(format!("{what}: {item}, the database has {want:?}"));
         }
     }
-    Ok(format!("{} rows = the database's first {n} by id", rows.len()))
+    Ok(format!(
+        "{} rows = the database's first {n} by id",
+        rows.len()
+    ))
 }
 
 async fn orders_default(c: &Ctx) -> Outcome {
-    Ok(format!("GET /orders (no limit): {}", orders(c, "", 10).await?))
+    Ok(format!(
+        "GET /orders (no limit): {}",
+        orders(c, "", 10).await?
+    ))
 }
 
 async fn orders_limit(c: &Ctx) -> Outcome {
     let mut out = Vec::new();
     for n in [1, 100, 1000] {
-        out.push(format!("limit={n}: {}", orders(c, &format!("?limit={n}"), n).await?));
+        out.push(format!(
+            "limit={n}: {}",
+            orders(c, &format!("?limit={n}"), n).await?
+        ));
     }
     Ok(out.join("; "))
 }
 
 async fn orders_bad_limit(c: &Ctx) -> Outcome {
-    let reqs: Vec<Request> =
-        ["0", "1001", "-1", "abc", "", "1e2", "1.5", "99999999999999999999"].iter().map(|l| Request::get(format!("/orders?limit={l}"))).collect();
+    let reqs: Vec<Request> = [
+        "0",
+        "1001",
+        "-1",
+        "abc",
+        "",
+        "1e2",
+        "1.5",
+        "99999999999999999999",
+    ]
+    .iter()
+    .map(|l| Request::get(format!("/orders?limit={l}")))
+    .collect();
     expect_errors(c, &reqs, 400).await
 }
 
@@ -975,57 +1360,127 @@ async fn sql_time(c: &Ctx) -> Outcome {
     c.with_statements(&Request::get("/time"), 200, &[]).await
 }
 async fn sql_db_ping(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::get("/db/ping"), 200, &[(Shape::DbPing, 1)]).await
+    c.with_statements(&Request::get("/db/ping"), 200, &[(Shape::DbPing, 1)])
+        .await
 }
 async fn sql_db_time(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::get("/db/time"), 200, &[(Shape::DbTime, 1)]).await
+    c.with_statements(&Request::get("/db/time"), 200, &[(Shape::DbTime, 1)])
+        .await
 }
 async fn sql_status_get(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::get(format!("/status/{}", c.ids[20])), 200, &[(Shape::StatusGetOne, 1)]).await
+    c.with_statements(
+        &Request::get(format!("/status/{}", c.ids[20])),
+        200,
+        &[(Shape::StatusGetOne, 1)],
+    )
+    .await
 }
 async fn sql_status_get_repeat(c: &Ctx) -> Outcome {
-    let out = c.with_statements(&Request::get(format!("/status/{}", c.ids[20])), 200, &[(Shape::StatusGetOne, 1)]).await?;
-    Ok(format!("the same GET again still reaches the database: {out}"))
+    let out = c
+        .with_statements(
+            &Request::get(format!("/status/{}", c.ids[20])),
+            200,
+            &[(Shape::StatusGetOne, 1)],
+        )
+        .await?;
+    Ok(format!(
+        "the same GET again still reaches the database: {out}"
+    ))
 }
 fn batch_of_10(c: &Ctx) -> Request {
     Request::get(format!("/status?ids={}", c.ids[21..31].join(",")))
 }
 async fn sql_status_batch(c: &Ctx) -> Outcome {
-    c.with_statements(&batch_of_10(c), 200, &[(Shape::StatusGetMany, 1)]).await
+    c.with_statements(&batch_of_10(c), 200, &[(Shape::StatusGetMany, 1)])
+        .await
 }
 async fn sql_status_batch_repeat(c: &Ctx) -> Outcome {
-    let out = c.with_statements(&batch_of_10(c), 200, &[(Shape::StatusGetMany, 1)]).await?;
-    Ok(format!("the same batch again still reaches the database: {out}"))
+    let out = c
+        .with_statements(&batch_of_10(c), 200, &[(Shape::StatusGetMany, 1)])
+        .await?;
+    Ok(format!(
+        "the same batch again still reaches the database: {out}"
+    ))
 }
 async fn sql_status_post(c: &Ctx) -> Outcome {
     let id = c.new_uuid().await?;
-    c.with_statements(&Request::post("/status", status_body(&id, 1)), 201, &[(Shape::StatusInsert, 1)]).await
+    c.with_statements(
+        &Request::post("/status", status_body(&id, 1)),
+        201,
+        &[(Shape::StatusInsert, 1)],
+    )
+    .await
 }
 async fn sql_status_put(c: &Ctx) -> Outcome {
     let row = c.insert_status(1).await?;
-    c.with_statements(&Request::put(format!("/status/{}", row.id), r#"{"status":2}"#), 200, &[(Shape::StatusUpdate, 1)]).await
+    c.with_statements(
+        &Request::put(format!("/status/{}", row.id), r#"{"status":2}"#),
+        200,
+        &[(Shape::StatusUpdate, 1)],
+    )
+    .await
 }
 async fn sql_client_create(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::post("/clients", r#"{"balance":1}"#), 201, &[(Shape::ClientInsert, 1)]).await
+    c.with_statements(
+        &Request::post("/clients", r#"{"balance":1}"#),
+        201,
+        &[(Shape::ClientInsert, 1)],
+    )
+    .await
 }
 async fn sql_client_balance(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::get(format!("/clients/{}/balance", c.client_id)), 200, &[(Shape::ClientBalance, 1)]).await
+    c.with_statements(
+        &Request::get(format!("/clients/{}/balance", c.client_id)),
+        200,
+        &[(Shape::ClientBalance, 1)],
+    )
+    .await
 }
 async fn sql_client_balance_repeat(c: &Ctx) -> Outcome {
-    let out = c.with_statements(&Request::get(format!("/clients/{}/balance", c.client_id)), 200, &[(Shape::ClientBalance, 1)]).await?;
-    Ok(format!("the same GET again still reaches the database: {out}"))
+    let out = c
+        .with_statements(
+            &Request::get(format!("/clients/{}/balance", c.client_id)),
+            200,
+            &[(Shape::ClientBalance, 1)],
+        )
+        .await?;
+    Ok(format!(
+        "the same GET again still reaches the database: {out}"
+    ))
 }
 async fn sql_transfer(c: &Ctx) -> Outcome {
     let ids = c.insert_clients(&[1000, 1000]).await?;
-    let want = [(Shape::TransferLock, 1), (Shape::TransferMove, 1), (Shape::TransferLog, 1)];
-    c.with_statements(&Request::post("/transfers", transfer_body(ids[0], ids[1], 100)), 200, &want).await
+    let want = [
+        (Shape::TransferLock, 1),
+        (Shape::TransferMove, 1),
+        (Shape::TransferLog, 1),
+    ];
+    c.with_statements(
+        &Request::post("/transfers", transfer_body(ids[0], ids[1], 100)),
+        200,
+        &want,
+    )
+    .await
 }
 async fn sql_orders(c: &Ctx) -> Outcome {
-    c.with_statements(&Request::get("/orders?limit=10"), 200, &[(Shape::Orders, 1)]).await
+    c.with_statements(
+        &Request::get("/orders?limit=10"),
+        200,
+        &[(Shape::Orders, 1)],
+    )
+    .await
 }
 async fn sql_orders_repeat(c: &Ctx) -> Outcome {
-    let out = c.with_statements(&Request::get("/orders?limit=10"), 200, &[(Shape::Orders, 1)]).await?;
-    Ok(format!("the same GET again still reaches the database: {out}"))
+    let out = c
+        .with_statements(
+            &Request::get("/orders?limit=10"),
+            200,
+            &[(Shape::Orders, 1)],
+        )
+        .await?;
+    Ok(format!(
+        "the same GET again still reaches the database: {out}"
+    ))
 }
 
 // ---------------------------------------------------------------- concurrency
@@ -1052,7 +1507,12 @@ struct WorkerResult {
     problem_count: usize,
 }
 
-async fn burst_worker(base: BaseUrl, timeout: Duration, plan: Vec<(i64, i64, i64)>, start: Arc<tokio::sync::Barrier>) -> WorkerResult {
+async fn burst_worker(
+    base: BaseUrl,
+    timeout: Duration,
+    plan: Vec<(i64, i64, i64)>,
+    start: Arc<tokio::sync::Barrier>,
+) -> WorkerResult {
     let mut res = WorkerResult::default();
     let mut conn = Conn::connect(&base).await.map_err(|e| e.to_string());
     start.wait().await;
@@ -1078,7 +1538,11 @@ async fn burst_worker(base: BaseUrl, timeout: Duration, plan: Vec<(i64, i64, i64
                 Ok(_) => {
                     // answered 200 with the wrong body: count it as done (the table will tell)
                     res.ok.push((from, to, amount));
-                    Some(format!("{}: 200 with body {}", req.describe(), r.snippet(120)))
+                    Some(format!(
+                        "{}: 200 with body {}",
+                        req.describe(),
+                        r.snippet(120)
+                    ))
                 }
                 Err(e) => Some(e),
             },
@@ -1086,7 +1550,12 @@ async fn burst_worker(base: BaseUrl, timeout: Duration, plan: Vec<(i64, i64, i64
                 res.insufficient += 1;
                 expect_error(&req, &r, 409).err()
             }
-            Ok(r) => Some(format!("{}: {} {}", req.describe(), r.status, r.snippet(160))),
+            Ok(r) => Some(format!(
+                "{}: {} {}",
+                req.describe(),
+                r.status,
+                r.snippet(160)
+            )),
             Err(e) => {
                 conn = Err(e.clone());
                 Some(format!("{}: {e}", req.describe()))
@@ -1111,7 +1580,8 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
     let start = Arc::new(tokio::sync::Barrier::new(conns));
     let mut tasks = Vec::new();
     for w in 0..conns {
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng =
+            Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
         let plan: Vec<(i64, i64, i64)> = (0..per)
             .map(|_| {
                 let f = rng.below(n_clients as u64) as usize;
@@ -1119,7 +1589,12 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
                 (ids[f], ids[t], 1 + rng.below(3000) as i64)
             })
             .collect();
-        tasks.push(tokio::spawn(burst_worker(c.base.clone(), c.cfg.request_timeout, plan, start.clone())));
+        tasks.push(tokio::spawn(burst_worker(
+            c.base.clone(),
+            c.cfg.request_timeout,
+            plan,
+            start.clone(),
+        )));
     }
     let t0 = Instant::now();
     let mut ok = Vec::new();
@@ -1146,7 +1621,9 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
     let sum: i64 = balances.iter().sum();
     let want_sum = OPENING * n_clients as i64;
     if sum != want_sum {
-        errs.push(format!("money not conserved: the {n_clients} clients hold {sum}, opened with {want_sum}"));
+        errs.push(format!(
+            "money not conserved: the {n_clients} clients hold {sum}, opened with {want_sum}"
+        ));
     }
     let mut log = c.transfers_touching(&ids).await?;
     let mut answered = ok.clone();
@@ -1172,7 +1649,9 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
         by_log[idx[f]] -= a;
         by_log[idx[t]] += a;
     }
-    let off_answers = (0..n_clients).filter(|&i| balances[i] != by_answers[i]).count();
+    let off_answers = (0..n_clients)
+        .filter(|&i| balances[i] != by_answers[i])
+        .count();
     let off_log = (0..n_clients).filter(|&i| balances[i] != by_log[i]).count();
     if off_answers > 0 || off_log > 0 {
         errs.push(format!(
@@ -1187,7 +1666,10 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
         ok.len()
     );
     if errs.is_empty() {
-        Ok(format!("{summary}; {} transfers rows = the 200 answers; every balance = opening + in − out", log.len()))
+        Ok(format!(
+            "{summary}; {} transfers rows = the 200 answers; every balance = opening + in − out",
+            log.len()
+        ))
     } else {
         Err(format!("{}\n{summary}", errs.join("\n")))
     }
@@ -1197,7 +1679,11 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
 
 async fn setup(cfg: &VerifyConfig) -> Result<Ctx, VerifyError> {
     let base = BaseUrl::parse(&cfg.base_url).map_err(VerifyError::Config)?;
-    if let Some(o) = cfg.only.iter().find(|o| !CASES.iter().any(|(g, n)| g == o || n == o)) {
+    if let Some(o) = cfg
+        .only
+        .iter()
+        .find(|o| !CASES.iter().any(|(g, n)| g == o || n == o))
+    {
         return Err(VerifyError::Config(format!("no case or group named {o:?}")));
     }
     let (db, conn) = cfg
@@ -1205,12 +1691,18 @@ async fn setup(cfg: &VerifyConfig) -> Result<Ctx, VerifyError> {
         .pg_config()
         .connect(tokio_postgres::NoTls)
         .await
-        .map_err(|e| VerifyError::Db { url: cfg.db.display_url(), message: sql::db_error(&e) })?;
+        .map_err(|e| VerifyError::Db {
+            url: cfg.db.display_url(),
+            message: sql::db_error(&e),
+        })?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     if let Err(e) = Conn::connect(&base).await {
-        return Err(VerifyError::Unreachable { url: base.to_string(), message: e.to_string() });
+        return Err(VerifyError::Unreachable {
+            url: base.to_string(),
+            message: e.to_string(),
+        });
     }
     let data = |e: tokio_postgres::Error| VerifyError::Data(sql::db_error(&e));
     // seeded rows, read through the primary key from the middle of the table
@@ -1222,15 +1714,37 @@ async fn setup(cfg: &VerifyConfig) -> Result<Ctx, VerifyError> {
         .map(|r| r.get(0))
         .collect();
     if ids.len() < 60 {
-        return Err(VerifyError::Data(format!("status has {} rows above 1000…, want the seed (contract/seed.sql)", ids.len())));
+        return Err(VerifyError::Data(format!(
+            "status has {} rows above 1000…, want the seed (contract/seed.sql)",
+            ids.len()
+        )));
     }
-    let client = db.query("select id from clients order by id limit 1", &[]).await.map_err(data)?;
-    let client_id: i64 = client.first().map(|r| r.get(0)).ok_or_else(|| VerifyError::Data("clients is empty: seed the database".into()))?;
-    let orders: i64 = db.query_one("select count(*) from orders", &[]).await.map_err(data)?.get(0);
+    let client = db
+        .query("select id from clients order by id limit 1", &[])
+        .await
+        .map_err(data)?;
+    let client_id: i64 = client
+        .first()
+        .map(|r| r.get(0))
+        .ok_or_else(|| VerifyError::Data("clients is empty: seed the database".into()))?;
+    let orders: i64 = db
+        .query_one("select count(*) from orders", &[])
+        .await
+        .map_err(data)?
+        .get(0);
     if orders == 0 {
-        return Err(VerifyError::Data("orders is empty: seed the database".into()));
+        return Err(VerifyError::Data(
+            "orders is empty: seed the database".into(),
+        ));
     }
-    Ok(Ctx { cfg: cfg.clone(), base, db, seen: Mutex::new(Vec::new()), ids, client_id })
+    Ok(Ctx {
+        cfg: cfg.clone(),
+        base,
+        db,
+        seen: Mutex::new(Vec::new()),
+        ids,
+        client_id,
+    })
 }
 
 /// Every case, in run order: (group, name, function).
@@ -1372,15 +1886,37 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for (g, n) in CASES {
             assert!(seen.insert(*n), "duplicate case {n}");
-            assert!(n.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-'), "{n}");
-            assert!(["ops", "ping", "status", "bank", "rows", "sql", "concurrency"].contains(g), "{g}");
+            assert!(
+                n.chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-'),
+                "{n}"
+            );
+            assert!(
+                [
+                    "ops",
+                    "ping",
+                    "status",
+                    "bank",
+                    "rows",
+                    "sql",
+                    "concurrency"
+                ]
+                .contains(g),
+                "{g}"
+            );
         }
         assert!(CASES.len() >= 60);
     }
 
     #[test]
     fn config_errors_come_before_connecting() {
-        let db = crate::DbConfig { host: "127.0.0.1".into(), port: 1, user: "u".into(), password: String::new(), dbname: "d".into() };
+        let db = crate::DbConfig {
+            host: "127.0.0.1".into(),
+            port: 1,
+            user: "u".into(),
+            password: String::new(),
+            dbname: "d".into(),
+        };
         let mut cfg = VerifyConfig::new("http://127.0.0.1:1", db);
         cfg.only = vec!["sql".into(), "no-such-case".into()];
         let e = crate::verify(&cfg).unwrap_err().to_string();
@@ -1395,7 +1931,10 @@ mod tests {
     #[test]
     fn prometheus_text() {
         let t = "# HELP x y\n# TYPE x counter\nprocess_cpu_seconds_total 1.5\nfoo{a=\"b c\",d=\"}\"} 2 1700000000\nbar +Inf\n\n";
-        assert_eq!(parse_prometheus(t).unwrap(), vec!["process_cpu_seconds_total", "foo", "bar"]);
+        assert_eq!(
+            parse_prometheus(t).unwrap(),
+            vec!["process_cpu_seconds_total", "foo", "bar"]
+        );
         assert!(parse_prometheus("9bad 1\n").is_err());
         assert!(parse_prometheus("x y\n").is_err());
         assert!(parse_prometheus("<html>\n").is_err());
@@ -1403,9 +1942,18 @@ mod tests {
 
     #[test]
     fn framed_ints_and_bad_uuids() {
-        assert_eq!(framed_int(r#"{"serverTime":17}"#, r#"{"serverTime":"#, "}"), Some(17));
-        assert_eq!(framed_int(r#"{"serverTime": 17}"#, r#"{"serverTime":"#, "}"), None);
-        assert_eq!(framed_int(r#"{"serverTime":-1}"#, r#"{"serverTime":"#, "}"), None);
+        assert_eq!(
+            framed_int(r#"{"serverTime":17}"#, r#"{"serverTime":"#, "}"),
+            Some(17)
+        );
+        assert_eq!(
+            framed_int(r#"{"serverTime": 17}"#, r#"{"serverTime":"#, "}"),
+            None
+        );
+        assert_eq!(
+            framed_int(r#"{"serverTime":-1}"#, r#"{"serverTime":"#, "}"),
+            None
+        );
         let good = "000016a5-3c0e-4307-4168-ff8fc74bd819";
         for b in bad_uuids(good) {
             assert_ne!(b, good);

@@ -17,7 +17,10 @@ pub fn is_json_content_type(ct: &str) -> bool {
     parts.all(|p| {
         let p = p.trim();
         match p.split_once('=') {
-            Some((k, v)) => k.trim().eq_ignore_ascii_case("charset") && v.trim().trim_matches('"').eq_ignore_ascii_case("utf-8"),
+            Some((k, v)) => {
+                k.trim().eq_ignore_ascii_case("charset")
+                    && v.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+            }
             None => p.is_empty(),
         }
     })
@@ -28,16 +31,31 @@ pub fn expect_status(req: &Request, r: &Response, want: u16) -> Check {
     if r.status == want {
         return Ok(());
     }
-    let five = if r.status >= 500 && want < 500 { " (a 5xx for a request the contract answers without one)" } else { "" };
-    Err(format!("{}: want {want}, got {}{five}: {}", req.describe(), r.status, r.snippet(200)))
+    let five = if r.status >= 500 && want < 500 {
+        " (a 5xx for a request the contract answers without one)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "{}: want {want}, got {}{five}: {}",
+        req.describe(),
+        r.status,
+        r.snippet(200)
+    ))
 }
 
 /// The response is JSON by its `Content-Type`.
 pub fn expect_json_type(req: &Request, r: &Response) -> Check {
     match r.header("content-type") {
         Some(ct) if is_json_content_type(ct) => Ok(()),
-        Some(ct) => Err(format!("{}: Content-Type {ct:?}, want application/json", req.describe())),
-        None => Err(format!("{}: no Content-Type, want application/json", req.describe())),
+        Some(ct) => Err(format!(
+            "{}: Content-Type {ct:?}, want application/json",
+            req.describe()
+        )),
+        None => Err(format!(
+            "{}: no Content-Type, want application/json",
+            req.describe()
+        )),
     }
 }
 
@@ -45,7 +63,13 @@ pub fn expect_json_type(req: &Request, r: &Response) -> Check {
 pub fn expect_json(req: &Request, r: &Response, want: u16) -> Check<Value> {
     expect_status(req, r, want)?;
     expect_json_type(req, r)?;
-    serde_json::from_slice(&r.body).map_err(|e| format!("{}: body is not JSON ({e}): {}", req.describe(), r.snippet(200)))
+    serde_json::from_slice(&r.body).map_err(|e| {
+        format!(
+            "{}: body is not JSON ({e}): {}",
+            req.describe(),
+            r.snippet(200)
+        )
+    })
 }
 
 /// The error code the contract pairs with a status.
@@ -63,28 +87,69 @@ pub fn error_code_for(status: u16) -> &'static str {
 /// Status `want` with the contract's error body `{"error":"<code>","message":"…"}`.
 pub fn expect_error(req: &Request, r: &Response, want: u16) -> Check {
     let v = expect_json(req, r, want)?;
-    let obj = v.as_object().ok_or_else(|| format!("{}: error body is not an object: {}", req.describe(), r.snippet(200)))?;
+    let obj = v.as_object().ok_or_else(|| {
+        format!(
+            "{}: error body is not an object: {}",
+            req.describe(),
+            r.snippet(200)
+        )
+    })?;
     let code = error_code_for(want);
     match obj.get("error") {
         Some(Value::String(s)) if s == code => {}
-        Some(other) => return Err(format!("{}: \"error\" is {other}, want \"{code}\"", req.describe())),
-        None => return Err(format!("{}: error body has no \"error\": {}", req.describe(), r.snippet(200))),
+        Some(other) => {
+            return Err(format!(
+                "{}: \"error\" is {other}, want \"{code}\"",
+                req.describe()
+            ))
+        }
+        None => {
+            return Err(format!(
+                "{}: error body has no \"error\": {}",
+                req.describe(),
+                r.snippet(200)
+            ))
+        }
     }
     match obj.get("message") {
         Some(Value::String(_)) => {}
-        _ => return Err(format!("{}: error body has no string \"message\": {}", req.describe(), r.snippet(200))),
+        _ => {
+            return Err(format!(
+                "{}: error body has no string \"message\": {}",
+                req.describe(),
+                r.snippet(200)
+            ))
+        }
     }
     if let Some(k) = obj.keys().find(|k| *k != "error" && *k != "message") {
-        return Err(format!("{}: error body has a field {k:?} beyond error and message: {}", req.describe(), r.snippet(200)));
+        return Err(format!(
+            "{}: error body has a field {k:?} beyond error and message: {}",
+            req.describe(),
+            r.snippet(200)
+        ));
     }
     Ok(())
 }
 
 /// An object with exactly these keys.
-pub fn object_with_keys<'a>(v: &'a Value, keys: &[&str], what: &str) -> Check<&'a Map<String, Value>> {
-    let obj = v.as_object().ok_or_else(|| format!("{what} is not a JSON object: {v}"))?;
-    let missing: Vec<&str> = keys.iter().copied().filter(|k| !obj.contains_key(*k)).collect();
-    let extra: Vec<&str> = obj.keys().map(String::as_str).filter(|k| !keys.contains(k)).collect();
+pub fn object_with_keys<'a>(
+    v: &'a Value,
+    keys: &[&str],
+    what: &str,
+) -> Check<&'a Map<String, Value>> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("{what} is not a JSON object: {v}"))?;
+    let missing: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|k| !obj.contains_key(*k))
+        .collect();
+    let extra: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !keys.contains(k))
+        .collect();
     if !missing.is_empty() || !extra.is_empty() {
         let mut m = format!("{what} {v}:");
         if !missing.is_empty() {
@@ -119,7 +184,9 @@ pub fn str_field<'a>(obj: &'a Map<String, Value>, key: &str, what: &str) -> Chec
 /// A timestamp field: RFC 3339, UTC with `Z`, up to microseconds → µs since the epoch.
 pub fn time_field(obj: &Map<String, Value>, key: &str, what: &str) -> Check<i64> {
     let s = str_field(obj, key, what)?;
-    parse_rfc3339_utc(s).ok_or_else(|| format!("{what}: {key} = {s:?} is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SS[.ffffff]Z)"))
+    parse_rfc3339_utc(s).ok_or_else(|| {
+        format!("{what}: {key} = {s:?} is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SS[.ffffff]Z)")
+    })
 }
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z` (a lower-case `t`/`z` too, as RFC 3339 allows) into
@@ -140,7 +207,12 @@ pub fn parse_rfc3339_utc(s: &str) -> Option<i64> {
     };
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+    if b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let mut i = 19;
@@ -162,8 +234,27 @@ pub fn parse_rfc3339_utc(s: &str) -> Option<i64> {
         return None;
     }
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let mdays = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || d < 1 || d > mdays[(mo - 1) as usize] || h > 23 || mi > 59 || sec > 59 {
+    let mdays = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&mo)
+        || d < 1
+        || d > mdays[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || sec > 59
+    {
         return None;
     }
     let days = days_from_civil(y, mo, d);
@@ -196,7 +287,12 @@ pub fn format_micros(us: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
 }
 
 #[cfg(test)]
@@ -219,9 +315,18 @@ mod tests {
     fn timestamps() {
         assert_eq!(parse_rfc3339_utc("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_rfc3339_utc("1970-01-01T00:00:01.5Z"), Some(1_500_000));
-        assert_eq!(parse_rfc3339_utc("2025-01-01T00:00:01Z"), Some(1_735_689_601_000_000));
-        assert_eq!(parse_rfc3339_utc("2025-01-01T00:00:01.123456Z"), Some(1_735_689_601_123_456));
-        assert_eq!(parse_rfc3339_utc("2024-02-29T12:00:00.000001z"), Some(1_709_208_000_000_001));
+        assert_eq!(
+            parse_rfc3339_utc("2025-01-01T00:00:01Z"),
+            Some(1_735_689_601_000_000)
+        );
+        assert_eq!(
+            parse_rfc3339_utc("2025-01-01T00:00:01.123456Z"),
+            Some(1_735_689_601_123_456)
+        );
+        assert_eq!(
+            parse_rfc3339_utc("2024-02-29T12:00:00.000001z"),
+            Some(1_709_208_000_000_001)
+        );
         for bad in [
             "2025-01-01T00:00:01",
             "2025-01-01T00:00:01+00:00",
@@ -238,10 +343,18 @@ mod tests {
         ] {
             assert_eq!(parse_rfc3339_utc(bad), None, "{bad}");
         }
-        for us in [0, 1_735_689_601_123_456, 1_709_208_000_000_001, 951_782_400_000_000] {
+        for us in [
+            0,
+            1_735_689_601_123_456,
+            1_709_208_000_000_001,
+            951_782_400_000_000,
+        ] {
             assert_eq!(parse_rfc3339_utc(&format_micros(us)), Some(us));
         }
-        assert_eq!(format_micros(1_735_689_601_000_000), "2025-01-01T00:00:01.000000Z");
+        assert_eq!(
+            format_micros(1_735_689_601_000_000),
+            "2025-01-01T00:00:01.000000Z"
+        );
     }
 
     #[test]
@@ -249,9 +362,14 @@ mod tests {
         let v: Value = serde_json::from_str(r#"{"id":1,"balance":2}"#).unwrap();
         let o = object_with_keys(&v, &["id", "balance"], "client").unwrap();
         assert_eq!(int_field(o, "id", "client"), Ok(1));
-        assert!(object_with_keys(&v, &["id"], "x").unwrap_err().contains("unexpected [\"balance\"]"));
-        assert!(object_with_keys(&v, &["id", "balance", "z"], "x").unwrap_err().contains("missing [\"z\"]"));
-        let v: Value = serde_json::from_str(r#"{"a":1.0,"b":"1","c":18446744073709551615}"#).unwrap();
+        assert!(object_with_keys(&v, &["id"], "x")
+            .unwrap_err()
+            .contains("unexpected [\"balance\"]"));
+        assert!(object_with_keys(&v, &["id", "balance", "z"], "x")
+            .unwrap_err()
+            .contains("missing [\"z\"]"));
+        let v: Value =
+            serde_json::from_str(r#"{"a":1.0,"b":"1","c":18446744073709551615}"#).unwrap();
         let o = v.as_object().unwrap();
         assert!(int_field(o, "a", "x").is_err());
         assert!(int_field(o, "b", "x").is_err());

@@ -33,7 +33,9 @@ impl BaseUrl {
             None => (rest, ""),
         };
         let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
-            let (h, p) = h.split_once(']').ok_or_else(|| format!("{url:?}: unclosed [ in host"))?;
+            let (h, p) = h
+                .split_once(']')
+                .ok_or_else(|| format!("{url:?}: unclosed [ in host"))?;
             (h, p.strip_prefix(':').unwrap_or(""))
         } else {
             match hostport.rsplit_once(':') {
@@ -44,8 +46,16 @@ impl BaseUrl {
         if host.is_empty() {
             return Err(format!("{url:?}: no host"));
         }
-        let port = if port.is_empty() { 80 } else { port.parse().map_err(|_| format!("{url:?}: bad port"))? };
-        Ok(BaseUrl { host: host.to_string(), port, prefix: prefix.to_string() })
+        let port = if port.is_empty() {
+            80
+        } else {
+            port.parse().map_err(|_| format!("{url:?}: bad port"))?
+        };
+        Ok(BaseUrl {
+            host: host.to_string(),
+            port,
+            prefix: prefix.to_string(),
+        })
     }
 
     fn host_header(&self) -> String {
@@ -77,12 +87,26 @@ pub const JSON: &str = "application/json";
 
 impl Request {
     pub fn get(path: impl Into<String>) -> Request {
-        Request { method: "GET", path: path.into(), content_type: None, body: None }
+        Request {
+            method: "GET",
+            path: path.into(),
+            content_type: None,
+            body: None,
+        }
     }
 
     /// A request with a body sent as `Content-Type: application/json`.
-    pub fn json(method: &'static str, path: impl Into<String>, body: impl Into<Vec<u8>>) -> Request {
-        Request { method, path: path.into(), content_type: Some(JSON.to_string()), body: Some(body.into()) }
+    pub fn json(
+        method: &'static str,
+        path: impl Into<String>,
+        body: impl Into<Vec<u8>>,
+    ) -> Request {
+        Request {
+            method,
+            path: path.into(),
+            content_type: Some(JSON.to_string()),
+            body: Some(body.into()),
+        }
     }
 
     pub fn post(path: impl Into<String>, body: impl Into<Vec<u8>>) -> Request {
@@ -102,7 +126,11 @@ impl Request {
     /// `METHOD /path` plus a short form of the body, for reports.
     pub fn describe(&self) -> String {
         let path = if self.path.chars().count() > 110 {
-            format!("{}…({} chars)", self.path.chars().take(100).collect::<String>(), self.path.len())
+            format!(
+                "{}…({} chars)",
+                self.path.chars().take(100).collect::<String>(),
+                self.path.len()
+            )
         } else {
             self.path.clone()
         };
@@ -158,7 +186,10 @@ pub struct Response {
 impl Response {
     /// First header of that name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -177,7 +208,8 @@ impl Response {
     }
 
     fn wants_close(&self) -> bool {
-        self.header("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+        self.header("connection")
+            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
     }
 }
 
@@ -192,7 +224,11 @@ impl Conn {
     pub async fn connect(base: &BaseUrl) -> std::io::Result<Conn> {
         let stream = TcpStream::connect((base.host.as_str(), base.port)).await?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: Vec::with_capacity(8192), closed: false })
+        Ok(Conn {
+            stream,
+            buf: Vec::with_capacity(8192),
+            closed: false,
+        })
     }
 
     /// True once the server said `Connection: close` or closed the connection.
@@ -226,7 +262,11 @@ impl Conn {
         };
         match resp {
             Ok((resp, eof)) => {
-                if eof || resp.wants_close() || matches!(write_result, Some(Err(_))) || write_result.is_none() {
+                if eof
+                    || resp.wants_close()
+                    || matches!(write_result, Some(Err(_)))
+                    || write_result.is_none()
+                {
                     self.closed = true;
                 }
                 Ok(resp)
@@ -234,7 +274,10 @@ impl Conn {
             Err(e) => {
                 self.closed = true;
                 match write_result {
-                    Some(Err(we)) => Err(std::io::Error::new(we.kind(), format!("{we} (then reading: {e})"))),
+                    Some(Err(we)) => Err(std::io::Error::new(
+                        we.kind(),
+                        format!("{we} (then reading: {e})"),
+                    )),
                     _ => Err(e),
                 }
             }
@@ -245,12 +288,20 @@ impl Conn {
 /// Sends one request on a fresh connection, with a deadline.
 pub async fn request(base: &BaseUrl, req: &Request, timeout: Duration) -> Result<Response, String> {
     let fut = async {
-        let mut c = Conn::connect(base).await.map_err(|e| format!("cannot connect to {base}: {e}"))?;
-        c.send(base, req).await.map_err(|e| format!("{}: {e}", req.describe()))
+        let mut c = Conn::connect(base)
+            .await
+            .map_err(|e| format!("cannot connect to {base}: {e}"))?;
+        c.send(base, req)
+            .await
+            .map_err(|e| format!("{}: {e}", req.describe()))
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,
-        Err(_) => Err(format!("{}: no response within {:?}", req.describe(), timeout)),
+        Err(_) => Err(format!(
+            "{}: no response within {:?}",
+            req.describe(),
+            timeout
+        )),
     }
 }
 
@@ -259,19 +310,31 @@ fn invalid(msg: impl Into<String>) -> std::io::Error {
 }
 
 /// Reads one response; returns it and whether the server closed the connection.
-async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, head_only: bool) -> std::io::Result<(Response, bool)> {
+async fn read_response<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    head_only: bool,
+) -> std::io::Result<(Response, bool)> {
     let mut eof = false;
     loop {
         // the head
         let (status, headers, head_len) = loop {
             let mut hdrs = [httparse::EMPTY_HEADER; 96];
             let mut resp = httparse::Response::new(&mut hdrs);
-            match resp.parse(buf).map_err(|e| invalid(format!("bad response head: {e}")))? {
+            match resp
+                .parse(buf)
+                .map_err(|e| invalid(format!("bad response head: {e}")))?
+            {
                 httparse::Status::Complete(n) => {
                     let headers: Vec<(String, String)> = resp
                         .headers
                         .iter()
-                        .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).trim().to_string()))
+                        .map(|h| {
+                            (
+                                h.name.to_string(),
+                                String::from_utf8_lossy(h.value).trim().to_string(),
+                            )
+                        })
                         .collect();
                     break (resp.code.unwrap_or(0), headers, n);
                 }
@@ -280,7 +343,10 @@ async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, head
                         return Err(invalid(if buf.is_empty() {
                             "connection closed without a response".to_string()
                         } else {
-                            format!("connection closed inside the response head: {:?}", String::from_utf8_lossy(buf))
+                            format!(
+                                "connection closed inside the response head: {:?}",
+                                String::from_utf8_lossy(buf)
+                            )
                         }));
                     }
                     if buf.len() > 1 << 20 {
@@ -294,16 +360,28 @@ async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, head
         if (100..200).contains(&status) {
             continue; // 100 Continue and friends: the real response follows
         }
-        let get = |n: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v.clone());
+        let get = |n: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+        };
         let body = if head_only || status == 204 || status == 304 {
             Vec::new()
-        } else if get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        } else if get("transfer-encoding")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
+        {
             read_chunked(rd, buf, &mut eof).await?
         } else if let Some(cl) = get("content-length") {
-            let n: usize = cl.parse().map_err(|_| invalid(format!("bad Content-Length {cl:?}")))?;
+            let n: usize = cl
+                .parse()
+                .map_err(|_| invalid(format!("bad Content-Length {cl:?}")))?;
             while buf.len() < n {
                 if eof || fill(rd, buf).await? == 0 {
-                    return Err(invalid(format!("connection closed after {} of {n} body bytes", buf.len())));
+                    return Err(invalid(format!(
+                        "connection closed after {} of {n} body bytes",
+                        buf.len()
+                    )));
                 }
             }
             buf.drain(..n).collect()
@@ -314,7 +392,14 @@ async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, head
             eof = true;
             std::mem::take(buf)
         };
-        return Ok((Response { status, headers, body }, eof));
+        return Ok((
+            Response {
+                status,
+                headers,
+                body,
+            },
+            eof,
+        ));
     }
 }
 
@@ -325,7 +410,11 @@ async fn fill<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> std::io::R
     Ok(n)
 }
 
-async fn read_line<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, eof: &mut bool) -> std::io::Result<Vec<u8>> {
+async fn read_line<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    eof: &mut bool,
+) -> std::io::Result<Vec<u8>> {
     loop {
         if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
             let line = buf[..i].to_vec();
@@ -339,13 +428,18 @@ async fn read_line<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, eof: &mu
     }
 }
 
-async fn read_chunked<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, eof: &mut bool) -> std::io::Result<Vec<u8>> {
+async fn read_chunked<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    eof: &mut bool,
+) -> std::io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         let line = read_line(rd, buf, eof).await?;
         let line = String::from_utf8_lossy(&line);
         let size_hex = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_hex, 16).map_err(|_| invalid(format!("bad chunk size {size_hex:?}")))?;
+        let size = usize::from_str_radix(size_hex, 16)
+            .map_err(|_| invalid(format!("bad chunk size {size_hex:?}")))?;
         if size == 0 {
             // trailers up to an empty line
             while !read_line(rd, buf, eof).await?.is_empty() {}
@@ -375,9 +469,15 @@ mod tests {
     #[test]
     fn base_urls() {
         let b = BaseUrl::parse("http://127.0.0.1:8080").unwrap();
-        assert_eq!((b.host.as_str(), b.port, b.prefix.as_str()), ("127.0.0.1", 8080, ""));
+        assert_eq!(
+            (b.host.as_str(), b.port, b.prefix.as_str()),
+            ("127.0.0.1", 8080, "")
+        );
         let b = BaseUrl::parse("http://localhost/api/").unwrap();
-        assert_eq!((b.host.as_str(), b.port, b.prefix.as_str()), ("localhost", 80, "/api"));
+        assert_eq!(
+            (b.host.as_str(), b.port, b.prefix.as_str()),
+            ("localhost", 80, "/api")
+        );
         let b = BaseUrl::parse("http://[::1]:9000").unwrap();
         assert_eq!((b.host.as_str(), b.port), ("::1", 9000));
         assert_eq!(b.to_string(), "http://[::1]:9000");
@@ -391,8 +491,14 @@ mod tests {
         let b = BaseUrl::parse("http://h:1/p").unwrap();
         let r = Request::post("/status", "{}").content_type(None);
         let s = String::from_utf8(r.encode(&b)).unwrap();
-        assert!(s.starts_with("POST /p/status HTTP/1.1\r\nHost: h:1\r\n"), "{s}");
-        assert!(s.contains("Content-Length: 2\r\n") && !s.contains("Content-Type"), "{s}");
+        assert!(
+            s.starts_with("POST /p/status HTTP/1.1\r\nHost: h:1\r\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("Content-Length: 2\r\n") && !s.contains("Content-Type"),
+            "{s}"
+        );
         assert!(s.ends_with("\r\n\r\n{}"));
         let s = String::from_utf8(Request::get("/x").encode(&b)).unwrap();
         assert!(!s.contains("Content-Length"), "{s}");
@@ -406,16 +512,27 @@ mod tests {
 
     #[tokio::test]
     async fn reads_responses() {
-        let (r, eof) = parse(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}").await.unwrap();
-        assert_eq!((r.status, r.body.as_slice(), r.header("content-type")), (200, &b"{}"[..], Some("application/json")));
+        let (r, eof) = parse(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (r.status, r.body.as_slice(), r.header("content-type")),
+            (200, &b"{}"[..], Some("application/json"))
+        );
         assert!(!eof);
         let (r, _) = parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n").await.unwrap();
         assert_eq!(r.body, b"abcde");
-        let (r, eof) = parse(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 404 Not Found\r\n\r\nbye").await.unwrap();
+        let (r, eof) = parse(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 404 Not Found\r\n\r\nbye")
+            .await
+            .unwrap();
         assert_eq!((r.status, r.body.as_slice(), eof), (404, &b"bye"[..], true));
         let (r, _) = parse(b"HTTP/1.1 204 No Content\r\n\r\n").await.unwrap();
         assert!(r.body.is_empty());
-        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").await.is_err());
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab")
+            .await
+            .is_err());
         assert!(parse(b"").await.is_err());
         assert!(parse(b"garbage\r\n\r\n").await.is_err());
     }

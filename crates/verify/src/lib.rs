@@ -46,26 +46,40 @@ pub struct DbConfig {
 impl DbConfig {
     /// Parses a libpq-style URL (`postgres://user:password@host:port/dbname`) or key=value string.
     pub fn from_url(url: &str) -> Result<DbConfig, VerifyError> {
-        let cfg: tokio_postgres::Config = url.parse().map_err(|e| VerifyError::Config(format!("database URL: {e}")))?;
+        let cfg: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| VerifyError::Config(format!("database URL: {e}")))?;
         let host = match cfg.get_hosts().first() {
             Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
             #[cfg(unix)]
             Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
             None => "127.0.0.1".to_string(),
         };
-        let user = cfg.get_user().map(str::to_string).unwrap_or_else(|| "postgres".to_string());
+        let user = cfg
+            .get_user()
+            .map(str::to_string)
+            .unwrap_or_else(|| "postgres".to_string());
         Ok(DbConfig {
             host,
             port: cfg.get_ports().first().copied().unwrap_or(5432),
-            password: cfg.get_password().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default(),
-            dbname: cfg.get_dbname().map(str::to_string).unwrap_or_else(|| user.clone()),
+            password: cfg
+                .get_password()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .unwrap_or_default(),
+            dbname: cfg
+                .get_dbname()
+                .map(str::to_string)
+                .unwrap_or_else(|| user.clone()),
             user,
         })
     }
 
     /// `postgres://user@host:port/dbname` (no password), for reports.
     pub fn display_url(&self) -> String {
-        format!("postgres://{}@{}:{}/{}", self.user, self.host, self.port, self.dbname)
+        format!(
+            "postgres://{}@{}:{}/{}",
+            self.user, self.host, self.port, self.dbname
+        )
     }
 
     fn pg_config(&self) -> tokio_postgres::Config {
@@ -192,7 +206,10 @@ impl VerifyReport {
 /// Runs the suite (blocking; builds its own tokio runtime, so do not call it from inside one —
 /// use [`verify_async`] there).
 pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport, VerifyError> {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(verify_async(cfg))
 }
 
@@ -204,18 +221,35 @@ pub async fn verify_async(cfg: &VerifyConfig) -> Result<VerifyReport, VerifyErro
 /// The report as text: one line per case (`PASS`/`FAIL`, group/name, detail), the statements
 /// each `sql` case saw, and a closing `N passed, M failed` line.
 pub fn render_text(report: &VerifyReport) -> String {
-    let mut out = format!("ceiling verify {} (database {})\n", report.base_url, report.database);
-    let width = report.cases.iter().map(|c| c.group.len() + c.name.len() + 1).max().unwrap_or(0);
+    let mut out = format!(
+        "ceiling verify {} (database {})\n",
+        report.base_url, report.database
+    );
+    let width = report
+        .cases
+        .iter()
+        .map(|c| c.group.len() + c.name.len() + 1)
+        .max()
+        .unwrap_or(0);
     for c in &report.cases {
         let id = format!("{}/{}", c.group, c.name);
         let verdict = if c.passed { "PASS" } else { "FAIL" };
         let mut lines = c.detail.lines();
-        out.push_str(&format!("{verdict} {id:<width$}  {}\n", lines.next().unwrap_or("")));
+        out.push_str(&format!(
+            "{verdict} {id:<width$}  {}\n",
+            lines.next().unwrap_or("")
+        ));
         for l in lines {
             out.push_str(&format!("     {:<width$}  {l}\n", ""));
         }
         for s in &c.statements_seen {
-            out.push_str(&format!("     {:<width$}    {:>3} × [{}] {}\n", "", s.calls, s.shape, one_line(&s.query, 160)));
+            out.push_str(&format!(
+                "     {:<width$}    {:>3} × [{}] {}\n",
+                "",
+                s.calls,
+                s.shape,
+                one_line(&s.query, 160)
+            ));
         }
     }
     out.push_str(&format!(
@@ -243,11 +277,23 @@ mod tests {
     #[test]
     fn db_urls() {
         let d = DbConfig::from_url("postgres://bench:secret@127.0.0.1:54329/bench").unwrap();
-        assert_eq!(d, DbConfig { host: "127.0.0.1".into(), port: 54329, user: "bench".into(), password: "secret".into(), dbname: "bench".into() });
+        assert_eq!(
+            d,
+            DbConfig {
+                host: "127.0.0.1".into(),
+                port: 54329,
+                user: "bench".into(),
+                password: "secret".into(),
+                dbname: "bench".into()
+            }
+        );
         assert_eq!(d.display_url(), "postgres://bench@127.0.0.1:54329/bench");
         assert!(!serde_json::to_string(&d).unwrap().contains("secret"));
         let d = DbConfig::from_url("host=localhost user=u dbname=x").unwrap();
-        assert_eq!((d.host.as_str(), d.port, d.dbname.as_str()), ("localhost", 5432, "x"));
+        assert_eq!(
+            (d.host.as_str(), d.port, d.dbname.as_str()),
+            ("localhost", 5432, "x")
+        );
         assert!(DbConfig::from_url("postgres://u@h:notaport/x").is_err());
     }
 
@@ -273,12 +319,20 @@ mod tests {
             cases: vec![case("a", true), case("b", false)],
         };
         assert_eq!((r.passed(), r.failed(), r.ok()), (1, 1, false));
-        assert_eq!(r.failures().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["b"]);
+        assert_eq!(
+            r.failures().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            vec!["b"]
+        );
         let t = render_text(&r);
         assert!(t.contains("PASS status/a  a detail\n"), "{t}");
         assert!(t.contains("FAIL status/b  b detail\n"), "{t}");
         assert!(t.contains("second line"), "{t}");
-        assert!(t.contains("1 × [status-by-id] SELECT id, status, updated_at FROM status WHERE id = $1"), "{t}");
+        assert!(
+            t.contains(
+                "1 × [status-by-id] SELECT id, status, updated_at FROM status WHERE id = $1"
+            ),
+            "{t}"
+        );
         assert!(t.ends_with("1 passed, 1 failed (1.5 s)\n"), "{t}");
         let back: VerifyReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);

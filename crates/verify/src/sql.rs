@@ -134,11 +134,15 @@ fn tokens(query: &str) -> Vec<String> {
 }
 
 fn has_seq(t: &[String], seq: &[&str]) -> bool {
-    t.windows(seq.len()).any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+    t.windows(seq.len())
+        .any(|w| w.iter().zip(seq).all(|(a, b)| a == b))
 }
 
 fn after<'a>(t: &'a [String], word: &str) -> Option<&'a str> {
-    t.iter().position(|x| x == word).and_then(|i| t.get(i + 1)).map(String::as_str)
+    t.iter()
+        .position(|x| x == word)
+        .and_then(|i| t.get(i + 1))
+        .map(String::as_str)
 }
 
 /// Classifies a statement text (as `pg_stat_statements` shows it) by the contract's shapes.
@@ -152,11 +156,17 @@ pub fn classify(query: &str) -> Shape {
         if mentions_table || first != "select" {
             return Shape::OtherBenchmark;
         }
-        return if t.iter().any(|x| x == "now" || x == "epoch") { Shape::DbTime } else { Shape::DbPing };
+        return if t.iter().any(|x| x == "now" || x == "epoch") {
+            Shape::DbTime
+        } else {
+            Shape::DbPing
+        };
     }
     let shape = match first {
         "select" => match after(&t, "from") {
-            Some("status") if t.iter().any(|x| x == "any") || has_seq(&t, &["id", "in"]) => Shape::StatusGetMany,
+            Some("status") if t.iter().any(|x| x == "any") || has_seq(&t, &["id", "in"]) => {
+                Shape::StatusGetMany
+            }
             Some("status") if t.iter().any(|x| x == "where") => Shape::StatusGetOne,
             Some("clients") if has_seq(&t, &["for", "update"]) => Shape::TransferLock,
             Some("clients") if t.iter().any(|x| x == "where") => Shape::ClientBalance,
@@ -224,7 +234,10 @@ pub fn spelling(query: &str) -> String {
         }
         tight.push(c);
     }
-    tight.replace("extract(epoch", "extract(?").replace("true", "?").replace("false", "?")
+    tight
+        .replace("extract(epoch", "extract(?")
+        .replace("true", "?")
+        .replace("false", "?")
 }
 
 /// One statement seen during a case: the `pg_stat_statements` text and how often it ran.
@@ -279,9 +292,17 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Vec<StatementSeen> {
             *by_text.entry(query.clone()).or_default() += d as u64;
         }
     }
-    let mut out: Vec<StatementSeen> =
-        by_text.into_iter().map(|(query, calls)| StatementSeen { shape: classify(&query), query, calls }).collect();
-    out.sort_by(|a, b| (!a.shape.counted(), a.shape, &a.query).cmp(&(!b.shape.counted(), b.shape, &b.query)));
+    let mut out: Vec<StatementSeen> = by_text
+        .into_iter()
+        .map(|(query, calls)| StatementSeen {
+            shape: classify(&query),
+            query,
+            calls,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (!a.shape.counted(), a.shape, &a.query).cmp(&(!b.shape.counted(), b.shape, &b.query))
+    });
     out
 }
 
@@ -337,28 +358,61 @@ mod tests {
     #[test]
     fn spelling_is_lenient_and_work_is_not() {
         // JDBC numbering, quoting, schema, aliases, IN lists
-        assert_eq!(classify("select s.id, s.status, s.updated_at from \"public\".\"status\" s where s.id = $1"), Shape::StatusGetOne);
-        assert_eq!(classify("SELECT id,status,updated_at FROM status WHERE id IN ($1,$2,$3) ORDER BY id"), Shape::StatusGetMany);
+        assert_eq!(
+            classify(
+                "select s.id, s.status, s.updated_at from \"public\".\"status\" s where s.id = $1"
+            ),
+            Shape::StatusGetOne
+        );
+        assert_eq!(
+            classify("SELECT id,status,updated_at FROM status WHERE id IN ($1,$2,$3) ORDER BY id"),
+            Shape::StatusGetMany
+        );
         assert_eq!(classify("UPDATE clients SET balance = balance + CASE WHEN id = $1 THEN -$2::bigint ELSE $3::bigint END WHERE id IN ($4, $5)"), Shape::TransferMove);
         // other work on benchmark tables is never expected
-        assert_eq!(classify("SELECT count(*) FROM status"), Shape::OtherBenchmark);
-        assert_eq!(classify("DELETE FROM transfers WHERE id = $1"), Shape::OtherBenchmark);
+        assert_eq!(
+            classify("SELECT count(*) FROM status"),
+            Shape::OtherBenchmark
+        );
+        assert_eq!(
+            classify("DELETE FROM transfers WHERE id = $1"),
+            Shape::OtherBenchmark
+        );
         assert_eq!(classify("SELECT * FROM orders"), Shape::OtherBenchmark);
-        assert_eq!(classify("select json_build_object($1, id) from orders"), Shape::OtherBenchmark);
+        assert_eq!(
+            classify("select json_build_object($1, id) from orders"),
+            Shape::OtherBenchmark
+        );
         // not the benchmark's business
-        for q in ["BEGIN", "COMMIT", "SELECT $1", "SET extra_float_digits = 3", "select typname from pg_type where oid = $1", "ROLLBACK"] {
+        for q in [
+            "BEGIN",
+            "COMMIT",
+            "SELECT $1",
+            "SET extra_float_digits = 3",
+            "select typname from pg_type where oid = $1",
+            "ROLLBACK",
+        ] {
             assert_eq!(classify(q), Shape::Unrelated, "{q}");
         }
     }
 
     #[test]
     fn spelling_ignores_what_the_contract_allows() {
-        for shape in [Shape::StatusGetOne, Shape::TransferMove, Shape::DbPing, Shape::DbTime, Shape::Orders] {
+        for shape in [
+            Shape::StatusGetOne,
+            Shape::TransferMove,
+            Shape::DbPing,
+            Shape::DbTime,
+            Shape::Orders,
+        ] {
             let c = shape.contract_sql().unwrap();
             assert_eq!(spelling(c), spelling(&c.to_uppercase()), "{c}");
         }
         // what pg_stat_statements shows for go-pgx / R2DBC and for JDBC
-        assert_eq!(spelling("SELECT json_build_object($1, $2, $3, $4)::text"), spelling(Shape::DbPing.contract_sql().unwrap()));
+        assert_eq!(
+            spelling("SELECT json_build_object($1, $2, $3, $4)::text"),
+            spelling(Shape::DbPing.contract_sql().unwrap())
+        );
         assert_eq!(
             spelling("SELECT json_build_object($1, extract($2 from now())::integer)::text"),
             spelling(Shape::DbTime.contract_sql().unwrap())
@@ -367,17 +421,28 @@ mod tests {
             spelling("UPDATE clients SET balance = balance + CASE WHEN id = $1 THEN -$2::bigint ELSE $3::bigint END WHERE id IN ($4, $5)"),
             spelling(Shape::TransferMove.contract_sql().unwrap())
         );
-        assert_eq!(spelling("select id,status,updated_at\n  from status where id=?"), spelling(Shape::StatusGetOne.contract_sql().unwrap()));
+        assert_eq!(
+            spelling("select id,status,updated_at\n  from status where id=?"),
+            spelling(Shape::StatusGetOne.contract_sql().unwrap())
+        );
         // an ORM's aliases are a different spelling (reported, not failed)
         assert_ne!(
-            spelling("select s1_0.id, s1_0.status, s1_0.updated_at from status s1_0 where s1_0.id = $1"),
+            spelling(
+                "select s1_0.id, s1_0.status, s1_0.updated_at from status s1_0 where s1_0.id = $1"
+            ),
             spelling(Shape::StatusGetOne.contract_sql().unwrap())
         );
     }
 
     #[test]
     fn shapes_serialize_as_their_labels() {
-        for shape in [Shape::StatusGetOne, Shape::TransferLog, Shape::OtherBenchmark, Shape::Unrelated, Shape::DbTime] {
+        for shape in [
+            Shape::StatusGetOne,
+            Shape::TransferLog,
+            Shape::OtherBenchmark,
+            Shape::Unrelated,
+            Shape::DbTime,
+        ] {
             let json = serde_json::to_string(&shape).unwrap();
             assert_eq!(json, format!("\"{}\"", shape.label()));
             assert_eq!(serde_json::from_str::<Shape>(&json).unwrap(), shape);
@@ -387,17 +452,33 @@ mod tests {
     #[test]
     fn deltas() {
         let mut a = Snapshot::default();
-        a.entries.insert((1, 10), ("SELECT id, status, updated_at FROM status WHERE id = $1".into(), 5));
+        a.entries.insert(
+            (1, 10),
+            (
+                "SELECT id, status, updated_at FROM status WHERE id = $1".into(),
+                5,
+            ),
+        );
         a.entries.insert((1, 11), ("BEGIN".into(), 2));
         let mut b = a.clone();
         b.entries.get_mut(&(1, 10)).unwrap().1 = 6;
-        b.entries.insert((2, 10), ("SELECT id, status, updated_at FROM status WHERE id = $1".into(), 1));
-        b.entries.insert((2, 12), ("select userid from pg_stat_statements".into(), 1));
+        b.entries.insert(
+            (2, 10),
+            (
+                "SELECT id, status, updated_at FROM status WHERE id = $1".into(),
+                1,
+            ),
+        );
+        b.entries
+            .insert((2, 12), ("select userid from pg_stat_statements".into(), 1));
         b.entries.insert((2, 13), ("COMMIT".into(), 1));
         let d = delta(&a, &b);
         assert_eq!(d.len(), 2, "{d:?}");
         assert_eq!((d[0].shape, d[0].calls), (Shape::StatusGetOne, 2));
         assert_eq!((d[1].shape, d[1].calls), (Shape::Unrelated, 1));
-        assert_eq!(counts(&d).into_iter().collect::<Vec<_>>(), vec![(Shape::StatusGetOne, 2)]);
+        assert_eq!(
+            counts(&d).into_iter().collect::<Vec<_>>(),
+            vec![(Shape::StatusGetOne, 2)]
+        );
     }
 }

@@ -24,7 +24,12 @@ fn run_verify(env: &Env, url: &str) -> VerifyReport {
     let cfg = VerifyConfig::new(url, env.db());
     let t0 = Instant::now();
     let report = verify(&cfg).unwrap_or_else(|e| panic!("verify against {url} could not run: {e}"));
-    eprintln!("  verify {url}: {} passed, {} failed in {:.1} s", report.passed(), report.failed(), t0.elapsed().as_secs_f64());
+    eprintln!(
+        "  verify {url}: {} passed, {} failed in {:.1} s",
+        report.passed(),
+        report.failed(),
+        t0.elapsed().as_secs_f64()
+    );
     report
 }
 
@@ -39,9 +44,16 @@ fn go_pgx_passes(env: &mut Env) {
     // statements were really counted: the sql cases saw the contract's SQL
     let get = report.case("sql-status-get").unwrap();
     assert_eq!(get.statements_seen.len(), 1, "{get:?}");
-    assert_eq!(get.statements_seen[0].query, "SELECT id, status, updated_at FROM status WHERE id = $1");
+    assert_eq!(
+        get.statements_seen[0].query,
+        "SELECT id, status, updated_at FROM status WHERE id = $1"
+    );
     let tr = report.case("transfer").unwrap();
-    assert!(tr.detail.contains("all written by one transaction"), "{}", tr.detail);
+    assert!(
+        tr.detail.contains("all written by one transaction"),
+        "{}",
+        tr.detail
+    );
     // a JSON report round-trips
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(serde_json::from_str::<VerifyReport>(&json).unwrap(), report);
@@ -51,9 +63,17 @@ fn broken_fixtures_are_caught(env: &mut Env) {
     // (fault, the cases that must fail, cases that may also fail)
     let fixtures: [(Fault, &[&str], &[&str]); 7] = [
         (Fault::None, &[], &[]),
-        (Fault::NPlusOne, &["sql-status-batch", "sql-status-batch-repeat"], &[]),
+        (
+            Fault::NPlusOne,
+            &["sql-status-batch", "sql-status-batch-repeat"],
+            &[],
+        ),
         (Fault::BadUuid500, &["status-get-bad-uuid"], &[]),
-        (Fault::MissingField, &["status-get", "status-get-uppercase"], &[]),
+        (
+            Fault::MissingField,
+            &["status-get", "status-get-uppercase"],
+            &[],
+        ),
         (Fault::Cache, &["sql-status-get-repeat"], &[]),
         (Fault::PhantomTransfers, &["transfer-burst"], &[]),
         // check-then-update outside a transaction may also overdraw under the burst (500s)
@@ -65,11 +85,19 @@ fn broken_fixtures_are_caught(env: &mut Env) {
         let proxy = Proxy::start(fault, &env.go_url(), &env.db());
         let report = run_verify(env, &proxy.url);
         drop(proxy);
-        let got: BTreeSet<&str> = report.failures().map(|c| c.name.as_str()).filter(|n| !may.contains(n)).collect();
+        let got: BTreeSet<&str> = report
+            .failures()
+            .map(|c| c.name.as_str())
+            .filter(|n| !may.contains(n))
+            .collect();
         let want: BTreeSet<&str> = want.iter().copied().collect();
         if got == want {
             for c in report.failures() {
-                eprintln!("  {fault:?} caught by {}: {}", c.name, c.detail.lines().next().unwrap_or(""));
+                eprintln!(
+                    "  {fault:?} caught by {}: {}",
+                    c.name,
+                    c.detail.lines().next().unwrap_or("")
+                );
             }
         } else {
             eprintln!("{}", render_text(&report));
@@ -80,14 +108,25 @@ fn broken_fixtures_are_caught(env: &mut Env) {
 }
 
 fn main() {
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     type Test = (&'static str, fn(&mut Env));
-    let tests: [Test; 2] =
-        [("go_pgx_passes", go_pgx_passes), ("broken_fixtures_are_caught", broken_fixtures_are_caught)];
-    let selected: Vec<_> = tests.iter().filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str()))).collect();
+    let tests: [Test; 2] = [
+        ("go_pgx_passes", go_pgx_passes),
+        ("broken_fixtures_are_caught", broken_fixtures_are_caught),
+    ];
+    let selected: Vec<_> = tests
+        .iter()
+        .filter(|(n, _)| filters.is_empty() || filters.iter().any(|f| n.contains(f.as_str())))
+        .collect();
     println!("\nrunning {} tests", selected.len());
     if selected.is_empty() {
-        println!("\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out\n", tests.len());
+        println!(
+            "\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; {} filtered out\n",
+            tests.len()
+        );
         return;
     }
     let t0 = Instant::now();
@@ -98,7 +137,10 @@ fn main() {
                 println!("test {name} ... ignored ({why})");
             }
             eprintln!("skipping the conformance tests: {why}");
-            println!("\ntest result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out\n", selected.len());
+            println!(
+                "\ntest result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out\n",
+                selected.len()
+            );
             return;
         }
         Err(_) => {
@@ -110,7 +152,11 @@ fn main() {
     for (name, f) in &selected {
         let t = Instant::now();
         let ok = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut env))).is_ok();
-        println!("test {name} ... {} ({:.1} s)", if ok { "ok" } else { "FAILED" }, t.elapsed().as_secs_f64());
+        println!(
+            "test {name} ... {} ({:.1} s)",
+            if ok { "ok" } else { "FAILED" },
+            t.elapsed().as_secs_f64()
+        );
         if !ok {
             failed.push(*name);
         }

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 fn contract(file: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract").join(file);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contract")
+        .join(file);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -18,7 +20,12 @@ fn verify_cases(yaml: &str) -> Vec<String> {
         let rest = &yaml[i..];
         let open = rest.find('[').unwrap();
         let close = rest.find(']').unwrap();
-        out.extend(rest[open + 1..close].split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
+        out.extend(
+            rest[open + 1..close]
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+        );
     }
     out
 }
@@ -45,11 +52,18 @@ fn every_case_is_in_the_spec_and_every_spec_case_exists() {
     let yaml = contract("openapi.yaml");
     let in_spec: Vec<String> = verify_cases(&yaml);
     let spec: BTreeSet<&str> = in_spec.iter().map(String::as_str).collect();
-    assert_eq!(spec.len(), in_spec.len(), "a case is listed twice: {in_spec:?}");
+    assert_eq!(
+        spec.len(),
+        in_spec.len(),
+        "a case is listed twice: {in_spec:?}"
+    );
     let suite: BTreeSet<&str> = case_names().iter().map(|(_, n)| *n).collect();
     let missing: Vec<_> = suite.difference(&spec).collect();
     let unknown: Vec<_> = spec.difference(&suite).collect();
-    assert!(missing.is_empty() && unknown.is_empty(), "not in openapi.yaml: {missing:?}; not a case: {unknown:?}");
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "not in openapi.yaml: {missing:?}; not a case: {unknown:?}"
+    );
 }
 
 #[test]
@@ -60,14 +74,27 @@ fn spec_sql_is_api_md_sql_with_the_counted_shapes() {
     assert_eq!(stmts.len(), 12, "{stmts:?}");
     let mut shapes = BTreeSet::new();
     for s in &stmts {
-        assert!(api.contains(&format!("`{s}`")), "x-sql statement not in API.md: {s}");
+        assert!(
+            api.contains(&format!("`{s}`")),
+            "x-sql statement not in API.md: {s}"
+        );
         let shape = classify(s);
-        assert!(shape.counted() && shape != Shape::OtherBenchmark, "{s}: {shape:?}");
+        assert!(
+            shape.counted() && shape != Shape::OtherBenchmark,
+            "{s}: {shape:?}"
+        );
         shapes.insert(shape);
     }
-    assert_eq!(shapes.len(), 12, "each statement has its own shape: {shapes:?}");
+    assert_eq!(
+        shapes.len(),
+        12,
+        "each statement has its own shape: {shapes:?}"
+    );
     for shape in shapes {
         let text = shape.contract_sql().unwrap();
-        assert!(stmts.iter().any(|s| s == text), "the suite's text of {shape} is not the spec's: {text}");
+        assert!(
+            stmts.iter().any(|s| s == text),
+            "the suite's text of {shape} is not the spec's: {text}"
+        );
     }
 }

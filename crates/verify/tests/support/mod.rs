@@ -21,7 +21,12 @@ pub struct Proc {
 
 impl Proc {
     /// Spawns `cmd` so that the kernel sends `death_signal` to it if this process dies.
-    pub fn spawn(name: &'static str, mut cmd: Command, stop_signal: i32, death_signal: i32) -> Proc {
+    pub fn spawn(
+        name: &'static str,
+        mut cmd: Command,
+        stop_signal: i32,
+        death_signal: i32,
+    ) -> Proc {
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -31,8 +36,14 @@ impl Proc {
                 Ok(())
             });
         }
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc { name, child, stop_signal }
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc {
+            name,
+            child,
+            stop_signal,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -70,7 +81,10 @@ impl Drop for Proc {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn which(name: &str, extra: &[&str]) -> Option<PathBuf> {
@@ -98,7 +112,9 @@ fn find_pg_bin() -> Option<PathBuf> {
     if let Some(initdb) = which("initdb", &[]) {
         candidates.push(initdb.parent().unwrap().to_path_buf());
     }
-    candidates.into_iter().find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+    candidates
+        .into_iter()
+        .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
 }
 
 /// (uid, gid) of a system user.
@@ -114,18 +130,29 @@ fn lookup_user(name: &str) -> Option<(u32, u32)> {
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// `GET path` with a plain blocking socket: (status, body).
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     let status = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     Some((status, body))
 }
 
@@ -150,16 +177,23 @@ pub const DB_NAME: &str = "ceiling";
 impl Env {
     /// Starts everything, or says why it cannot (`Err` = skip: a tool is missing).
     pub fn start() -> Result<Env, String> {
-        let pg_bin = find_pg_bin().ok_or("no PostgreSQL server binaries (initdb, postgres) found")?;
+        let pg_bin =
+            find_pg_bin().ok_or("no PostgreSQL server binaries (initdb, postgres) found")?;
         let go = which("go", &["/usr/local/go/bin/go"]).ok_or("no `go` toolchain on PATH")?;
-        let psql = Some(pg_bin.join("psql")).filter(|p| p.is_file()).or_else(|| which("psql", &[])).ok_or("no psql")?;
+        let psql = Some(pg_bin.join("psql"))
+            .filter(|p| p.is_file())
+            .or_else(|| which("psql", &[]))
+            .ok_or("no psql")?;
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        let run_as = if root {
-            Some(lookup_user("postgres").ok_or("running as root and there is no `postgres` user to run PostgreSQL as")?)
-        } else {
-            None
-        };
+        let run_as =
+            if root {
+                Some(lookup_user("postgres").ok_or(
+                    "running as root and there is no `postgres` user to run PostgreSQL as",
+                )?)
+            } else {
+                None
+            };
 
         let dir = std::env::temp_dir().join(format!("ceiling-verify-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -167,9 +201,20 @@ impl Env {
         if let Some((uid, gid)) = run_as {
             let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
             // SAFETY: chown on a path we just created.
-            assert_eq!(unsafe { libc::chown(c.as_ptr(), uid, gid) }, 0, "chown {}", dir.display());
+            assert_eq!(
+                unsafe { libc::chown(c.as_ptr(), uid, gid) },
+                0,
+                "chown {}",
+                dir.display()
+            );
         }
-        let mut env = Env { dir: dir.clone(), pg_port: free_port(), go_port: 0, go: None, pg: None };
+        let mut env = Env {
+            dir: dir.clone(),
+            pg_port: free_port(),
+            go_port: 0,
+            go: None,
+            pg: None,
+        };
 
         // initdb + postgres in the foreground, as the postgres user when we are root
         let data = dir.join("data");
@@ -181,12 +226,29 @@ impl Env {
             cmd
         };
         let mut initdb = as_pg(Command::new(pg_bin.join("initdb")));
-        initdb.args(["-D", data.to_str().unwrap(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]);
+        initdb.args([
+            "-D",
+            data.to_str().unwrap(),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
         let out = initdb.output().expect("initdb");
-        assert!(out.status.success(), "initdb failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "initdb failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let pg_log = dir.join("postgres.log");
         let mut pg = as_pg(Command::new(pg_bin.join("postgres")));
-        pg.arg("-D").arg(&data).arg("-p").arg(env.pg_port.to_string());
+        pg.arg("-D")
+            .arg(&data)
+            .arg("-p")
+            .arg(env.pg_port.to_string());
         for setting in [
             "listen_addresses=127.0.0.1".to_string(),
             format!("unix_socket_directories={}", dir.display()),
@@ -198,32 +260,57 @@ impl Env {
         ] {
             pg.arg("-c").arg(setting);
         }
-        pg.stdin(Stdio::null()).stdout(Stdio::null()).stderr(std::fs::File::create(&pg_log).unwrap());
+        pg.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&pg_log).unwrap());
         env.pg = Some(Proc::spawn("postgres", pg, libc::SIGINT, libc::SIGINT));
 
         let psql_cmd = |db: &str| {
             let mut c = Command::new(&psql);
-            c.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "postgres", "-d", db])
-                .arg("-p")
-                .arg(env.pg_port.to_string());
+            c.args([
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                db,
+            ])
+            .arg("-p")
+            .arg(env.pg_port.to_string());
             c
         };
         let t0 = Instant::now();
         loop {
-            let ok = psql_cmd("postgres").args(["-c", "select 1"]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+            let ok = psql_cmd("postgres")
+                .args(["-c", "select 1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
             if ok.map(|s| s.success()).unwrap_or(false) {
                 break;
             }
             if let Some(st) = env.pg.as_mut().unwrap().exited() {
                 panic!("postgres exited ({st}):\n{}", tail(&pg_log, 30));
             }
-            assert!(t0.elapsed() < Duration::from_secs(60), "postgres not ready in 60 s:\n{}", tail(&pg_log, 30));
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "postgres not ready in 60 s:\n{}",
+                tail(&pg_log, 30)
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
         let contract = repo_root().join("contract");
         let run = |mut c: Command, what: &str| {
             let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{what} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         let mut c = psql_cmd("postgres");
         c.args(["-c", &format!("create database {DB_NAME}")]);
@@ -233,7 +320,8 @@ impl Env {
         run(c, "schema.sql");
         let t_seed = Instant::now();
         let mut c = psql_cmd(DB_NAME);
-        c.args(["-v", "seed=1", "-f"]).arg(contract.join("seed.sql"));
+        c.args(["-v", "seed=1", "-f"])
+            .arg(contract.join("seed.sql"));
         run(c, "seed.sql");
         eprintln!(
             "postgres pid {} on 127.0.0.1:{} ({}), seeded in {:.1} s",
@@ -253,7 +341,11 @@ impl Env {
             .current_dir(repo_root().join("stacks/go-pgx"))
             .output()
             .expect("go build");
-        assert!(out.status.success(), "go build of stacks/go-pgx failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "go build of stacks/go-pgx failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         env.go_port = free_port();
         let go_log = dir.join("go-pgx.log");
         let mut cmd = Command::new(&server);
@@ -278,7 +370,11 @@ impl Env {
             if let Some(st) = env.go.as_mut().unwrap().exited() {
                 panic!("go-pgx exited ({st}):\n{}", tail(&go_log, 30));
             }
-            assert!(t0.elapsed() < Duration::from_secs(60), "go-pgx not healthy in 60 s:\n{}", tail(&go_log, 30));
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "go-pgx not healthy in 60 s:\n{}",
+                tail(&go_log, 30)
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         eprintln!(
