@@ -4,17 +4,9 @@
 # per-request storage. Usage: bench/generator-memory.sh [rate] [duration]
 set -euo pipefail
 rate=${1:-30000}; dur=${2:-10m}
-bin=${CEILING_BIN:-target/release/ceiling}
-tmp=$(mktemp -d); port=${PORT:-18298}
-cat >"$tmp/nginx.conf" <<NGX
-worker_processes 1; daemon off; pid $tmp/nginx.pid; error_log $tmp/error.log;
-events { worker_connections 16384; }
-http { access_log off; server { listen 127.0.0.1:$port backlog=4096; keepalive_requests 100000000;
-  location / { default_type application/json; return 200 '{"ok":true,"message":"OK"}'; } } }
-NGX
-taskset -c 0 nginx -c "$tmp/nginx.conf" & ngx=$!
-trap 'kill $ngx 2>/dev/null; wait $ngx 2>/dev/null; rm -rf "$tmp"' EXIT
-sleep 0.5
+. "$(dirname "$0")/lib.sh"
+require nginx taskset curl "$bin"
+start_nginx "${PORT:-18298}"
 taskset -c 1 "$bin" load --url "http://127.0.0.1:$port/" --rate "$rate" --duration "$dur" --out "$tmp/out" --json -q > "$tmp/summary.json" &
 gen=$!
 echo "# generator-memory: $(date -u +%FT%TZ), ceiling load --rate $rate --duration $dur (open model, --out: hlog + CSV written every second)"

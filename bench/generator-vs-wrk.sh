@@ -5,29 +5,9 @@
 # so both tools are judged by the same counter. Usage: bench/generator-vs-wrk.sh [seconds] [conns]
 set -euo pipefail
 secs=${1:-10}; conns=${2:-64}
-bin=${CEILING_BIN:-target/release/ceiling}
-for t in nginx wrk taskset "$bin"; do command -v "$t" >/dev/null || [ -x "$t" ] || { echo "missing $t: run scripts/setup.sh bench and make build" >&2; exit 1; }; done
-tmp=$(mktemp -d); port=${PORT:-18299}
-cat >"$tmp/nginx.conf" <<NGX
-worker_processes 1; daemon off; pid $tmp/nginx.pid; error_log $tmp/error.log;
-events { worker_connections 16384; }
-http { access_log off; server { listen 127.0.0.1:$port backlog=4096; keepalive_requests 100000000;
-  location = /nginx_status { stub_status; }
-  location / { default_type application/json; return 200 '{"ok":true,"message":"OK"}'; } } }
-NGX
-taskset -c 0 nginx -c "$tmp/nginx.conf" & ngx=$!
-trap 'kill $ngx 2>/dev/null; wait $ngx 2>/dev/null; rm -rf "$tmp"' EXIT
-sleep 0.5
-count() { curl -s "http://127.0.0.1:$port/nginx_status" | awk 'NR==3{print $3}'; }
-# measure NAME CMD...: prints "NAME cpu_s requests" and keeps the tool's stdout in $tmp/NAME.out
-measure() {
-  local name=$1; shift; local a b
-  a=$(count)
-  /usr/bin/time -f "%U %S %M" -o "$tmp/$name.time" taskset -c 1 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || true
-  b=$(count)
-  read -r u s rss <"$tmp/$name.time"
-  echo "$name $(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}') $((b - a - 1)) $rss"
-}
+. "$(dirname "$0")/lib.sh"
+require nginx wrk taskset curl "$bin"
+start_nginx "${PORT:-18299}"
 echo "# generator-vs-wrk: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), nginx $(nginx -v 2>&1 | cut -d/ -f2), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
 read -r _ wcpu wreq wrss < <(measure wrk wrk -t1 -c"$conns" -d"${secs}s" "http://127.0.0.1:$port/")
 read -r _ ccpu creq crss < <(measure ceiling_closed "$bin" load --url "http://127.0.0.1:$port/" --connections "$conns" --duration "${secs}s" -q)

@@ -2,7 +2,7 @@
 # Installs what ceiling needs on a fresh machine of this kind, idempotently: a step whose tool is
 # already present is skipped. Usage: scripts/setup.sh [core|bench|jvm|all]
 #   core  — PostgreSQL server binaries (for the embedded stand), Rust/Go toolchains checked
-#   bench — wrk and nginx (the generator benchmarks compare against them)
+#   bench — wrk, nginx and k6 (the generator benchmarks compare against them)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
 set -euo pipefail
 what=${1:-core}
@@ -37,4 +37,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: missing toolchains: ${missing[*]}" >&2
   exit 1
 fi
+# k6 is a Go program: built from the Go module proxy at a pinned version into $(go env GOPATH)/bin.
+K6_VERSION=v1.8.1
+case $what in bench|all)
+  if ! have k6 && [ ! -x "$(go env GOPATH)/bin/k6" ]; then
+    echo "setup: building k6 $K6_VERSION with go install (a minute or two)"
+    go install "go.k6.io/k6@$K6_VERSION"
+  fi
+;; esac
 echo "setup ($what): ok"

@@ -1,6 +1,7 @@
 //! `ceiling`: find the highest load a web stack sustains within its latency SLO, and what it costs.
 
 mod load_cmd;
+mod pgbench_cmd;
 mod record;
 mod report_cmd;
 mod run_cmd;
@@ -40,6 +41,9 @@ enum Cmd {
     /// Check that a stack does the contract's work: every positive and negative case, payloads
     /// against the database, statements counted in pg_stat_statements, money conserved.
     Verify(verify_cmd::VerifyArgs),
+    /// The database's own ceiling: pgbench (select-only by default) against the stand's
+    /// PostgreSQL with a plan's settings, with PostgreSQL's CPU per transaction.
+    Pgbench(pgbench_cmd::PgbenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Verify(a) => verify_cmd::run(a),
+        Cmd::Pgbench(a) => pgbench_cmd::run(a),
     };
     match res {
         Ok(code) => code,
