@@ -64,8 +64,8 @@ pub use process::{
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
-    Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec,
-    CONTRACT_ENV, HASH_EXCLUDES,
+    Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,
+    StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
 };
 
 use ceiling_plan::StandSettings;

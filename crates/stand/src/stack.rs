@@ -38,6 +38,20 @@ pub struct StackSpec {
     pub limits: StackLimits,
     /// Free-form notes (recorded in run.json).
     pub notes: serde_json::Value,
+    /// A partial contract (a baseline such as static nginx); `None`: the whole contract.
+    pub conformance: Option<Conformance>,
+}
+
+/// `[conformance]`: a stack that by design serves only part of the contract (a baseline such as
+/// nginx returning static JSON) names the conformance cases it must pass and why. Runs verify
+/// those cases only and record the stack as a PARTIAL-CONTRACT baseline in run.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conformance {
+    /// Case names (`group/name`) or groups, as `ceiling verify --only` takes them.
+    pub only: Vec<String>,
+    /// Why the stack serves only these (shown wherever its results are).
+    pub reason: String,
 }
 
 /// `[build]`.
@@ -116,6 +130,8 @@ struct RawStack {
     limits: StackLimits,
     #[serde(default)]
     notes: Option<toml::Value>,
+    #[serde(default)]
+    conformance: Option<Conformance>,
 }
 
 impl StackSpec {
@@ -264,6 +280,20 @@ impl StackSpec {
             ),
             Some(v) => Some(v.to_string()),
         };
+        if let Some(c) = &raw.conformance {
+            if c.only.is_empty() || c.only.iter().any(|x| x.trim().is_empty()) {
+                return Err(err(
+                    "conformance.only",
+                    "must list at least one case or group, e.g. [\"ping/ping\"]".into(),
+                ));
+            }
+            if c.reason.trim().is_empty() {
+                return Err(err(
+                    "conformance.reason",
+                    "say why this stack serves only part of the contract".into(),
+                ));
+            }
+        }
         let notes = raw
             .notes
             .map(|n| serde_json::to_value(n).unwrap_or(serde_json::Value::Null))
@@ -279,6 +309,7 @@ impl StackSpec {
             settings: raw.settings,
             limits: raw.limits,
             notes,
+            conformance: raw.conformance,
         })
     }
 
@@ -1046,6 +1077,23 @@ text = "hi"
 
     fn err_of(t: &str) -> String {
         parse(t).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn conformance_declares_a_partial_contract() {
+        assert!(parse(GOOD).unwrap().conformance.is_none());
+        let with = |body: &str| format!("{GOOD}\n[conformance]\n{body}\n");
+        let c = parse(&with("only = [\"ping/ping\"]\nreason = \"a baseline\""))
+            .unwrap()
+            .conformance
+            .unwrap();
+        assert_eq!(c.only, vec!["ping/ping".to_string()]);
+        let e = err_of(&with("only = []\nreason = \"a baseline\""));
+        assert!(e.contains("conformance.only"), "{e}");
+        let e = err_of(&with("only = [\"ping\"]\nreason = \" \""));
+        assert!(e.contains("conformance.reason"), "{e}");
+        let e = err_of(&with("only = [\"ping\"]"));
+        assert!(e.contains("reason"), "{e}");
     }
 
     #[test]
