@@ -4,8 +4,10 @@ CARGO ?= cargo
 BIN := target/release/ceiling
 
 JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc
+# Source 004's stacks: Python, Node.js, and the nginx static-JSON baseline (checked on /ping only).
+SCRIPT_STACKS := fastapi-asyncpg fastify-pg nginx-static
 
-.PHONY: all setup build demo test test-rust test-stacks test-jvm bench clean
+.PHONY: all setup build demo test test-rust test-stacks test-jvm test-conformance bench clean
 
 all: build
 
@@ -21,9 +23,10 @@ demo: build
 	$(BIN) run plans/demo.toml
 
 # Every test: the Rust workspace (engine, plan, analysis, stand, verify — the integration tests
-# start PostgreSQL and the Go stack), the stacks' own unit tests, and every JVM stack built with
-# Maven and checked by the conformance suite (`ceiling verify`) on the embedded stand.
-test: setup test-rust test-stacks test-jvm
+# start PostgreSQL and the Go stack), the stacks' own unit tests, and every other stack built with
+# its ecosystem's tool (Maven, pip, npm) and checked by the conformance suite (`ceiling verify`) on
+# the embedded stand.
+test: setup test-rust test-stacks test-conformance
 
 test-rust:
 	$(CARGO) test --release --locked --workspace
@@ -31,9 +34,18 @@ test-rust:
 test-stacks:
 	cd stacks/go-pgx && go vet ./... && go test ./...
 
+# `ceiling verify` on every stack but go-pgx (which test-rust verifies): N passed, M failed each.
+test-conformance: build
+	@scripts/setup.sh jvm
+	@scripts/setup.sh stacks
+	@$(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"
+
 test-jvm: build
 	@scripts/setup.sh jvm
-	@mkdir -p .ceiling; set -e; for s in $(JVM_STACKS); do \
+	@$(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS)"
+
+verify-stacks:
+	@mkdir -p .ceiling; set -e; for s in $(STACKS); do \
 	  echo "== ceiling verify $$s"; \
 	  $(BIN) verify $$s > .ceiling/verify-$$s.txt 2>&1 || { tail -40 .ceiling/verify-$$s.txt; echo "verify $$s: FAILED"; exit 1; }; \
 	  grep -E "^[0-9]+ passed, [0-9]+ failed" .ceiling/verify-$$s.txt | tail -1; \

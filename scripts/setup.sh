@@ -4,6 +4,7 @@
 #   core  — PostgreSQL server binaries (for the embedded stand), Rust/Go toolchains checked
 #   bench — wrk, nginx and k6 (the generator benchmarks compare against them)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
+#   stacks — Python 3 with venv, Node.js with npm, nginx (source 004's stacks and baseline)
 set -euo pipefail
 what=${1:-core}
 need_apt=()
@@ -16,6 +17,12 @@ case $what in core|all)
 ;; esac
 case $what in bench|all)
   have wrk || need_apt+=(wrk)
+  have nginx || need_apt+=(nginx-light)
+;; esac
+case $what in stacks|all)
+  python3 -c "import venv, ensurepip" 2>/dev/null || need_apt+=(python3-venv)
+  have node || need_apt+=(nodejs)
+  have npm || need_apt+=(npm)
   have nginx || need_apt+=(nginx-light)
 ;; esac
 case $what in jvm|all)
