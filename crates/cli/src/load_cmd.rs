@@ -118,7 +118,7 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
             if a.rate.is_none() && a.connections.is_none() {
                 bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
             }
-            let text = format!("name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n");
+            let text = "name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n".to_string();
             let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>"))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             p.requests = vec![RequestSpec {

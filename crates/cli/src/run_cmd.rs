@@ -139,6 +139,7 @@ pub struct Measured {
 
 /// Runs the plan's load against a started stack and analyses it. `alive` is polled every second;
 /// when it returns an error message the run stops and the analysis carries the message.
+#[allow(clippy::too_many_arguments)] // the run's pieces, each owned by a different caller
 pub fn measure(
     plan: &Plan,
     stack_name: &str,

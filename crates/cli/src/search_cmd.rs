@@ -148,7 +148,7 @@ impl ProbeRunner for Runner<'_> {
             self.threads,
             self.stop.clone(),
             true,
-            || alive(),
+            alive,
         )
         .map_err(|e| format!("{e:#}"))?;
         // One time axis for the whole search: each probe's seconds placed where the probe ran.
@@ -179,6 +179,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         plan.search.max_time = parse_duration(m).map_err(|e| anyhow::anyhow!("--max-time: {e}"))?;
     }
     if let Some(r) = a.start_rate {
+        // written so that NaN is refused too
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(r >= 1.0) {
             bail!("--start-rate must be at least 1");
         }

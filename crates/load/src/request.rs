@@ -178,7 +178,7 @@ impl Mix {
             let r = &mix.reqs[i];
             if r.path.is_static()
                 && r.headers.iter().all(|(_, t)| t.is_static())
-                && r.body.as_ref().map_or(true, Template::is_static)
+                && r.body.as_ref().is_none_or(Template::is_static)
             {
                 let mut buf = Vec::new();
                 let mut rng = rand::SeedableRng::seed_from_u64(0);

@@ -55,7 +55,7 @@ impl<W: Write> HlogWriter<W> {
         })?;
         let mut w = IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.ser)?;
         w.write_histogram(h, start, len, Some(tag))
-            .map_err(|e| io::Error::new(io::ErrorKind::Other, format!("{e:?}")))
+            .map_err(|e| io::Error::other(format!("{e:?}")))
     }
 
     /// Flushes buffered intervals to the file.
