@@ -32,6 +32,10 @@ pub const GENERATOR_NICE: libc::c_int = -10;
 /// Granularity of the open model's send timer (adds at most this much schedule lag).
 const TIMER_GRID_NS: u64 = 200_000;
 
+/// A finishing connection dispatches due sends itself only when the first is this late (the timer
+/// task is behind); otherwise the timer's grid batches them (fewer wake-ups, less CPU).
+const COMPLETION_BACKSTOP_NS: u64 = TIMER_GRID_NS;
+
 /// Keep-alive connections each open-model worker opens before the schedule starts.
 const PRECONNECT: usize = 64;
 
@@ -333,18 +337,18 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
         let queued = d.backlog.borrow_mut().pop_front();
         if let Some(j) = queued {
             ctx.backlog.set(d.backlog.borrow().len() as u64);
-            // Sends that fell due meanwhile are dispatched here too, not only by the timer task.
-            dispatch_due(&ctx, &d, now_ns());
+            // Sends the timer task is late with are dispatched here too (see below).
+            dispatch_due(&ctx, &d, now_ns(), COMPLETION_BACKSTOP_NS);
             job = j;
             continue;
         }
-        // Completion-driven dispatch: every finished exchange dispatches whatever is due, with
-        // this connection on top of the idle stack so it takes the first due send itself, without
-        // a wake-up. The timer task alone would be queued behind every connection made ready by
-        // the same epoll turn: at tens of thousands of requests per second such a burst holds the
-        // schedule back by a millisecond or more.
+        // Completion-driven backstop: when the timer task is late (it is queued behind every
+        // connection made ready by the same epoll turn; at tens of thousands of requests per
+        // second such a burst held the schedule back by a millisecond or more), the finishing
+        // connection dispatches what is due, on top of the idle stack so it takes the first send
+        // itself. Sends that are not late yet are left to the timer's grid, which batches them.
         d.idle.borrow_mut().push(slot.clone());
-        dispatch_due(&ctx, &d, now_ns());
+        dispatch_due(&ctx, &d, now_ns(), COMPLETION_BACKSTOP_NS);
         job = match wait_job(&slot).await {
             Some(j) => j,
             None => break,
@@ -359,12 +363,17 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
 /// Dispatches every send of the schedule that is due at `now`: to an idle connection, to a new
 /// connection, to the backlog, or (backlog full) counted as generator overload. Returns the next
 /// intended send time, or `None` when the schedule is exhausted. Called by the timer task and by
-/// every connection as it finishes an exchange (completion-driven dispatch).
-fn dispatch_due(ctx: &Rc<Ctx>, d: &Rc<Dispatch>, now: u64) -> Option<u64> {
+/// every connection as it finishes an exchange (the backstop: only when the first due send is at
+/// least `min_late_ns` late).
+fn dispatch_due(ctx: &Rc<Ctx>, d: &Rc<Dispatch>, now: u64, min_late_ns: u64) -> Option<u64> {
     if ctx.stopping.get() {
         return None;
     }
     let mut sched = d.sched.borrow_mut();
+    let first = d.start + sched.peek()?.at;
+    if first.saturating_add(min_late_ns) > now {
+        return Some(first);
+    }
     loop {
         let intended = d.start + sched.peek()?.at;
         if intended > now {
@@ -453,7 +462,7 @@ async fn run_open(
         if ctx.stopping.get() {
             return Poll::Ready(());
         }
-        match dispatch_due(&ctx, &d, now_ns()) {
+        match dispatch_due(&ctx, &d, now_ns(), 0) {
             None => return Poll::Ready(()),
             Some(at) => {
                 // Wake on a TIMER_GRID_NS grid: sends due within one slot go out in one wake-up.
