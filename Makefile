@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/ceiling
 
-JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc
+JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima
 # Source 004's stacks: Python, Node.js, and the nginx static-JSON baseline (checked on /ping only).
 SCRIPT_STACKS := fastapi-asyncpg fastify-pg nginx-static
 
