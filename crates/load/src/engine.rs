@@ -71,10 +71,26 @@ impl StageClock {
     }
 }
 
+/// Per-second records handed back by the aggregator for reuse (see `Second::reset`): the
+/// engine then allocates its histograms once, not every second.
+type SecondPool = Arc<std::sync::Mutex<Vec<Second>>>;
+
+/// Takes a record from `pool` (reset as second `t`), or allocates one.
+fn pooled_second(pool: &SecondPool, t: u32, phase: Phase, stage: usize, ntags: usize) -> Second {
+    match pool.lock().ok().and_then(|mut p| p.pop()) {
+        Some(mut s) if s.tags.len() == ntags => {
+            s.reset(t, phase, stage);
+            s
+        }
+        _ => Second::new(t, phase, stage, ntags),
+    }
+}
+
 /// Per-worker recorder of the current second.
 struct Recorder {
     start: u64,
     cur: Second,
+    pool: SecondPool,
     tx: mpsc::Sender<Msg>,
     clock: StageClock,
     ntags: usize,
@@ -94,7 +110,7 @@ impl Recorder {
         while self.cur.t < t {
             let nt = self.cur.t + 1;
             let (phase, stage) = self.clock.at(nt as u64 * 1_000_000_000);
-            let next = Second::new(nt, phase, stage, self.ntags);
+            let next = pooled_second(&self.pool, nt, phase, stage, self.ntags);
             let mut done = std::mem::replace(&mut self.cur, next);
             // The generator's own CPU: this worker thread's time over the second just closed.
             let cpu = thread_cpu_ns();
@@ -555,6 +571,7 @@ async fn run_closed(
 
 /// Runs one worker thread's share of the load.
 fn worker(
+    pool: SecondPool,
     cfg: Arc<LoadConfig>,
     tables: HashMap<String, Arc<Table>>,
     shard: (u64, u64),
@@ -628,6 +645,7 @@ fn worker(
     let rec = Recorder {
         start,
         cur: Second::new(0, p0, s0, ntags),
+        pool,
         tx: tx.clone(),
         clock,
         ntags,
@@ -720,11 +738,15 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     let (tx, rx) = mpsc::channel();
     let start = now_ns() + 150_000_000; // time for the workers to start and pre-open connections
     let mut handles = Vec::new();
+    let pool: SecondPool = Arc::default();
+    // Enough records for every shard's current second plus the ones in flight; more would only
+    // hold memory.
+    let pool_cap = 2 * threads + 2;
     for i in 0..threads {
-        let (cfg, tables, tx) = (cfg.clone(), tables.clone(), tx.clone());
+        let (cfg, tables, tx, pool) = (cfg.clone(), tables.clone(), tx.clone(), pool.clone());
         let h = std::thread::Builder::new()
             .name(format!("ceiling-load-{i}"))
-            .spawn(move || worker(cfg, tables, (i as u64, threads as u64), start, tx))
+            .spawn(move || worker(pool, cfg, tables, (i as u64, threads as u64), start, tx))
             .map_err(|e| LoadError::Runtime(format!("cannot start a generator thread: {e}")))?;
         handles.push(h);
     }
@@ -738,9 +760,17 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     let mut failure = None;
     // Generator CPU per second is the sum of the worker threads' own CPU time (Second::merge adds
     // it up): the stand's sampler and file writing run on other threads and are not counted.
+    let recycle = |s: Second| {
+        if let Ok(mut p) = pool.lock() {
+            if p.len() < pool_cap && s.tags.len() == ntags {
+                p.push(s);
+            }
+        }
+    };
     let mut emit = |s: Second, summary: &mut Summary| {
         summary.add(&s);
         on_second(&s);
+        recycle(s);
     };
     while done < threads {
         let msg = match rx.recv_timeout(Duration::from_secs(5)) {
@@ -750,14 +780,21 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
         };
         match msg {
             Msg::Second(s) => {
-                let t = s.t;
-                let entry = pending
-                    .entry(t)
-                    .or_insert_with(|| (Second::new(t, s.phase, s.stage, ntags), 0));
-                entry.0.merge(&s);
-                entry.0.phase = s.phase;
-                entry.0.stage = s.stage;
-                entry.1 += 1;
+                // The first shard's record of a second becomes the merged one; the others are
+                // merged into it and recycled.
+                match pending.entry(s.t) {
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert((s, 1));
+                    }
+                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                        let (base, n) = e.get_mut();
+                        base.merge(&s);
+                        base.phase = s.phase;
+                        base.stage = s.stage;
+                        *n += 1;
+                        recycle(s);
+                    }
+                }
                 while pending.get(&next_t).is_some_and(|(_, n)| *n == threads) {
                     let (s, _) = pending.remove(&next_t).unwrap();
                     emit(s, &mut summary);

@@ -1677,12 +1677,22 @@ async fn transfer_burst(c: &Ctx) -> Outcome {
 
 // ---------------------------------------------------------------- runner
 
+/// Whether an `--only` entry selects case `name` of `group`: the group, the case name, or
+/// `group/name` exactly as the report prints it (`ping/ping` is one case, `ping` the group).
+fn selects(only: &str, group: &str, name: &str) -> bool {
+    only == group
+        || only == name
+        || only
+            .split_once('/')
+            .is_some_and(|(g, n)| g == group && n == name)
+}
+
 async fn setup(cfg: &VerifyConfig) -> Result<Ctx, VerifyError> {
     let base = BaseUrl::parse(&cfg.base_url).map_err(VerifyError::Config)?;
     if let Some(o) = cfg
         .only
         .iter()
-        .find(|o| !CASES.iter().any(|(g, n)| g == o || n == o))
+        .find(|o| !CASES.iter().any(|(g, n)| selects(o, g, n)))
     {
         return Err(VerifyError::Config(format!("no case or group named {o:?}")));
     }
@@ -1845,7 +1855,7 @@ pub(crate) async fn run(cfg: &VerifyConfig) -> Result<VerifyReport, VerifyError>
     let ctx = setup(cfg).await?;
     let mut cases = Vec::new();
     for (group, name) in CASES {
-        if !cfg.only.is_empty() && !cfg.only.iter().any(|o| o == group || o == name) {
+        if !cfg.only.is_empty() && !cfg.only.iter().any(|o| selects(o, group, name)) {
             continue;
         }
         if *group == "sql" && !cfg.check_statements {
@@ -1906,6 +1916,15 @@ mod tests {
             );
         }
         assert!(CASES.len() >= 60);
+    }
+
+    #[test]
+    fn only_takes_groups_names_and_group_slash_name() {
+        assert!(selects("ping/ping", "ping", "ping"));
+        assert!(!selects("ping/ping", "ping", "db-ping"));
+        assert!(selects("ping", "ping", "db-ping"));
+        assert!(selects("db-ping", "ping", "db-ping"));
+        assert!(!selects("status/ping", "ping", "ping"));
     }
 
     #[test]
