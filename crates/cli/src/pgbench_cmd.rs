@@ -3,10 +3,10 @@
 //! and limits, so a stack's RPS@p99≤SLO can be read beside what the database alone sustains — and
 //! with CPU per transaction measured the same way as the stacks' CPU per request.
 
-use crate::run_cmd::{now_iso, repo_root, run_id};
+use crate::run_cmd::{now_iso, repo_root, run_id, StandArgs};
 use anyhow::{bail, Context};
+use ceiling_stand::Stand;
 use ceiling_stand::{Measurer, SampleTarget};
-use ceiling_stand::{Stand, StandOptions};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -89,15 +89,8 @@ pub struct PgbenchArgs {
     /// Query protocol (pgbench -M).
     #[arg(long, value_enum, default_value_t = Protocol::Prepared)]
     pub protocol: Protocol,
-    /// Use an existing PostgreSQL (a superuser URL) instead of the embedded one.
-    #[arg(long)]
-    pub db_url: Option<String>,
-    /// Directory with the PostgreSQL binaries to use (default: search, as `ceiling run`).
-    #[arg(long)]
-    pub pg_bin: Option<PathBuf>,
-    /// Where results/<run-id>/ is written.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+    #[command(flatten)]
+    pub stand: StandArgs,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -234,14 +227,11 @@ pub fn run(a: PgbenchArgs) -> anyhow::Result<ExitCode> {
         bail!("--clients, --threads and --scale must be at least 1");
     }
     let id = format!("{}-pgbench", run_id(&plan));
-    let dir = a.results.join(&id);
+    let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
 
-    let mut opts = StandOptions::new(&root);
-    opts.log_dir = dir.join("logs");
-    opts.db_url = a.db_url.clone();
-    opts.pg_bin = a.pg_bin.clone();
+    let opts = a.stand.options(&root, &dir);
     eprintln!("stand: starting PostgreSQL…");
     let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
     let result = measure(&a, &stand, &plan.name, secs, &dir);

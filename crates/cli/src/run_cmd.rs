@@ -33,15 +33,8 @@ pub struct RunArgs {
     /// Stacks to measure, comma separated (default: the plan's target.stacks).
     #[arg(long, value_delimiter = ',')]
     pub stacks: Vec<String>,
-    /// Use an existing PostgreSQL instead of the embedded one (its `bench` database is recreated).
-    #[arg(long)]
-    pub db_url: Option<String>,
-    /// Directory with PostgreSQL's `postgres` and `initdb` binaries.
-    #[arg(long)]
-    pub pg_bin: Option<PathBuf>,
-    /// Where result directories go.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+    #[command(flatten)]
+    pub stand: StandArgs,
     /// Measure stacks even when `ceiling verify` fails for them (recorded in run.json).
     #[arg(long)]
     pub allow_unverified: bool,
@@ -57,6 +50,48 @@ pub struct RunArgs {
 }
 
 /// Finds the repository root (the directory holding `contract/` and `stacks/`).
+/// Where the stand's PostgreSQL comes from and where results go (`run`, `search`, `pgbench`).
+#[derive(Args, Debug, Clone)]
+pub struct StandArgs {
+    /// Use an existing PostgreSQL (a superuser URL) instead of the embedded one (its `bench`
+    /// database is recreated).
+    #[arg(long)]
+    pub db_url: Option<String>,
+    /// Directory with PostgreSQL's `postgres` and `initdb` binaries (default: PATH,
+    /// /usr/lib/postgresql/*/bin, or the plan's postgres_version from Maven Central).
+    #[arg(long)]
+    pub pg_bin: Option<PathBuf>,
+    /// Where result directories go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+impl StandArgs {
+    /// Stand options for a run whose results directory is `dir` (logs in `dir/logs`).
+    pub fn options(&self, root: &Path, dir: &Path) -> StandOptions {
+        let mut opts = StandOptions::new(root);
+        opts.log_dir = dir.join("logs");
+        opts.db_url = self.db_url.clone();
+        opts.pg_bin = self.pg_bin.clone();
+        opts
+    }
+}
+
+/// Writes a run's or search's result files, prints its table, and lists the files.
+pub fn write_and_print(dir: &Path, report: &RunReport, series: &Series) -> anyhow::Result<()> {
+    let files = ceiling_report::write_all(dir, report, series)?;
+    println!("{}", ceiling_report::render_terminal(report));
+    eprintln!(
+        "results: {}",
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
 pub fn repo_root() -> anyhow::Result<PathBuf> {
     let mut dir = std::env::current_dir()?;
     loop {
@@ -236,7 +271,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let id = run_id(&plan);
-    let dir = a.results.join(&id);
+    let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -249,10 +284,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
     }
 
-    let mut opts = StandOptions::new(&root);
-    opts.log_dir = dir.join("logs");
-    opts.db_url = a.db_url.clone();
-    opts.pg_bin = a.pg_bin.clone();
+    let opts = a.stand.options(&root, &dir);
     eprintln!("stand: starting PostgreSQL…");
     let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!(
@@ -331,16 +363,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !not_applied.is_empty() {
         report.limits_note = Some(not_applied.join("; "));
     }
-    let files = ceiling_report::write_all(&dir, &report, &series)?;
-    println!("{}", ceiling_report::render_terminal(&report));
-    eprintln!(
-        "results: {}",
-        files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    write_and_print(&dir, &report, &series)?;
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }

@@ -2,13 +2,13 @@
 //! a 95% confidence interval), for one or several stacks on the stand, or for any URL.
 
 use crate::load_cmd::install_ctrlc;
-use crate::run_cmd::{measure, now_iso, repo_root, run_id};
+use crate::run_cmd::{measure, now_iso, repo_root, run_id, write_and_print, StandArgs};
 use anyhow::{bail, Context};
 use ceiling_analyze::{probe_criteria, StackAnalysis};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner};
-use ceiling_stand::{SampleTarget, Stand, StandOptions};
+use ceiling_stand::{SampleTarget, Stand};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,12 +62,8 @@ pub struct SearchArgs {
     /// Multiply the search's durations (probe, confirm, drain, budget) by the plan's quick_scale.
     #[arg(long)]
     pub quick: bool,
-    /// Use an existing PostgreSQL instead of the embedded one.
-    #[arg(long)]
-    pub db_url: Option<String>,
-    /// Where result directories go.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+    #[command(flatten)]
+    pub stand: StandArgs,
     /// Measure stacks even when `ceiling verify` fails for them (recorded).
     #[arg(long)]
     pub allow_unverified: bool,
@@ -234,7 +230,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
     let id = run_id(&plan).replacen(&plan.name, &format!("search-{}", plan.name), 1);
-    let dir = a.results.join(&id);
+    let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
     let mut report = RunReport::new(&plan, id);
@@ -290,9 +286,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         if plan.target.stacks.is_empty() {
             bail!("no stacks: pass --stacks or --url");
         }
-        let mut opts = StandOptions::new(&root);
-        opts.log_dir = dir.join("logs");
-        opts.db_url = a.db_url.clone();
+        let opts = a.stand.options(&root, &dir);
         let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
         stand
             .prepare_data(plan.stand.seed)
@@ -328,16 +322,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         }
         stand.stop();
     }
-    let files = ceiling_report::write_all(&dir, &report, &series)?;
-    println!("{}", ceiling_report::render_terminal(&report));
-    eprintln!(
-        "results: {}",
-        files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    write_and_print(&dir, &report, &series)?;
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else if report.stacks.is_empty() {
