@@ -3,6 +3,7 @@ package ceiling.helidon;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.helidon.common.socket.SocketOptions;
 import io.helidon.config.Config;
 import io.helidon.http.HttpException;
 import io.helidon.http.Status;
@@ -52,6 +53,11 @@ public final class Main {
         WebServer server = WebServer.builder()
                 .host("127.0.0.1")
                 .port(cfg.httpPort())
+                // TCP_NODELAY on accepted connections. Níma's default leaves Nagle on, and a response
+                // written in more than one segment then waits for the client's delayed ACK: a flat
+                // ~40 ms per request at low concurrency (measured: p50 44.1 ms at 100 connections,
+                // 2230 RPS at 35% CPU). Tomcat, Netty, Go and uvicorn/uvloop all set it by default.
+                .connectionOptions(SocketOptions.builder().tcpNoDelay(true).build())
                 // Our own hook below stops the server first, then closes the pool.
                 .shutdownHook(false)
                 .mediaContext(MediaContext.builder()
