@@ -20,7 +20,7 @@ build: setup
 # The main job on the embedded default: source 000's plan, scaled to ~3 minutes, on the Go stack
 # with an embedded PostgreSQL; prints source 000's table and writes results/<run-id>/.
 demo: build
-	$(BIN) run plans/demo.toml
+	$(BIN) run plans/000-status-mixed.toml --quick --stacks go-pgx
 
 # Every test: the Rust workspace (engine, plan, analysis, stand, verify — the integration tests
 # start PostgreSQL and the Go stack), the stacks' own unit tests, and every other stack built with
