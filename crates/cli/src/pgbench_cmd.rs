@@ -176,25 +176,17 @@ fn children_cpu_us() -> u64 {
     us(ru.ru_utime) + us(ru.ru_stime)
 }
 
-fn find_pgbench(stand: &Stand) -> anyhow::Result<PathBuf> {
-    if let Some(pg) = stand.postgres() {
-        let p = pg.binaries().bin("pgbench");
-        if p.is_file() {
-            return Ok(p);
-        }
-    }
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut v: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("bin")).collect();
-        v.sort();
-        dirs.extend(v.into_iter().rev());
-    }
-    dirs.into_iter()
-        .map(|d| d.join("pgbench"))
-        .find(|p| p.is_file())
-        .context("pgbench not found: install PostgreSQL's client tools (scripts/setup.sh core) or pass --pg-bin")
+/// pgbench next to the stand's own server binaries (or --pg-bin), else where `psql` is looked for.
+fn find_pgbench(stand: &Stand, pg_bin: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let near = pg_bin
+        .map(Path::to_path_buf)
+        .or_else(|| stand.postgres().map(|pg| pg.binaries().bin_dir.clone()));
+    ceiling_stand::find_pg_tool(
+        "pgbench",
+        near.as_deref(),
+        "install PostgreSQL's server package (scripts/setup.sh core) or pass --pg-bin",
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn run_logged(cmd: &mut Command, what: &str) -> anyhow::Result<String> {
@@ -255,7 +247,7 @@ fn measure(
     secs: Duration,
     dir: &Path,
 ) -> anyhow::Result<PgbenchResult> {
-    let pgbench = find_pgbench(stand)?;
+    let pgbench = find_pgbench(stand, a.stand.pg_bin.as_deref())?;
     let admin = stand.admin();
     ceiling_stand::drop_database(admin, PGBENCH_DB).map_err(|e| anyhow::anyhow!("{e}"))?;
     admin

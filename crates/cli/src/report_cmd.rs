@@ -32,13 +32,6 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!("{}", ceiling_report::render_terminal(&report));
     }
-    eprintln!(
-        "rebuilt: {}",
-        files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    eprintln!("rebuilt: {}", crate::run_cmd::file_list(&files));
     Ok(ExitCode::SUCCESS)
 }

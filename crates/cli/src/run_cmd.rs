@@ -81,15 +81,17 @@ impl StandArgs {
 pub fn write_and_print(dir: &Path, report: &RunReport, series: &Series) -> anyhow::Result<()> {
     let files = ceiling_report::write_all(dir, report, series)?;
     println!("{}", ceiling_report::render_terminal(report));
-    eprintln!(
-        "results: {}",
-        files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    eprintln!("results: {}", file_list(&files));
     Ok(())
+}
+
+/// Paths joined by ", " for the console.
+pub fn file_list(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn repo_root() -> anyhow::Result<PathBuf> {
@@ -413,14 +415,12 @@ pub fn start_verified(
         let only = match &spec.conformance {
             Some(c) => {
                 eprintln!(
-                    "[{name}] PARTIAL CONTRACT (a baseline): checking only {} — {}",
-                    c.only.join(", "),
-                    c.reason
+                    "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
+                    c.describe()
                 );
                 warnings.push(format!(
-                    "PARTIAL CONTRACT: a baseline that serves only {} ({}); its figures are a reference point, not a stack doing the API's work",
-                    c.only.join(", "),
-                    c.reason
+                    "PARTIAL CONTRACT: a baseline that serves {}; its figures are a reference point, not a stack doing the API's work",
+                    c.describe()
                 ));
                 c.only.clone()
             }

@@ -125,9 +125,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         let mut only = a.only.clone();
         if let (true, Some(c)) = (only.is_empty(), &spec.conformance) {
             eprintln!(
-                "[{name}] PARTIAL CONTRACT (a baseline): checking only {} — {}",
-                c.only.join(", "),
-                c.reason
+                "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
+                c.describe()
             );
             only = c.only.clone();
         }

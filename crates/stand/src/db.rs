@@ -162,8 +162,19 @@ fn pct_decode(s: &str) -> String {
 /// Finds `psql`: next to `near` (a server bin dir), then `/usr/lib/postgresql/*/bin` (newest
 /// first), then PATH.
 pub fn find_psql(near: Option<&Path>) -> Result<PathBuf> {
+    find_pg_tool(
+        "psql",
+        near,
+        "install the PostgreSQL client (Debian/Ubuntu: apt-get install postgresql-client)",
+    )
+}
+
+/// Finds one of PostgreSQL's client programs (`psql`, `pgbench`, …): next to `near` (a server
+/// bin dir), then `/usr/lib/postgresql/*/bin` (newest major first), then PATH. `hint` says what
+/// to install when it is nowhere.
+pub fn find_pg_tool(name: &str, near: Option<&Path>, hint: &str) -> Result<PathBuf> {
     if let Some(d) = near {
-        let p = d.join("psql");
+        let p = d.join(name);
         if process::is_executable(&p) {
             return Ok(p);
         }
@@ -174,7 +185,7 @@ pub fn find_psql(near: Option<&Path>) -> Result<PathBuf> {
             .filter_map(|e| {
                 Some((
                     e.file_name().to_str()?.parse().ok()?,
-                    e.path().join("bin/psql"),
+                    e.path().join("bin").join(name),
                 ))
             })
             .filter(|(_, p)| process::is_executable(p))
@@ -184,9 +195,8 @@ pub fn find_psql(near: Option<&Path>) -> Result<PathBuf> {
             return Ok(p);
         }
     }
-    process::which("psql").ok_or_else(|| {
-        StandError::PgNotFound("`psql` not found: install the PostgreSQL client (Debian/Ubuntu: apt-get install postgresql-client)".into())
-    })
+    process::which(name)
+        .ok_or_else(|| StandError::PgNotFound(format!("`{name}` not found: {hint}")))
 }
 
 /// A connection config plus the `psql` that talks to it. Each call runs one short `psql`.

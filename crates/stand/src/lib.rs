@@ -47,7 +47,7 @@ pub use cgroup::{
     cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits, LimitsApplied,
 };
 pub use db::{
-    data_hash, drop_database, ensure_bench_role, find_psql, ident, lit, prepare_data,
+    data_hash, drop_database, ensure_bench_role, find_pg_tool, find_psql, ident, lit, prepare_data,
     reset_bench_db, stat_statements_reset, stat_statements_snapshot, DataSetup, Db, DbConfig,
     StatementStat, BENCH, BENCH_PASSWORD, TEMPLATE_DB,
 };

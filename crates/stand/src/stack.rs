@@ -54,6 +54,13 @@ pub struct Conformance {
     pub reason: String,
 }
 
+impl Conformance {
+    /// "only <cases> (<reason>)", as consoles and run.json say it.
+    pub fn describe(&self) -> String {
+        format!("only {} ({})", self.only.join(", "), self.reason)
+    }
+}
+
 /// `[build]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,7 +3,10 @@
 //! re-executed with a helper filter — that starts PostgreSQL (when installed) and the dummy stack,
 //! both under cgroups, prints their pids and cgroup directories, and waits to be killed.
 
+mod common;
+
 use ceiling_stand::*;
+use common::fake_db;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,16 +14,6 @@ use std::time::{Duration, Instant};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks")
-}
-
-fn fake_db() -> DbConfig {
-    DbConfig {
-        host: "127.0.0.1".into(),
-        port: 1,
-        user: "bench".into(),
-        password: "bench".into(),
-        dbname: "bench".into(),
-    }
 }
 
 fn plan_defaults() -> ceiling_plan::StandSettings {

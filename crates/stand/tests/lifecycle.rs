@@ -1,7 +1,10 @@
 //! Stack lifecycle with the dummy fixture stack (no PostgreSQL needed): build cache, env
 //! contract, health, crash detection, stop/cleanup of processes and cgroups, limits, sampling.
 
+mod common;
+
 use ceiling_stand::*;
+use common::fake_db;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -19,16 +22,6 @@ fn tmp(name: &str) -> PathBuf {
 
 fn have_python() -> bool {
     which("python3").is_some()
-}
-
-fn fake_db() -> DbConfig {
-    DbConfig {
-        host: "127.0.0.1".into(),
-        port: 1,
-        user: "bench".into(),
-        password: "bench".into(),
-        dbname: "bench".into(),
-    }
 }
 
 fn launch(spec: &StackSpec, dir: &Path, mode: &str) -> StackLaunch {
