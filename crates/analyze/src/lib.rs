@@ -25,6 +25,7 @@ mod search;
 mod shelf;
 mod stats;
 mod verdict;
+mod warning;
 
 pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
@@ -41,6 +42,7 @@ pub use shelf::{
 };
 pub use stats::{mean, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
+pub use warning::{Warning, WarningKind};
 
 #[cfg(test)]
 mod tests;

@@ -293,7 +293,6 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = serde_json::to_value(stand.fingerprint())?;
         let data_dir = stand.data_dir().map(Path::to_path_buf);
-        let mut limits = serde_json::Map::new();
         for name in plan.target.stacks.clone() {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -309,7 +308,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 &mut log,
             ) {
                 Ok((analysis, rows, lim)) => {
-                    limits.insert(name.clone(), lim);
+                    report.limits.insert(name.clone(), lim);
                     series.insert(name.clone(), rows);
                     report.stacks.push(analysis);
                 }
@@ -317,7 +316,6 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                     .warnings
                     .push(format!("stack `{name}` was not searched: {e:#}")),
             }
-            report.limits = serde_json::Value::Object(limits.clone());
             ceiling_report::write_all(&dir, &report, &series)?;
         }
         stand.stop();
@@ -345,11 +343,11 @@ fn search_stack(
 ) -> anyhow::Result<(
     StackAnalysis,
     Vec<ceiling_metrics::TimeseriesRow>,
-    serde_json::Value,
+    ceiling_stand::LimitsApplied,
 )> {
     let (spec, mut stack, warnings) =
         crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
-    let lim = serde_json::to_value(stack.limits_applied())?;
+    let lim = stack.limits_applied().clone();
     let url = stack.url();
     let t0 = Instant::now();
     let stack_cell = std::cell::RefCell::new(&mut stack);
