@@ -32,7 +32,7 @@ pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
-pub use run::{Ceiling, RunAccumulator, StackAnalysis};
+pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis};
 pub use search::{
     ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict,
     SearchOutcome, SearchRepeat,

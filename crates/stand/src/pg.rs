@@ -645,6 +645,23 @@ impl EmbeddedPostgres {
         self.proc.is_alive()
     }
 
+    /// How the postmaster ended (`signal 9`, `exit 1`) once it has exited; `None` while it runs.
+    /// Cheap (one `waitpid(WNOHANG)`): the run calls it every second while measuring.
+    pub fn exit_status(&mut self) -> Option<String> {
+        self.proc.try_wait().map(process::describe_status)
+    }
+
+    /// Like [`EmbeddedPostgres::stop`] with a shorter grace: for a server whose postmaster already
+    /// died, so only its orphaned backends are left to go (they notice the postmaster's death
+    /// within moments; SIGKILL after `grace`).
+    pub fn stop_within(&mut self, grace: Duration) -> StopReport {
+        let rep = self.proc.stop(grace);
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.remove();
+        }
+        rep
+    }
+
     /// The limits applied to the server's process tree.
     pub fn limits_applied(&self) -> &LimitsApplied {
         &self.limits

@@ -1079,6 +1079,7 @@ text = "hi"
             postgres_cpus: None,
             cooldown: Duration::from_secs(0),
             verify: false,
+            on_part_exit: Default::default(),
         }
     }
 
