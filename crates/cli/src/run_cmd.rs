@@ -2,7 +2,6 @@
 //! under limits, verify, warm up, measure, stop, cool down), analysis by the plan's method, and
 //! the report files in `results/<run-id>/`.
 
-use crate::load_cmd::install_ctrlc;
 use crate::record::Recorder;
 use anyhow::{bail, Context};
 use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Warning, WarningKind};
@@ -393,8 +392,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    install_ctrlc(stop.clone());
+    // Set by the first Ctrl-C (see main): every step below stops on it.
+    let stop = ceiling_stand::cancel_flag();
 
     let mut report = RunReport::new(&plan, id.clone());
     report.started = now_iso();
@@ -405,16 +404,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let opts = a.stand.options(&root, &dir);
     eprintln!("stand: starting PostgreSQL…");
-    let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut stand = match Stand::start(&opts, &plan.stand) {
+        Ok(s) => s,
+        Err(e) if ceiling_stand::cancelled() => {
+            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
+        }
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
+    };
     eprintln!(
         "stand: PostgreSQL {} ready; preparing data (seed {})…",
         stand.postgres_version(),
         plan.stand.seed
     );
     let t = Instant::now();
-    let data = stand
-        .prepare_data(plan.stand.seed)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let data = match stand.prepare_data(plan.stand.seed) {
+        Ok(d) => d,
+        Err(e) if ceiling_stand::cancelled() => {
+            stand.stop();
+            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
+        }
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
+    };
     eprintln!(
         "stand: data ready in {:.1}s ({})",
         t.elapsed().as_secs_f64(),
@@ -523,6 +533,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(exit)
+}
+
+fn series_none() -> Series {
+    Series::new()
+}
+
+/// A run cancelled before any stack was measured: says where, writes the (empty) report so the
+/// results directory explains itself, and exits 130.
+fn stopped_early(
+    dir: &Path,
+    report: &mut RunReport,
+    series: &Series,
+    what: &str,
+) -> anyhow::Result<ExitCode> {
+    let msg = format!("stopped by a signal before any stack was measured: {what}");
+    eprintln!("{msg}");
+    report.warnings.push(msg);
+    let files = ceiling_report::write_all(dir, report, series)?;
+    eprintln!("results: {}", file_list(&files));
+    Ok(ExitCode::from(130))
 }
 
 fn sleep_unless(d: Duration, stop: &AtomicBool) {

@@ -27,9 +27,12 @@
 //! ```
 //!
 //! Cleanup: [`RunningStack`], [`EmbeddedPostgres`], [`Cgroup`] and [`Stand`] stop what they
-//! started on drop; [`cleanup_all`] does the same for everything still registered (call it from a
-//! Ctrl-C/SIGTERM handler); [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that
-//! was SIGKILLed.
+//! started on drop; [`cleanup_all`] does the same for everything still registered;
+//! [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that was SIGKILLed.
+//!
+//! Cancellation: [`install_signal_cleanup`] makes the first Ctrl-C cancel ([`cancelled`]): every
+//! blocking step (build, initdb, PostgreSQL start-up, `psql`, health wait) stops its own child at
+//! once and returns [`StandError::Cancelled`]; the second Ctrl-C runs [`cleanup_all`] and exits.
 
 #![warn(missing_docs)]
 
@@ -41,6 +44,7 @@ mod pg;
 mod process;
 pub mod procfs;
 mod sampler;
+mod signals;
 mod stack;
 
 pub use ceiling_metrics::{Limits, LimitsApplied, Role};
@@ -57,10 +61,10 @@ pub use pg::{
     EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
 };
 pub use process::{
-    cleanup_all, describe_status, install_signal_cleanup, interrupted, log_tail, set_state_dir,
-    sweep_stale, which, StopReport,
+    cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,
 };
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
+pub use signals::{cancel, cancel_flag, cancelled, install_signal_cleanup, interrupted, link};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
     Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,

@@ -714,6 +714,11 @@ fn wait_ready(
         bins.psql.clone(),
     );
     loop {
+        if crate::signals::cancelled() {
+            return Err(StandError::Cancelled {
+                what: "waiting for PostgreSQL to start".into(),
+            });
+        }
         if let Some(st) = proc.try_wait() {
             return Err(StandError::Postgres {
                 message: format!(
@@ -834,8 +839,14 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
         ..Default::default()
     };
     let mut m = Managed::spawn(&spec)?;
-    let st = m.wait();
+    let st = m.wait_or_cancel(Duration::from_millis(500));
     let _ = std::fs::remove_file(&pwfile);
+    let Some(st) = st else {
+        let _ = std::fs::remove_dir_all(data_dir);
+        return Err(StandError::Cancelled {
+            what: "initialising PostgreSQL's data directory (initdb)".into(),
+        });
+    };
     if !st.success() {
         let _ = std::fs::remove_dir_all(data_dir);
         return Err(StandError::Postgres {
