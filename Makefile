@@ -7,7 +7,7 @@ JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webfl
 # Source 004's stacks: Python, Node.js, and the nginx static-JSON baseline (checked on /ping only).
 SCRIPT_STACKS := fastapi-asyncpg fastify-pg nginx-static
 
-.PHONY: all setup build demo test test-rust test-stacks test-jvm test-conformance bench clean
+.PHONY: all setup build demo test test-rust lint-rust test-stacks test-jvm test-conformance bench clean
 
 all: build
 
@@ -28,8 +28,14 @@ demo: build
 # the embedded stand.
 test: setup test-rust test-stacks test-conformance
 
-test-rust:
+# Lints first (seconds), then every Rust test. Formatting, clippy and rustdoc all deny warnings.
+test-rust: lint-rust
 	$(CARGO) test --release --locked --workspace
+
+lint-rust:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --locked --no-deps --workspace
 
 test-stacks:
 	cd stacks/go-pgx && go vet ./... && go test ./...

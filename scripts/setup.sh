@@ -44,6 +44,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: missing toolchains: ${missing[*]}" >&2
   exit 1
 fi
+# `make test` lints with rustfmt and clippy: add them when rustup manages the toolchain.
+if have rustup; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c"
+  done
+fi
 # k6 is a Go program: built from the Go module proxy at a pinned version into $(go env GOPATH)/bin.
 K6_VERSION=v1.8.1
 case $what in bench|all)

@@ -55,7 +55,7 @@ pub struct Conformance {
 }
 
 impl Conformance {
-    /// "only <cases> (<reason>)", as consoles and run.json say it.
+    /// `only <cases> (<reason>)`, as consoles and run.json say it.
     pub fn describe(&self) -> String {
         format!("only {} ({})", self.only.join(", "), self.reason)
     }
