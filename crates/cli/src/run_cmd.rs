@@ -465,6 +465,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 report.limits.insert(name.clone(), lim);
                 series.insert(name.clone(), m.rows);
                 report.stacks.push(m.analysis);
+                if let Some(Halt::StackDied(_)) = m.halt {
+                    // its analysis says so; the run goes on with the next stack
+                    exit = ExitCode::from(1);
+                }
                 if let Some(Halt::PartExited(e)) = m.halt {
                     exit = ExitCode::from(1);
                     let what = format!("{} while `{name}` was measured", e.describe());
