@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod capacity;
 mod closed;
 mod criteria;
 mod hist;
@@ -26,6 +27,10 @@ mod shelf;
 mod stats;
 mod verdict;
 
+pub use capacity::{
+    interval as capacity_interval, isotonic, Bracket, CapacityInterval, Fit, Knee, Observation,
+    CLIFF_RATIO,
+};
 pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
@@ -33,8 +38,9 @@ pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, RunAccumulator, StackAnalysis};
 pub use search::{
-    ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict,
-    SearchOutcome, SearchRepeat,
+    check_plan, confirm_plan, fmt_margin, margin_terms, observations, probe_accumulator,
+    probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict, Recovery,
+    SearchOutcome, SearchStatus, StopReason,
 };
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
