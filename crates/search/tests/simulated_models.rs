@@ -42,6 +42,9 @@ enum Model {
     Noisy { mu: f64, sigma: f64 },
     /// Capacity `c`; the excess is answered at once with 503 (errors = (rate − c)/rate).
     Shed { c: f64 },
+    /// A healthy service (capacity far away) driven by a generator that cannot send more than
+    /// `g` RPS on time, whatever its threads: every probe above `g` is generator-bound.
+    GenLimited { g: f64 },
 }
 
 impl Model {
@@ -57,6 +60,7 @@ impl Model {
             }
             Model::Knee { mu } | Model::Noisy { mu, .. } => mu * (1.0 - 5.0 / LIMIT_MS),
             Model::Shed { c } => c / 0.99,
+            Model::GenLimited { g } => g,
         }
     }
 }
@@ -124,8 +128,9 @@ impl ProbeRunner for Sim {
             let r = rate.round() as u64;
             s.offered = r;
             s.sent = r;
-            ceiling_metrics::record_us(&mut s.lag, 100);
-            s.generator_cpu = 10.0;
+            let gen_bound = matches!(self.model, Model::GenLimited { g } if rate > g);
+            ceiling_metrics::record_us(&mut s.lag, if gen_bound { 50_000 } else { 100 });
+            s.generator_cpu = if gen_bound { 100.0 } else { 10.0 };
             match self.model {
                 Model::Cliff { c } => {
                     // Work arriving this second: rate × 1/c seconds; served: 1 s.
@@ -143,6 +148,9 @@ impl ProbeRunner for Sim {
                         60_000.0
                     } * noise;
                     Sim::record(&mut s, r, p99, 5.0, Outcome::Ok);
+                }
+                Model::GenLimited { .. } => {
+                    Sim::record(&mut s, r, 3.0, 2.0, Outcome::Ok);
                 }
                 Model::Shed { c } => {
                     let ok = rate.min(c).round() as u64;
@@ -292,4 +300,38 @@ fn noisy_knee_interval_covers_the_truth_in_most_trials() {
 fn load_shedding_503s() {
     let t = trials(Model::Shed { c: 800.0 }, 40);
     check(&t, 1.0);
+}
+
+#[test]
+fn a_generator_limit_gives_a_lower_bound_never_zero() {
+    let p = plan();
+    let mut sim = Sim::new(Model::GenLimited { g: 600.0 }, 1);
+    let mut log = |m: &str| eprintln!("{m}");
+    let out = search(&p, &mut sim, &SearchOptions::default(), &mut log);
+    eprintln!("{}", out.describe());
+    assert_eq!(
+        out.status,
+        SearchStatus::GeneratorBound,
+        "{}",
+        out.describe()
+    );
+    assert!(out.interval.is_none());
+    // What the service held is reported as a lower bound close under the generator's limit.
+    assert!(
+        out.ceiling_rps >= 0.95 * 600.0 && out.ceiling_rps <= 600.0,
+        "{}",
+        out.describe()
+    );
+    assert!(out.describe().starts_with("≥ "), "{}", out.describe());
+    // Every generator-bound probe was retried (with more threads first) after a recovery.
+    let invalid: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|v| v.kind == ceiling_analyze::ProbeKind::Probe && v.generator_bound())
+        .collect();
+    assert!(invalid.len() >= 3);
+    assert!(invalid
+        .iter()
+        .all(|v| v.recovery.as_ref().is_some_and(|r| r.recovered)));
+    assert!(invalid.iter().any(|v| v.threads > 1) || SearchOptions::default().max_threads == 1);
 }
