@@ -10,8 +10,8 @@
 //!   (pool-adjacent-violators, one weight per probe). Isotonic regression assumes nothing about the
 //!   curve's shape, so a smooth knee and a cliff are fitted alike, and a noisy probe that passes
 //!   above a failing one is pooled with it instead of being believed.
-//! * **Bracket.** The highest rate whose fitted margin is ≤ 1 and the lowest whose fitted margin is
-//!   > 1. Within the bracket the crossing is placed by linear interpolation of `ln(margin)` (exact
+//! * **Bracket.** The highest rate whose fitted margin is at most 1 and the lowest whose fitted
+//!   margin is above 1. Within the bracket the crossing is placed by linear interpolation of `ln(margin)` (exact
 //!   for a locally exponential knee; for a cliff, merely a point inside the bracket).
 //! * **Interval.** A bootstrap over the probes: every replicate resamples the observations of each
 //!   rate with replacement, refits, and takes its bracket; the 95% interval runs from the 2.5th
