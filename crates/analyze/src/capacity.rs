@@ -13,13 +13,16 @@
 //! * **Bracket.** The highest rate whose fitted margin is at most 1 and the lowest whose fitted
 //!   margin is above 1. Within the bracket the crossing is placed by linear interpolation of `ln(margin)` (exact
 //!   for a locally exponential knee; for a cliff, merely a point inside the bracket).
-//! * **Interval.** A bootstrap over the probes: every replicate resamples the observations of each
-//!   rate with replacement, refits, and takes its bracket; the 95% interval runs from the 2.5th
-//!   percentile of the replicates' lower ends to the 97.5th percentile of their upper ends. So the
-//!   interval is never narrower than the bracket the data support (the search's resolution), and
-//!   widens where replicates at the same rate disagree (the service's noise). A rate probed once
-//!   contributes no noise estimate of its own; the search therefore replicates the bracket's ends
-//!   before it calls the interval narrow.
+//! * **Interval.** A bootstrap over the probes. When rates near the crossing (mean margin within
+//!   ×/÷[`NOISE_BAND`] of 1) were probed more than once, their within-rate spread is pooled and
+//!   every replicate moves each rate's mean by that noise (σ² drawn from its χ² posterior, so few
+//!   replicates give heavy tails); before any replicate exists, each rate's own probes are
+//!   resampled with replacement. Each replicate refits and takes its bracket; the 95% interval runs
+//!   from the 2.5th percentile of the replicates' lower ends to the 97.5th percentile of their upper
+//!   ends. So the interval is never narrower than the bracket the data support (the search's
+//!   resolution), and widens where replicates disagree (the service's noise). The search therefore
+//!   replicates the bracket's ends before it calls the interval narrow. Coverage of a known ceiling
+//!   is measured in `crates/search/tests/simulated_models.rs` (docs/benchmarks.md §8).
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
