@@ -9,7 +9,7 @@ use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
-use ceiling_search::{search, ProbeRunner, ProbeSpec, SearchOptions};
+use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -89,9 +89,14 @@ pub struct SearchArgs {
     /// Allow a non-loopback --url.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Generator threads.
+    /// Generator threads to start with (a generator-bound probe is retried with more).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
+    /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
+    /// the other).
+    #[arg(long)]
+    pub round: Option<usize>,
 }
 
 /// Parses `p99<=350ms,errors<1%` into the plan's SLO.
@@ -389,32 +394,83 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         report.environment = serde_json::to_value(stand.fingerprint())?;
         let data_dir = stand.data_dir().map(Path::to_path_buf);
         let mut limits = serde_json::Map::new();
-        for name in plan.target.stacks.clone() {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            match search_stack(
-                &plan,
-                &a,
-                &stand,
-                &name,
-                &dir,
-                data_dir.as_deref(),
-                &stop,
-                &opts,
-                &mut log,
-            ) {
-                Ok((analysis, rows, lim)) => {
-                    limits.insert(name.clone(), lim);
-                    series.insert(name.clone(), rows);
-                    report.stacks.push(analysis);
+        let names = plan.target.stacks.clone();
+        // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
+        // search falls on every stack alike. One stack: one round to the end.
+        let per_round = match a.round {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if names.len() > 1 => Some(4),
+            None => None,
+        };
+        if names.len() > 1 {
+            eprintln!(
+                "stacks interleaved: {}",
+                match per_round {
+                    Some(n) => format!("rounds of {n} probes per stack, each round on a freshly started stack (verify on the first)"),
+                    None => "no (--round 0): each stack searched to the end in turn".into(),
                 }
-                Err(e) => report
-                    .warnings
-                    .push(format!("stack `{name}` was not searched: {e:#}")),
+            );
+        }
+        let t0 = Instant::now();
+        let mut jobs: Vec<StackJob> = names
+            .iter()
+            .map(|n| StackJob {
+                name: n.clone(),
+                search: Search::new(&plan, &opts),
+                rows: Vec::new(),
+                warnings: Vec::new(),
+                error: None,
+                rounds: 0,
+            })
+            .collect();
+        loop {
+            let mut ran = false;
+            for job in jobs.iter_mut() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if job.search.finished() || job.error.is_some() {
+                    continue;
+                }
+                let max_steps = per_round;
+                ran = true;
+                match stack_round(
+                    &plan,
+                    &a,
+                    &stand,
+                    job,
+                    &dir,
+                    data_dir.as_deref(),
+                    &stop,
+                    t0,
+                    max_steps,
+                    &mut log,
+                ) {
+                    Ok(lim) => {
+                        limits.insert(job.name.clone(), lim);
+                    }
+                    Err(e) => job.error = Some(format!("{e:#}")),
+                }
+            }
+            // Results so far, after every round: an interrupted search keeps what it measured.
+            report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
+            report.warnings = jobs
+                .iter()
+                .filter_map(|j| {
+                    j.error.as_ref().filter(|_| j.rounds == 0).map(|e| {
+                        format!("stack `{}` was not searched: {e}", j.name)
+                    })
+                })
+                .collect();
+            for j in &jobs {
+                series.insert(j.name.clone(), j.rows.clone());
             }
             report.limits = serde_json::Value::Object(limits.clone());
             ceiling_report::write_all(&dir, &report, &series)?;
+            if !ran || stop.load(Ordering::Relaxed) {
+                break;
+            }
         }
         stand.stop();
     }
@@ -453,33 +509,70 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// One stack's search across rounds.
+struct StackJob {
+    name: String,
+    search: Search,
+    rows: Vec<ceiling_metrics::TimeseriesRow>,
+    warnings: Vec<String>,
+    /// Why the stack could not run a round (build, start, verify, death).
+    error: Option<String>,
+    rounds: u32,
+}
+
+impl StackJob {
+    /// The analysis so far (None when no round ran).
+    fn analysis(&self) -> Option<StackAnalysis> {
+        if self.rounds == 0 {
+            return None;
+        }
+        // Conclude a copy: the search may go on after this report is written.
+        let criteria = probe_criteria(self.search.plan());
+        let stop = self
+            .error
+            .as_ref()
+            .map(|e| ceiling_analyze::StopReason::Error { message: e.clone() });
+        let mut a =
+            StackAnalysis::from_search(&self.name, criteria, self.search.clone().finish(stop));
+        a.warnings.extend(self.warnings.iter().cloned());
+        Some(a)
+    }
+}
+
+/// Starts the stack (verifying it on its first round), runs its plan's warm-up if any, one round
+/// of its search, and stops it.
 #[allow(clippy::too_many_arguments)]
-fn search_stack(
+fn stack_round(
     plan: &Plan,
     a: &SearchArgs,
     stand: &Stand,
-    name: &str,
+    job: &mut StackJob,
     dir: &Path,
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
-    opts: &SearchOptions,
+    t0: Instant,
+    max_steps: Option<usize>,
     log: &mut dyn FnMut(&str),
-) -> anyhow::Result<(
-    StackAnalysis,
-    Vec<ceiling_metrics::TimeseriesRow>,
-    serde_json::Value,
-)> {
-    let (spec, mut stack, warnings) =
-        crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
+) -> anyhow::Result<serde_json::Value> {
+    let name = job.name.clone();
+    let mut p = plan.clone();
+    if job.rounds > 0 {
+        p.stand.verify = false; // verified on the first round; the build is cached
+    }
+    let (_spec, mut stack, warnings) =
+        crate::run_cmd::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
+    if job.rounds == 0 {
+        job.warnings.extend(warnings);
+    }
+    job.rounds += 1;
     let lim = serde_json::to_value(stack.limits_applied())?;
     let url = stack.url();
-    let t0 = Instant::now();
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let mut runner = Runner {
         url,
-        stack: name.to_string(),
+        stack: name.clone(),
         data_dir: data_dir.map(Path::to_path_buf),
-        dir: dir.join(name),
+        dir: dir.join(&name),
         targets: Box::new(|| {
             stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
         }),
@@ -495,13 +588,31 @@ fn search_stack(
         last_rows: Vec::new(),
         t0,
     };
-    log(&format!("[{name}] searching…"));
-    let out = search(plan, &mut runner, opts, log);
-    let rows = std::mem::take(&mut runner.last_rows);
+    log(&format!("[{name}] round {}…", job.rounds));
+    if !plan.warmup.is_empty() {
+        // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does;
+        // recorded under checks/, never judged.
+        let mut wp = plan.clone();
+        wp.stages = wp.warmup.clone();
+        wp.warmup.clear();
+        let spec = ProbeSpec {
+            label: format!("warmup-{}", job.rounds),
+            threads: a.threads.max(1),
+            kind: ProbeKind::Check,
+        };
+        log(&format!(
+            "  warm-up: {}",
+            ceiling_plan::format_duration(wp.total_duration())
+        ));
+        if let Err(e) = runner.run(&wp, &spec) {
+            drop(runner);
+            stack.stop();
+            bail!("warm-up failed: {e}");
+        }
+    }
+    job.search.run_round(&mut runner, max_steps, log);
+    job.rows.extend(std::mem::take(&mut runner.last_rows));
     drop(runner);
-    let _ = spec;
     stack.stop();
-    let mut analysis = StackAnalysis::from_search(name, probe_criteria(plan), out);
-    analysis.warnings.extend(warnings);
-    Ok((analysis, rows, lim))
+    Ok(lim)
 }
