@@ -458,9 +458,10 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             report.warnings = jobs
                 .iter()
                 .filter_map(|j| {
-                    j.error.as_ref().filter(|_| j.rounds == 0).map(|e| {
-                        format!("stack `{}` was not searched: {e}", j.name)
-                    })
+                    j.error
+                        .as_ref()
+                        .filter(|_| j.rounds == 0)
+                        .map(|e| format!("stack `{}` was not searched: {e}", j.name))
                 })
                 .collect();
             for j in &jobs {

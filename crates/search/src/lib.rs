@@ -522,7 +522,12 @@ impl Search {
     /// Runs one round on `runner`: a baseline check (the service may be freshly started), then
     /// at most `max_steps` probes (`None`: until the search ends). Returns true when the search
     /// has ended. Runners of one search should share a clock (`ProbeRunner::now_s`).
-    pub fn run_round(&mut self, runner: &mut dyn ProbeRunner, max_steps: Option<usize>, log: Log) -> bool {
+    pub fn run_round(
+        &mut self,
+        runner: &mut dyn ProbeRunner,
+        max_steps: Option<usize>,
+        log: Log,
+    ) -> bool {
         if self.stop.is_some() {
             return true;
         }
@@ -638,8 +643,7 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 ));
                 match s.probe(lo, ProbeKind::Confirm) {
                     Ok(_)
-                        if s
-                            .probes
+                        if s.probes
                             .last()
                             .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()) =>
                     {
