@@ -26,6 +26,7 @@ mod search;
 mod shelf;
 mod stats;
 mod verdict;
+mod warning;
 
 pub use capacity::{
     interval as capacity_interval, isotonic, Bracket, CapacityInterval, Fit, Knee, Observation,
@@ -47,6 +48,7 @@ pub use shelf::{
 };
 pub use stats::{mean, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
+pub use warning::{Warning, WarningKind};
 
 #[cfg(test)]
 mod tests;
