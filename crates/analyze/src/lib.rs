@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod attribution;
 mod closed;
 mod criteria;
 mod hist;
@@ -26,6 +27,10 @@ mod shelf;
 mod stats;
 mod verdict;
 
+pub use attribution::{
+    attribute, attribute_analysis, context_of, over_slo_estimate, Attribution, AttributionContext,
+    Cause, CauseKind, Freeze, MIN_SCORE,
+};
 pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};

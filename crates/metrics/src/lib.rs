@@ -6,9 +6,11 @@
 //! them). Histograms are never averaged: windows are merged exactly with [`merge_into`].
 
 mod hlog;
+mod signals;
 mod timeseries;
 
 pub use hlog::{read_hlog, HlogInterval, HlogWriter};
+pub use signals::{read_signals, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 
 use hdrhistogram::Histogram;

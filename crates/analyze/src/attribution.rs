@@ -1,0 +1,922 @@
+//! Why a shelf (or a search probe) failed: a pure function over the recorded per-second series
+//! (`timeseries.csv` rows and `signals.csv` rows) of its window.
+//!
+//! 1. **Suspect seconds.** *Freezes*: seconds where completions collapse while load is still
+//!    offered (achieved < 50 % of offered) or whose slowest request is far above the window's
+//!    normal (max ≥ 10 × the median per-second p99 and ≥ 100 ms); consecutive ones are merged.
+//!    *Tail seconds*: the fewest seconds that hold 80 % of the window's bad requests (errors, plus
+//!    requests over the SLO estimated from each second's percentiles — p99 > SLO means ≥ 1 % of
+//!    that second's requests were over it, p90 > SLO ≥ 10 %, and so on).
+//! 2. **Levels.** For every cause a level in [0, 1] per second (e.g. the share of active
+//!    PostgreSQL backends waiting on a lock; the share of CFS periods throttled), averaged over
+//!    the suspect seconds (`S`) and over the rest of the window (`R`).
+//! 3. **Score** = ½·level(S) + ½·max(0, level(S) − level(R)): half "how strongly is it there when
+//!    things go wrong", half "how much more than when they do not". A cause that is present all
+//!    the time (a stack saturated at its quota for the whole shelf) still scores through the
+//!    first half; one that is always there but harmless is discounted by the second.
+//!    `R` counts only with ≥ 3 seconds; with fewer, the score is level(S).
+//! 4. Causes scoring ≥ [`MIN_SCORE`] are reported, best first, with evidence strings and the
+//!    seconds where their signal was present; when none does, the answer is
+//!    [`CauseKind::Unexplained`] with the best near-miss as evidence.
+//!
+//! Generator-bound and database-down are absolute (a fact, not a contrast): their level in `S`
+//! is their score.
+
+use ceiling_metrics::{SignalRow, TimeseriesRow};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Causes below this score are not reported.
+pub const MIN_SCORE: f64 = 0.2;
+
+/// What made a window slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// The stack used (nearly) all the CPU it could get: its quota, or the host's CPUs.
+    StackCpu,
+    /// The stack's cgroup CPU quota throttled it (CFS periods with the quota exhausted).
+    StackThrottled,
+    /// Stop-the-world GC or event-loop stalls in the stack's runtime.
+    RuntimePause,
+    /// Every connection of the stack's DB pool was in use, requests queued for one.
+    DbPoolExhausted,
+    /// PostgreSQL backends waited on heavyweight locks.
+    DbLockWait,
+    /// PostgreSQL backends waited on WAL flushes/writes or data-file I/O.
+    DbIo,
+    /// The host itself: other processes' CPU, steal, or the control endpoint froze too.
+    HostStall,
+    /// The kernel dropped connections at the stack's listen queue.
+    ListenOverflow,
+    /// The generator fell behind its schedule (the measurement, not the stack).
+    GeneratorBound,
+    /// PostgreSQL could not be reached.
+    DatabaseDown,
+    /// No recorded signal explains the suspect seconds.
+    Unexplained,
+}
+
+impl CauseKind {
+    /// Every kind, in report order.
+    pub const ALL: [CauseKind; 11] = [
+        CauseKind::StackCpu,
+        CauseKind::StackThrottled,
+        CauseKind::RuntimePause,
+        CauseKind::DbPoolExhausted,
+        CauseKind::DbLockWait,
+        CauseKind::DbIo,
+        CauseKind::HostStall,
+        CauseKind::ListenOverflow,
+        CauseKind::GeneratorBound,
+        CauseKind::DatabaseDown,
+        CauseKind::Unexplained,
+    ];
+
+    /// A short phrase for one-line verdicts.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            CauseKind::StackCpu => "the stack is CPU-bound",
+            CauseKind::StackThrottled => "the stack is throttled by its CPU quota",
+            CauseKind::RuntimePause => "runtime pauses (GC / event loop)",
+            CauseKind::DbPoolExhausted => "the stack's DB pool is exhausted",
+            CauseKind::DbLockWait => "PostgreSQL lock waits",
+            CauseKind::DbIo => "PostgreSQL WAL/disk I/O",
+            CauseKind::HostStall => "a host stall, not the stack",
+            CauseKind::ListenOverflow => "listen-queue overflow",
+            CauseKind::GeneratorBound => "the generator fell behind (measurement invalid)",
+            CauseKind::DatabaseDown => "PostgreSQL was unreachable",
+            CauseKind::Unexplained => "unexplained by the recorded signals",
+        }
+    }
+}
+
+/// One ranked cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// What.
+    pub kind: CauseKind,
+    /// Strength in [0, 1] (see the module documentation).
+    pub score: f64,
+    /// Human-readable evidence, strongest first.
+    pub evidence: Vec<String>,
+    /// Suspect seconds (run clock) where this cause's signal was present.
+    pub seconds: Vec<u32>,
+}
+
+/// A run of consecutive frozen seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Freeze {
+    /// First second (run clock).
+    pub start: u32,
+    /// Length, seconds.
+    pub len: u32,
+    /// Lowest achieved/offered ratio in it.
+    pub min_achieved_ratio: f64,
+    /// Slowest request in it, ms.
+    pub max_ms: f64,
+}
+
+/// The thresholds attribution needs from the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AttributionContext {
+    /// The SLO's latency limit over all requests, ms (the strictest when several).
+    pub slo_ms: f64,
+    /// Schedule lag p99 above this makes a second generator-bound, ms.
+    pub max_lag_ms: f64,
+    /// Generator CPU above this makes a second generator-bound, % of one core.
+    pub max_generator_cpu: f64,
+}
+
+/// Attribution of one window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// First second analysed (run clock).
+    pub start: u32,
+    /// One past the last second analysed.
+    pub end: u32,
+    /// Frozen stretches.
+    pub freezes: Vec<Freeze>,
+    /// Seconds holding 80 % of the bad requests, in time order.
+    pub tail_seconds: Vec<u32>,
+    /// Estimated bad requests (errors + over the SLO) in the window.
+    pub bad_requests: f64,
+    /// Seconds of the window with a signals row.
+    pub signal_seconds: u32,
+    /// Ranked causes (score ≥ [`MIN_SCORE`]), or one [`CauseKind::Unexplained`].
+    pub causes: Vec<Cause>,
+    /// Signals that were not recorded for this window (so a cause could not be checked).
+    pub not_sampled: Vec<String>,
+    /// One sentence: what froze, when, and the likely cause with its evidence.
+    pub summary: String,
+}
+
+impl Attribution {
+    /// The best cause.
+    pub fn top(&self) -> Option<&Cause> {
+        self.causes.first()
+    }
+}
+
+fn clamp01(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
+    }
+}
+
+/// Estimated requests over `slo_ms` in a second, from its percentiles (a lower bound of the
+/// bracket the SLO falls in).
+pub fn over_slo_estimate(r: &TimeseriesRow, slo_ms: f64) -> f64 {
+    let n = r.achieved_rps as f64;
+    if n == 0.0 {
+        return 0.0;
+    }
+    for (v, frac) in [
+        (r.p50_ms, 0.5),
+        (r.p90_ms, 0.10),
+        (r.p95_ms, 0.05),
+        (r.p99_ms, 0.01),
+        (r.p999_ms, 0.001),
+    ] {
+        if v > slo_ms {
+            return frac * n;
+        }
+    }
+    if r.max_ms > slo_ms {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn errors(r: &TimeseriesRow) -> u64 {
+    r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn secs_list(v: &[u32]) -> String {
+    let mut s: Vec<String> = v.iter().take(6).map(|x| format!("{x} s")).collect();
+    if v.len() > 6 {
+        s.push(format!("… ({} in all)", v.len()));
+    }
+    s.join(", ")
+}
+
+/// Per-second level of one cause: `Some(level)` where it could be measured.
+type LevelFn<'a> = Box<dyn Fn(&TimeseriesRow, Option<&SignalRow>) -> Option<f64> + 'a>;
+
+struct Probe<'a> {
+    kind: CauseKind,
+    level: LevelFn<'a>,
+    absolute: bool,
+    /// What must be recorded to check this cause.
+    needs: &'static str,
+}
+
+/// Mean of `f` over the seconds in `set` where it is measurable; `None` when nowhere.
+fn mean_over(
+    set: &[u32],
+    rows: &BTreeMap<u32, &TimeseriesRow>,
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: &LevelFn,
+) -> Option<(f64, Vec<u32>)> {
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    let mut present = Vec::new();
+    for t in set {
+        let Some(r) = rows.get(t) else { continue };
+        if let Some(l) = f(r, sig.get(t).copied()) {
+            let l = clamp01(l);
+            sum += l;
+            n += 1;
+            if l >= 0.5 {
+                present.push(*t);
+            }
+        }
+    }
+    (n > 0).then(|| (sum / n as f64, present))
+}
+
+/// Averages a signal over the suspect seconds (where recorded).
+fn avg(
+    set: &[u32],
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: impl Fn(&SignalRow) -> Option<f64>,
+) -> Option<f64> {
+    let v: Vec<f64> = set
+        .iter()
+        .filter_map(|t| sig.get(t).and_then(|s| f(s)))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn maxof(
+    set: &[u32],
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: impl Fn(&SignalRow) -> Option<f64>,
+) -> Option<f64> {
+    set.iter()
+        .filter_map(|t| sig.get(t).and_then(|s| f(s)))
+        .reduce(f64::max)
+}
+
+/// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.
+fn capacity(s: &SignalRow) -> Option<f64> {
+    let host = s.host_cpus.map(|c| c * 100.0);
+    match (s.stack_cpu_limit_pct, host) {
+        (Some(l), Some(h)) => Some(l.min(h)),
+        (l, h) => l.or(h),
+    }
+}
+
+/// Attributes the seconds `[start, end)` of a run. `rows` and `signals` may hold the whole run
+/// (they are filtered by `t`); `signals` may be empty (old runs): then only the generator's own
+/// signals can be checked, and `not_sampled` says so.
+pub fn attribute(
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+    start: u32,
+    end: u32,
+    ctx: &AttributionContext,
+) -> Attribution {
+    let rows: BTreeMap<u32, &TimeseriesRow> = rows
+        .iter()
+        .filter(|r| r.t >= start && r.t < end)
+        .map(|r| (r.t, r))
+        .collect();
+    let sig: BTreeMap<u32, &SignalRow> = signals
+        .iter()
+        .filter(|r| r.t >= start && r.t < end)
+        .map(|r| (r.t, r))
+        .collect();
+    let all: Vec<u32> = rows.keys().copied().collect();
+
+    // 1. freezes
+    let base_p99 = median(rows.values().map(|r| r.p99_ms).collect());
+    let frozen: Vec<u32> = rows
+        .values()
+        .filter(|r| {
+            let collapse =
+                r.offered_rps >= 10 && (r.achieved_rps as f64) < 0.5 * r.offered_rps as f64;
+            let spike = r.max_ms >= (10.0 * base_p99).max(100.0);
+            collapse || spike
+        })
+        .map(|r| r.t)
+        .collect();
+    let mut freezes: Vec<Freeze> = Vec::new();
+    for t in &frozen {
+        let r = rows[t];
+        let ratio = if r.offered_rps > 0 {
+            r.achieved_rps as f64 / r.offered_rps as f64
+        } else {
+            1.0
+        };
+        match freezes.last_mut() {
+            Some(f) if f.start + f.len == *t => {
+                f.len += 1;
+                f.min_achieved_ratio = f.min_achieved_ratio.min(ratio);
+                f.max_ms = f.max_ms.max(r.max_ms);
+            }
+            _ => freezes.push(Freeze {
+                start: *t,
+                len: 1,
+                min_achieved_ratio: ratio,
+                max_ms: r.max_ms,
+            }),
+        }
+    }
+
+    // 2. tail seconds
+    let bad: Vec<(u32, f64)> = rows
+        .values()
+        .map(|r| (r.t, over_slo_estimate(r, ctx.slo_ms) + errors(r) as f64))
+        .collect();
+    let total_bad: f64 = bad.iter().map(|b| b.1).sum();
+    let mut sorted = bad.clone();
+    sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut tail = Vec::new();
+    let mut acc = 0.0;
+    for (t, b) in sorted {
+        if total_bad <= 0.0 || acc >= 0.8 * total_bad || b <= 0.0 {
+            break;
+        }
+        acc += b;
+        tail.push(t);
+    }
+    tail.sort_unstable();
+
+    // suspect seconds S and the rest R
+    let mut s_set: Vec<u32> = frozen.iter().chain(&tail).copied().collect();
+    s_set.sort_unstable();
+    s_set.dedup();
+    let r_set: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|t| s_set.binary_search(t).is_err())
+        .collect();
+
+    let mut not_sampled = Vec::new();
+    if sig.is_empty() {
+        not_sampled.push("no signals were recorded for this window (signals.csv missing): only the generator's own health could be checked".to_string());
+    }
+
+    // 3. levels per cause
+    let lag = ctx.max_lag_ms;
+    let gcpu = ctx.max_generator_cpu;
+    let probes: Vec<Probe> = vec![
+        Probe {
+            kind: CauseKind::GeneratorBound,
+            absolute: true,
+            needs: "",
+            level: Box::new(move |r, _| {
+                Some(
+                    if r.lag_p99_ms > lag || r.generator_cpu_pct > gcpu || r.overflow > 0 {
+                        1.0
+                    } else {
+                        0.0
+                    },
+                )
+            }),
+        },
+        Probe {
+            kind: CauseKind::DatabaseDown,
+            absolute: true,
+            needs: "PostgreSQL sampler",
+            level: Box::new(|_, s| s?.pg_up.map(|up| if up { 0.0 } else { 1.0 })),
+        },
+        Probe {
+            kind: CauseKind::StackThrottled,
+            absolute: false,
+            needs: "the stack's cgroup cpu.stat",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let p = s.stack_periods? as f64;
+                let th = s.stack_throttled_periods? as f64;
+                Some(if p > 0.0 { th / p } else { 0.0 })
+            }),
+        },
+        Probe {
+            kind: CauseKind::StackCpu,
+            absolute: false,
+            needs: "host CPU and the stack's CPU",
+            level: Box::new(|r, s| {
+                let s = s?;
+                let cpu = r.stack_cpu_pct?;
+                let cap = capacity(s)?;
+                let quota_level = clamp01((cpu / cap - 0.8) / 0.15);
+                let host_level = match (s.host_busy_pct, s.host_cpus) {
+                    (Some(b), Some(c)) if b > 0.0 => {
+                        clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b)
+                    }
+                    _ => 0.0,
+                };
+                Some(quota_level.max(host_level))
+            }),
+        },
+        Probe {
+            kind: CauseKind::RuntimePause,
+            absolute: false,
+            needs: "the stack's /metrics (GC pauses)",
+            level: Box::new(|r, s| {
+                let s = s?;
+                let pause = s
+                    .gc_pause_ms
+                    .unwrap_or(0.0)
+                    .max(s.event_loop_lag_ms.unwrap_or(0.0));
+                if s.gc_pause_ms.is_none() && s.event_loop_lag_ms.is_none() {
+                    return None;
+                }
+                Some(pause / (0.5 * r.max_ms).max(50.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbPoolExhausted,
+            absolute: false,
+            needs: "the stack's /metrics (DB pool)",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let full = match (s.pool_in_use, s.pool_max) {
+                    (Some(u), Some(m)) if m > 0.0 => u >= 0.95 * m,
+                    _ => false,
+                };
+                let pending = s.pool_pending.map(|p| p >= 1.0).unwrap_or(false);
+                if s.pool_max.is_none() && s.pool_pending.is_none() {
+                    return None;
+                }
+                Some(if full || pending { 1.0 } else { 0.0 })
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbLockWait,
+            absolute: false,
+            needs: "PostgreSQL wait events",
+            level: Box::new(|_, s| {
+                let s = s?;
+                Some(s.pg_lock? / s.pg_active?.max(1.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbIo,
+            absolute: false,
+            needs: "PostgreSQL wait events",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let io =
+                    s.pg_wal? + s.pg_io_datafileread.unwrap_or(0.0) + s.pg_io_other.unwrap_or(0.0);
+                Some(io / s.pg_active?.max(1.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::HostStall,
+            absolute: false,
+            needs: "host CPU and the control",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
+                let other = s.other_cpu_pct.map(|o| clamp01((o / cores - 0.1) / 0.3));
+                let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
+                let control = s.control_probes.map(|_| {
+                    if s.control_misses.unwrap_or(0) > 0 {
+                        1.0
+                    } else {
+                        clamp01((s.control_max_ms.unwrap_or(0.0) - 50.0) / 150.0)
+                    }
+                });
+                [other, steal, control]
+                    .into_iter()
+                    .flatten()
+                    .reduce(f64::max)
+            }),
+        },
+        Probe {
+            kind: CauseKind::ListenOverflow,
+            absolute: false,
+            needs: "/proc/net/netstat",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let n = s.listen_overflows? + s.listen_drops.unwrap_or(0);
+                Some(if n > 0 { 1.0 } else { 0.0 })
+            }),
+        },
+    ];
+
+    let mut causes: Vec<Cause> = Vec::new();
+    let mut near_miss: Option<(CauseKind, f64)> = None;
+    for p in &probes {
+        let Some((ls, present)) = mean_over(&s_set, &rows, &sig, &p.level) else {
+            if !p.needs.is_empty() && !sig.is_empty() && !s_set.is_empty() {
+                not_sampled.push(format!(
+                    "{:?}: not checked ({} not recorded)",
+                    p.kind, p.needs
+                ));
+            }
+            continue;
+        };
+        let score = if p.absolute {
+            ls
+        } else {
+            let lr = if r_set.len() >= 3 {
+                mean_over(&r_set, &rows, &sig, &p.level)
+                    .map(|x| x.0)
+                    .unwrap_or(0.0)
+            } else {
+                0.0
+            };
+            0.5 * ls + 0.5 * (ls - lr).max(0.0)
+        };
+        if score >= MIN_SCORE {
+            causes.push(Cause {
+                kind: p.kind,
+                score,
+                evidence: evidence(p.kind, &s_set, &r_set, &rows, &sig),
+                seconds: present,
+            });
+        } else if near_miss.map(|n| score > n.1).unwrap_or(true) && score > 0.0 {
+            near_miss = Some((p.kind, score));
+        }
+    }
+    causes.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
+    if causes.is_empty() && !s_set.is_empty() {
+        let mut ev = vec![format!(
+            "no recorded signal stood out in the {} suspect second{}",
+            s_set.len(),
+            if s_set.len() == 1 { "" } else { "s" }
+        )];
+        if let Some((k, sc)) = near_miss {
+            ev.push(format!(
+                "closest: {} (score {sc:.2} < {MIN_SCORE})",
+                k.phrase()
+            ));
+        }
+        ev.extend(not_sampled.iter().cloned());
+        causes.push(Cause {
+            kind: CauseKind::Unexplained,
+            score: 0.0,
+            evidence: ev,
+            seconds: s_set.clone(),
+        });
+    }
+
+    let summary = summary_of(&freezes, &tail, &s_set, all.len(), &causes);
+    Attribution {
+        start,
+        end,
+        freezes,
+        tail_seconds: tail,
+        bad_requests: total_bad,
+        signal_seconds: sig.len() as u32,
+        causes,
+        not_sampled,
+        summary,
+    }
+}
+
+/// The thresholds for a stack analysed with `criteria`: the strictest latency limit over all
+/// requests (else the strictest per-request one; 1 s when the SLO has no latency limit), and the
+/// generator-bound limits.
+pub fn context_of(criteria: &crate::ShelfCriteria) -> AttributionContext {
+    let overall = criteria
+        .limits
+        .iter()
+        .filter(|l| l.request.is_none())
+        .map(|l| l.limit_ms)
+        .reduce(f64::min);
+    let any = criteria.limits.iter().map(|l| l.limit_ms).reduce(f64::min);
+    AttributionContext {
+        slo_ms: overall.or(any).unwrap_or(1000.0),
+        max_lag_ms: criteria.max_schedule_lag_ms,
+        max_generator_cpu: criteria.max_generator_cpu,
+    }
+}
+
+/// Attributes every shelf of `a` that is not valid (failed, or invalid but measured) over its
+/// kept window, from the run's per-second rows and signals (both for the whole run). Valid
+/// shelves and shelves without a kept window are left without attribution.
+pub fn attribute_analysis(
+    a: &mut crate::StackAnalysis,
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+) {
+    let ctx = context_of(&a.criteria);
+    for s in &mut a.shelves {
+        s.attribution = None;
+        if s.is_valid() || s.requests == 0 {
+            continue;
+        }
+        let (Some(k0), Some(k1)) = (s.window.kept_start_s, s.window.kept_end_s) else {
+            continue;
+        };
+        let (start, end) = (k0.floor().max(0.0) as u32, k1.ceil().max(0.0) as u32);
+        if end <= start {
+            continue;
+        }
+        s.attribution = Some(attribute(rows, signals, start, end, &ctx));
+    }
+}
+
+fn evidence(
+    kind: CauseKind,
+    s: &[u32],
+    r: &[u32],
+    rows: &BTreeMap<u32, &TimeseriesRow>,
+    sig: &BTreeMap<u32, &SignalRow>,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    let rs = |f: &dyn Fn(&TimeseriesRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
+        let x: Vec<f64> = set
+            .iter()
+            .filter_map(|t| rows.get(t).and_then(|r| f(r)))
+            .collect();
+        (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+    };
+    let share = |num: &dyn Fn(&SignalRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
+        let n: f64 = set
+            .iter()
+            .filter_map(|t| sig.get(t).and_then(|s| num(s)))
+            .sum();
+        let d: f64 = set
+            .iter()
+            .filter_map(|t| sig.get(t).and_then(|s| s.pg_active))
+            .sum();
+        (d > 0.0).then(|| n / d)
+    };
+    match kind {
+        CauseKind::GeneratorBound => {
+            if let Some(l) = rs(&|r| Some(r.lag_p99_ms), s) {
+                v.push(format!(
+                    "schedule lag p99 {l:.1} ms on average in those seconds"
+                ));
+            }
+            if let Some(c) = rs(&|r| Some(r.generator_cpu_pct), s) {
+                v.push(format!("generator CPU {c:.0}% of a core"));
+            }
+            let of: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.overflow)
+                .sum();
+            if of > 0 {
+                v.push(format!("{of} requests refused for a full backlog"));
+            }
+        }
+        CauseKind::DatabaseDown => {
+            let n = s
+                .iter()
+                .filter(|t| sig.get(t).and_then(|x| x.pg_up) == Some(false))
+                .count();
+            v.push(format!(
+                "PostgreSQL unreachable in {n} of {} suspect seconds",
+                s.len()
+            ));
+            let ce: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.err_5xx + r.err_connect)
+                .sum();
+            if ce > 0 {
+                v.push(format!("{ce} 5xx/connect errors"));
+            }
+        }
+        CauseKind::StackThrottled => {
+            let f = |set: &[u32]| {
+                let p: u64 = set
+                    .iter()
+                    .filter_map(|t| sig.get(t).and_then(|x| x.stack_periods))
+                    .sum();
+                let th: u64 = set
+                    .iter()
+                    .filter_map(|t| sig.get(t).and_then(|x| x.stack_throttled_periods))
+                    .sum();
+                (p > 0).then(|| th as f64 / p as f64)
+            };
+            if let Some(x) = f(s) {
+                v.push(format!(
+                    "throttled in {} of CFS periods (elsewhere {})",
+                    pct(x),
+                    f(r).map(pct).unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(ms) = avg(s, sig, |x| x.stack_throttled_ms) {
+                v.push(format!("{ms:.0} ms throttled per second"));
+            }
+            if let Some(l) = maxof(s, sig, |x| x.stack_cpu_limit_pct) {
+                v.push(format!("quota {l:.0}% of a core"));
+            }
+        }
+        CauseKind::StackCpu => {
+            if let Some(c) = rs(&|r| r.stack_cpu_pct, s) {
+                let cap = avg(s, sig, capacity);
+                v.push(format!(
+                    "stack CPU {c:.0}% of a core{}",
+                    cap.map(|k| format!(" of {k:.0}% available"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let (Some(b), Some(n)) = (
+                avg(s, sig, |x| x.host_busy_pct),
+                avg(s, sig, |x| x.host_cpus),
+            ) {
+                v.push(format!("host {}% busy", (b / n).round()));
+            }
+        }
+        CauseKind::RuntimePause => {
+            if let Some(g) = avg(s, sig, |x| x.gc_pause_ms) {
+                v.push(format!(
+                    "GC paused {g:.0} ms per second in those seconds (elsewhere {})",
+                    avg(r, sig, |x| x.gc_pause_ms)
+                        .map(|x| format!("{x:.0} ms"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(l) = maxof(s, sig, |x| x.event_loop_lag_ms) {
+                v.push(format!("event-loop lag up to {l:.0} ms"));
+            }
+        }
+        CauseKind::DbPoolExhausted => {
+            if let (Some(u), Some(m)) = (
+                avg(s, sig, |x| x.pool_in_use),
+                maxof(s, sig, |x| x.pool_max),
+            ) {
+                v.push(format!("pool {u:.0} of {m:.0} connections in use"));
+            }
+            if let Some(p) = maxof(s, sig, |x| x.pool_pending) {
+                v.push(format!("up to {p:.0} requests waiting for a connection"));
+            }
+            v.push("often a symptom: see the database's waits".into());
+        }
+        CauseKind::DbLockWait => {
+            if let Some(x) = share(&|q| q.pg_lock, s) {
+                v.push(format!(
+                    "PostgreSQL backends waited on Lock {} of those seconds' active time (elsewhere {})",
+                    pct(x),
+                    share(&|q| q.pg_lock, r).map(pct).unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(a) = avg(s, sig, |x| x.pg_active) {
+                v.push(format!("{a:.1} active backends on average"));
+            }
+        }
+        CauseKind::DbIo => {
+            let parts = [
+                ("IO:WALSync", share(&|q| q.pg_io_walsync, s)),
+                ("IO:WALWrite", share(&|q| q.pg_io_walwrite, s)),
+                (
+                    "LWLock:WAL*",
+                    share(
+                        &|q| {
+                            Some(
+                                q.pg_wal?
+                                    - q.pg_io_walsync.unwrap_or(0.0)
+                                    - q.pg_io_walwrite.unwrap_or(0.0),
+                            )
+                        },
+                        s,
+                    ),
+                ),
+                ("IO:DataFileRead", share(&|q| q.pg_io_datafileread, s)),
+                ("other IO", share(&|q| q.pg_io_other, s)),
+            ];
+            let mut p: Vec<String> = parts
+                .iter()
+                .filter_map(|(n, x)| x.filter(|x| *x >= 0.05).map(|x| format!("{n} {}", pct(x))))
+                .collect();
+            if p.is_empty() {
+                p.push("I/O".into());
+            }
+            v.push(format!(
+                "PostgreSQL backends waited on {} of those seconds' active time",
+                p.join(", ")
+            ));
+            if let Some(a) = avg(s, sig, |x| x.disk_await_ms) {
+                v.push(format!("disk {a:.1} ms per I/O"));
+            }
+            if let Some(w) = avg(s, sig, |x| x.host_iowait_pct) {
+                v.push(format!("host iowait {w:.0}% of a core"));
+            }
+        }
+        CauseKind::HostStall => {
+            let froze = s
+                .iter()
+                .filter(|t| {
+                    sig.get(t).is_some_and(|x| {
+                        x.control_misses.unwrap_or(0) > 0
+                            || x.control_max_ms.unwrap_or(0.0) >= 200.0
+                    })
+                })
+                .count();
+            if froze > 0 {
+                v.push(format!(
+                    "the control froze too in {froze} of {} suspect seconds",
+                    s.len()
+                ));
+            } else if let Some(m) = maxof(s, sig, |x| x.control_max_ms) {
+                v.push(format!("control slowest probe {m:.0} ms"));
+            }
+            if let Some(o) = avg(s, sig, |x| x.other_cpu_pct) {
+                v.push(format!(
+                    "processes outside the run used {o:.0}% of a core (elsewhere {})",
+                    avg(r, sig, |x| x.other_cpu_pct)
+                        .map(|x| format!("{x:.0}%"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(st) = avg(s, sig, |x| x.host_steal_pct).filter(|x| *x >= 1.0) {
+                v.push(format!("steal {st:.0}% of a core"));
+            }
+            if let Some(q) = maxof(s, sig, |x| x.run_queue_max) {
+                v.push(format!("run queue up to {q:.0}"));
+            }
+        }
+        CauseKind::ListenOverflow => {
+            let n: u64 = s
+                .iter()
+                .filter_map(|t| sig.get(t))
+                .map(|x| x.listen_overflows.unwrap_or(0) + x.listen_drops.unwrap_or(0))
+                .sum();
+            v.push(format!("{n} listen-queue overflows/drops in those seconds"));
+        }
+        CauseKind::Unexplained => {}
+    }
+    v
+}
+
+fn summary_of(
+    freezes: &[Freeze],
+    tail: &[u32],
+    s: &[u32],
+    window: usize,
+    causes: &[Cause],
+) -> String {
+    let mut parts = Vec::new();
+    if !freezes.is_empty() {
+        let mean_len = freezes.iter().map(|f| f.len as f64).sum::<f64>() / freezes.len() as f64;
+        let at: Vec<String> = freezes
+            .iter()
+            .take(4)
+            .map(|f| format!("{} s", f.start))
+            .collect();
+        let more = if freezes.len() > 4 { " …" } else { "" };
+        parts.push(format!(
+            "{} freeze{} of ~{:.0} s at {}{more}",
+            freezes.len(),
+            if freezes.len() == 1 { "" } else { "s" },
+            mean_len.max(1.0),
+            at.join(", ")
+        ));
+    }
+    if !tail.is_empty() {
+        parts.push(format!(
+            "80% of the slow/failed requests in {} of {window} s{}",
+            tail.len(),
+            if tail.len() <= 3 {
+                format!(" ({})", secs_list(tail))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if s.is_empty() {
+        return "no freeze and no request over the SLO in the window".into();
+    }
+    let mut out = parts.join("; ");
+    match causes.first() {
+        Some(c) if c.kind == CauseKind::Unexplained => {
+            out.push_str(&format!(" — {}", c.kind.phrase()));
+            if let Some(e) = c.evidence.get(1) {
+                out.push_str(&format!(" ({e})"));
+            }
+        }
+        Some(c) => {
+            out.push_str(&format!(" — likely {}", c.kind.phrase()));
+            if !c.evidence.is_empty() {
+                out.push_str(&format!(
+                    ": {}",
+                    c.evidence[..c.evidence.len().min(2)].join(", ")
+                ));
+            }
+            let also: Vec<&str> = causes[1..]
+                .iter()
+                .take(2)
+                .map(|c| c.kind.phrase())
+                .collect();
+            if !also.is_empty() {
+                out.push_str(&format!("; also {}", also.join(", ")));
+            }
+        }
+        None => {}
+    }
+    out
+}
