@@ -423,7 +423,12 @@ pub fn attribute(
                     }
                     _ => 0.0,
                 };
-                Some(quota_level.max(host_level))
+                // at its quota, "throttled" is the sharper diagnosis: rank it first
+                let throttled = match (s.stack_periods, s.stack_throttled_periods) {
+                    (Some(p), Some(t)) if p > 0 => t as f64 / p as f64,
+                    _ => 0.0,
+                };
+                Some(quota_level.max(host_level) * (1.0 - 0.5 * clamp01(throttled)))
             }),
         },
         Probe {
@@ -456,7 +461,20 @@ pub fn attribute(
                 if s.pool_max.is_none() && s.pool_pending.is_none() {
                     return None;
                 }
-                Some(if full || pending { 1.0 } else { 0.0 })
+                // a pool full of connections whose backends wait in PostgreSQL is a symptom of
+                // those waits: discount it by the share of active backends waiting there
+                let waiting = match s.pg_active {
+                    Some(a) if a > 0.0 => clamp01(
+                        (s.pg_lock.unwrap_or(0.0)
+                            + s.pg_wal.unwrap_or(0.0)
+                            + s.pg_io_datafileread.unwrap_or(0.0)
+                            + s.pg_io_other.unwrap_or(0.0)
+                            + s.pg_lwlock.unwrap_or(0.0))
+                            / a,
+                    ),
+                    _ => 0.0,
+                };
+                Some(if full || pending { 1.0 - waiting } else { 0.0 })
             }),
         },
         Probe {
@@ -919,4 +937,358 @@ fn summary_of(
         None => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: AttributionContext = AttributionContext {
+        slo_ms: 100.0,
+        max_lag_ms: 10.0,
+        max_generator_cpu: 90.0,
+    };
+
+    /// 60 healthy seconds at 1000 RPS and a healthy host, stack and database.
+    fn healthy() -> (Vec<TimeseriesRow>, Vec<SignalRow>) {
+        let rows = (0..60)
+            .map(|t| TimeseriesRow {
+                t,
+                phase: "measure".into(),
+                offered_rps: 1000,
+                achieved_rps: 1000,
+                ok: 1000,
+                p50_ms: 1.0,
+                p90_ms: 2.0,
+                p95_ms: 3.0,
+                p99_ms: 5.0,
+                p999_ms: 9.0,
+                max_ms: 15.0,
+                lag_p99_ms: 0.2,
+                generator_cpu_pct: 10.0,
+                stack_cpu_pct: Some(60.0),
+                postgres_cpu_pct: Some(30.0),
+                ..Default::default()
+            })
+            .collect();
+        let sig = (0..60)
+            .map(|t| SignalRow {
+                t,
+                host_cpus: Some(2.0),
+                host_busy_pct: Some(110.0),
+                host_iowait_pct: Some(0.0),
+                host_steal_pct: Some(0.0),
+                other_cpu_pct: Some(10.0),
+                run_queue_max: Some(2.0),
+                disk_await_ms: Some(0.5),
+                listen_overflows: Some(0),
+                listen_drops: Some(0),
+                stack_cpu_limit_pct: Some(200.0),
+                stack_periods: Some(10),
+                stack_throttled_periods: Some(0),
+                stack_throttled_ms: Some(0.0),
+                pg_up: Some(true),
+                pg_samples: Some(10),
+                pg_active: Some(2.0),
+                pg_cpu: Some(1.5),
+                pg_lock: Some(0.0),
+                pg_wal: Some(0.1),
+                pg_io_walsync: Some(0.1),
+                pg_io_walwrite: Some(0.0),
+                pg_io_datafileread: Some(0.0),
+                pg_io_other: Some(0.0),
+                pg_lwlock: Some(0.0),
+                pg_client: Some(0.4),
+                pg_other: Some(0.0),
+                control_probes: Some(10),
+                control_misses: Some(0),
+                control_max_ms: Some(1.0),
+                runtime_scrape_ok: Some(true),
+                gc_pause_ms: Some(1.0),
+                gc_count: Some(1),
+                pool_max: Some(64.0),
+                pool_in_use: Some(3.0),
+                ..Default::default()
+            })
+            .collect();
+        (rows, sig)
+    }
+
+    /// Two ~1 s freezes at 20 s and 40 s: completions collapse, the max is near a second.
+    fn freeze(rows: &mut [TimeseriesRow]) {
+        for t in [20usize, 40] {
+            let r = &mut rows[t];
+            r.achieved_rps = 300;
+            r.ok = 300;
+            r.p50_ms = 400.0;
+            r.p90_ms = 800.0;
+            r.p95_ms = 850.0;
+            r.p99_ms = 900.0;
+            r.p999_ms = 950.0;
+            r.max_ms = 980.0;
+            rows[t + 1].achieved_rps = 1700;
+            rows[t + 1].p99_ms = 300.0;
+            rows[t + 1].max_ms = 500.0;
+        }
+    }
+
+    fn top(rows: &[TimeseriesRow], sig: &[SignalRow]) -> Attribution {
+        attribute(rows, sig, 0, 60, &CTX)
+    }
+
+    fn at(sig: &mut [SignalRow], f: impl Fn(&mut SignalRow)) {
+        for t in [20usize, 21, 40, 41] {
+            f(&mut sig[t]);
+        }
+    }
+
+    fn assert_top(a: &Attribution, k: CauseKind) {
+        assert_eq!(a.top().map(|c| c.kind), Some(k), "{a:#?}");
+        assert!(a.top().unwrap().score >= MIN_SCORE || k == CauseKind::Unexplained);
+        assert!(!a.top().unwrap().evidence.is_empty(), "{a:#?}");
+    }
+
+    #[test]
+    fn healthy_window_has_nothing_to_explain() {
+        let (rows, sig) = healthy();
+        let a = top(&rows, &sig);
+        assert!(a.freezes.is_empty());
+        assert!(a.tail_seconds.is_empty());
+        assert!(a.causes.is_empty(), "{a:#?}");
+    }
+
+    #[test]
+    fn freezes_are_found_and_merged() {
+        let (mut rows, sig) = healthy();
+        freeze(&mut rows);
+        rows[22].achieved_rps = 100; // a third frozen second right after a catch-up second
+        let a = top(&rows, &sig);
+        let starts: Vec<(u32, u32)> = a.freezes.iter().map(|f| (f.start, f.len)).collect();
+        assert_eq!(starts, vec![(20, 3), (40, 2)], "{a:#?}");
+        assert!(a.tail_seconds.contains(&20) && a.tail_seconds.contains(&40));
+        assert!(a.summary.contains("2 freezes"), "{}", a.summary);
+    }
+
+    #[test]
+    fn lock_waits() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pg_active = Some(16.0);
+            s.pg_lock = Some(14.0);
+            s.pg_cpu = Some(1.0);
+            s.pool_in_use = Some(64.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbLockWait);
+        assert!(a.summary.contains("lock"), "{}", a.summary);
+    }
+
+    #[test]
+    fn wal_io_with_the_control_frozen_is_a_host_io_stall() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pg_active = Some(20.0);
+            s.pg_wal = Some(17.0);
+            s.pg_io_walsync = Some(17.0);
+            s.pg_cpu = Some(1.0);
+            s.disk_await_ms = Some(400.0);
+            s.host_iowait_pct = Some(80.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbIo);
+        assert!(
+            a.top().unwrap().evidence[0].contains("IO:WALSync"),
+            "{a:#?}"
+        );
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
+            "control fine: {a:#?}"
+        );
+        // the same with the control frozen: the host is named too
+        at(&mut sig, |s| {
+            s.control_misses = Some(3);
+            s.control_max_ms = Some(2000.0);
+        });
+        let a = top(&rows, &sig);
+        let kinds: Vec<CauseKind> = a.causes.iter().map(|c| c.kind).collect();
+        assert!(
+            kinds.contains(&CauseKind::DbIo) && kinds.contains(&CauseKind::HostStall),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn throttled_by_quota_all_window() {
+        let (mut rows, mut sig) = healthy();
+        for r in rows.iter_mut() {
+            r.p50_ms = 150.0;
+            r.p90_ms = 400.0;
+            r.p99_ms = 700.0;
+            r.max_ms = 900.0;
+            r.stack_cpu_pct = Some(19.5);
+        }
+        for s in sig.iter_mut() {
+            s.stack_cpu_limit_pct = Some(20.0);
+            s.stack_periods = Some(10);
+            s.stack_throttled_periods = Some(10);
+            s.stack_throttled_ms = Some(700.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackThrottled);
+        assert!(
+            a.causes.iter().any(|c| c.kind == CauseKind::StackCpu),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn cpu_bound_on_a_saturated_host_without_quota() {
+        let (mut rows, mut sig) = healthy();
+        for r in rows.iter_mut() {
+            r.p50_ms = 150.0;
+            r.p99_ms = 600.0;
+            r.max_ms = 800.0;
+            r.stack_cpu_pct = Some(150.0);
+        }
+        for s in sig.iter_mut() {
+            s.stack_cpu_limit_pct = None;
+            s.stack_periods = None;
+            s.stack_throttled_periods = None;
+            s.host_busy_pct = Some(199.0);
+            s.other_cpu_pct = Some(5.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackCpu);
+    }
+
+    #[test]
+    fn gc_pauses() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.gc_pause_ms = Some(700.0));
+        assert_top(&top(&rows, &sig), CauseKind::RuntimePause);
+    }
+
+    #[test]
+    fn pool_exhausted_without_database_waits() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pool_in_use = Some(64.0);
+            s.pool_pending = Some(40.0);
+        });
+        assert_top(&top(&rows, &sig), CauseKind::DbPoolExhausted);
+    }
+
+    #[test]
+    fn a_cpu_hog_outside_the_run() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.other_cpu_pct = Some(120.0);
+            s.host_busy_pct = Some(200.0);
+            s.run_queue_max = Some(8.0);
+            s.control_max_ms = Some(60.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::HostStall);
+        assert!(
+            a.top()
+                .unwrap()
+                .evidence
+                .iter()
+                .any(|e| e.contains("outside the run")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn steal() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.host_steal_pct = Some(90.0));
+        assert_top(&top(&rows, &sig), CauseKind::HostStall);
+    }
+
+    #[test]
+    fn listen_overflow() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.listen_overflows = Some(120));
+        assert_top(&top(&rows, &sig), CauseKind::ListenOverflow);
+    }
+
+    #[test]
+    fn generator_bound_wins_over_what_it_distorts() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].lag_p99_ms = 700.0;
+        }
+        at(&mut sig, |s| s.control_max_ms = Some(90.0));
+        assert_top(&top(&rows, &sig), CauseKind::GeneratorBound);
+    }
+
+    #[test]
+    fn database_down() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].err_5xx = 500;
+        }
+        at(&mut sig, |s| {
+            s.pg_up = Some(false);
+            s.pg_active = None;
+            s.pg_lock = None;
+            s.pg_wal = None;
+            s.pg_cpu = None;
+        });
+        assert_top(&top(&rows, &sig), CauseKind::DatabaseDown);
+    }
+
+    #[test]
+    fn unexplained_when_nothing_fits() {
+        let (mut rows, sig) = healthy();
+        freeze(&mut rows);
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::Unexplained);
+        assert!(a.summary.contains("unexplained"), "{}", a.summary);
+    }
+
+    #[test]
+    fn without_signals_only_the_generator_is_checked() {
+        let (mut rows, _) = healthy();
+        freeze(&mut rows);
+        let a = top(&rows, &[]);
+        assert_top(&a, CauseKind::Unexplained);
+        assert!(
+            a.not_sampled.iter().any(|n| n.contains("no signals")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn over_slo_estimate_brackets() {
+        let (rows, _) = healthy();
+        let mut r = rows[0].clone();
+        assert_eq!(over_slo_estimate(&r, 100.0), 0.0);
+        r.max_ms = 150.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 1.0);
+        r.p99_ms = 120.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 10.0);
+        r.p50_ms = 101.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 500.0);
+    }
+
+    #[test]
+    fn every_kind_has_a_phrase_and_serialises() {
+        for k in CauseKind::ALL {
+            assert!(!k.phrase().is_empty());
+            let j = serde_json::to_string(&k).unwrap();
+            let back: CauseKind = serde_json::from_str(&j).unwrap();
+            assert_eq!(back, k);
+        }
+    }
 }
