@@ -9,7 +9,8 @@
 //!    that second's requests were over it, p90 > SLO ≥ 10 %, and so on).
 //! 2. **Levels.** For every cause a level in [0, 1] per second (e.g. the share of active
 //!    PostgreSQL backends waiting on a lock; the share of CFS periods throttled), averaged over
-//!    the suspect seconds (`S`) and over the rest of the window (`R`).
+//!    the suspect seconds (`S`, each weighted by its bad requests + 1, so the seconds where most
+//!    requests went wrong count most) and over the rest of the window (`R`, unweighted).
 //! 3. **Score** = ½·level(S) + ½·max(0, level(S) − level(R)): half "how strongly is it there when
 //!    things go wrong", half "how much more than when they do not". A cause that is present all
 //!    the time (a stack saturated at its quota for the whole shelf) still scores through the
@@ -20,7 +21,10 @@
 //!    [`CauseKind::Unexplained`] with the best near-miss as evidence.
 //!
 //! Generator-bound and database-down are absolute (a fact, not a contrast): their level in `S`
-//! is their score.
+//! is their score. A second is generator-bound when its schedule lag p99 exceeds the plan's limit
+//! *and* is at least half its latency p99 (the generator's lateness accounts for the latency;
+//! during a service freeze sends are delayed a little too, while connections are opened), or the
+//! generator's CPU exceeded its limit, or requests were refused for a full backlog.
 
 use ceiling_metrics::{SignalRow, TimeseriesRow};
 use serde::{Deserialize, Serialize};
@@ -226,28 +230,31 @@ struct Probe<'a> {
     needs: &'static str,
 }
 
-/// Mean of `f` over the seconds in `set` where it is measurable; `None` when nowhere.
+/// Mean of `f` over the seconds in `set` where it is measurable, each second weighted by
+/// `weight(t)`; `None` when nowhere. Also the seconds where the level is ≥ 0.5.
 fn mean_over(
     set: &[u32],
     rows: &BTreeMap<u32, &TimeseriesRow>,
     sig: &BTreeMap<u32, &SignalRow>,
     f: &LevelFn,
+    weight: &dyn Fn(u32) -> f64,
 ) -> Option<(f64, Vec<u32>)> {
     let mut sum = 0.0;
-    let mut n = 0usize;
+    let mut n = 0.0;
     let mut present = Vec::new();
     for t in set {
         let Some(r) = rows.get(t) else { continue };
         if let Some(l) = f(r, sig.get(t).copied()) {
             let l = clamp01(l);
-            sum += l;
-            n += 1;
+            let w = weight(*t);
+            sum += w * l;
+            n += w;
             if l >= 0.5 {
                 present.push(*t);
             }
         }
     }
-    (n > 0).then(|| (sum / n as f64, present))
+    (n > 0.0).then(|| (sum / n, present))
 }
 
 /// Averages a signal over the suspect seconds (where recorded).
@@ -381,14 +388,16 @@ pub fn attribute(
             kind: CauseKind::GeneratorBound,
             absolute: true,
             needs: "",
+            // late beyond the limit *and* late enough to account for the second's latency (a
+            // service freeze also delays sends a little while connections are opened; then the
+            // latency is far above the lag), or out of CPU, or refusing requests
             level: Box::new(move |r, _| {
-                Some(
-                    if r.lag_p99_ms > lag || r.generator_cpu_pct > gcpu || r.overflow > 0 {
-                        1.0
-                    } else {
-                        0.0
-                    },
-                )
+                let late = r.lag_p99_ms > lag && r.lag_p99_ms >= 0.5 * r.p99_ms;
+                Some(if late || r.generator_cpu_pct > gcpu || r.overflow > 0 {
+                    1.0
+                } else {
+                    0.0
+                })
             }),
         },
         Probe {
@@ -533,8 +542,13 @@ pub fn attribute(
 
     let mut causes: Vec<Cause> = Vec::new();
     let mut near_miss: Option<(CauseKind, f64)> = None;
+    // suspect seconds weigh by their bad requests (+1, so a freeze with few completions counts):
+    // a cause present where most requests went wrong outranks one present at the edges
+    let bad_of: BTreeMap<u32, f64> = bad.iter().copied().collect();
+    let w_s = |t: u32| bad_of.get(&t).copied().unwrap_or(0.0) + 1.0;
+    let w_r = |_: u32| 1.0;
     for p in &probes {
-        let Some((ls, present)) = mean_over(&s_set, &rows, &sig, &p.level) else {
+        let Some((ls, present)) = mean_over(&s_set, &rows, &sig, &p.level, &w_s) else {
             if !p.needs.is_empty() && !sig.is_empty() && !s_set.is_empty() {
                 not_sampled.push(format!(
                     "{:?}: not checked ({} not recorded)",
@@ -547,7 +561,7 @@ pub fn attribute(
             ls
         } else {
             let lr = if r_set.len() >= 3 {
-                mean_over(&r_set, &rows, &sig, &p.level)
+                mean_over(&r_set, &rows, &sig, &p.level, &w_r)
                     .map(|x| x.0)
                     .unwrap_or(0.0)
             } else {
