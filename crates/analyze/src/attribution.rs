@@ -20,6 +20,10 @@
 //!    seconds where their signal was present; when none does, the answer is
 //!    [`CauseKind::Unexplained`] with the best near-miss as evidence.
 //!
+//! Other processes' CPU counts toward a host stall only in proportion to the scheduling delay the
+//! control saw (≥ 25 ms = full), so a host busy with other work that still answers promptly is
+//! not blamed.
+//!
 //! Generator-bound and database-down are absolute (a fact, not a contrast): their level in `S`
 //! is their score. A second is generator-bound when its schedule lag p99 exceeds the plan's limit
 //! *and* is at least half its latency p99 (the generator's lateness accounts for the latency;
@@ -510,18 +514,30 @@ pub fn attribute(
             kind: CauseKind::HostStall,
             absolute: false,
             needs: "host CPU and the control",
-            level: Box::new(|_, s| {
+            // the control (a trivial process at the stack's priority) accounts for the second's
+            // latency: its slowest probe is comparable to the requests' p99, or it missed. Other
+            // processes' CPU counts in proportion to that delay, so a host busy with other work
+            // that still answers promptly is not blamed for a stack's own slowness.
+            level: Box::new(|r, s| {
                 let s = s?;
                 let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
-                let other = s.other_cpu_pct.map(|o| clamp01((o / cores - 0.1) / 0.3));
-                let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
+                let scale = (0.5 * r.p99_ms).max(25.0);
                 let control = s.control_probes.map(|_| {
                     if s.control_misses.unwrap_or(0) > 0 {
                         1.0
                     } else {
-                        clamp01((s.control_max_ms.unwrap_or(0.0) - 50.0) / 150.0)
+                        clamp01(s.control_max_ms.unwrap_or(0.0) / scale)
                     }
                 });
+                let starved = match (control, s.run_queue_max, s.host_cpus) {
+                    (Some(c), _, _) => c,
+                    (None, Some(q), Some(n)) if n > 0.0 => clamp01((q / n - 1.0) / 2.0),
+                    _ => 0.0,
+                };
+                let other = s
+                    .other_cpu_pct
+                    .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
+                let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
                 [other, steal, control]
                     .into_iter()
                     .flatten()
@@ -1204,7 +1220,8 @@ mod tests {
             s.other_cpu_pct = Some(120.0);
             s.host_busy_pct = Some(200.0);
             s.run_queue_max = Some(8.0);
-            s.control_max_ms = Some(60.0);
+            // the control, one scheduling hop, waited about half as long as the requests
+            s.control_max_ms = Some(400.0);
         });
         let a = top(&rows, &sig);
         assert_top(&a, CauseKind::HostStall);
@@ -1214,6 +1231,27 @@ mod tests {
                 .evidence
                 .iter()
                 .any(|e| e.contains("outside the run")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn a_busy_host_that_answers_promptly_is_not_blamed() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for s in sig.iter_mut() {
+            s.other_cpu_pct = Some(150.0); // other work all along
+            s.host_busy_pct = Some(200.0);
+            s.control_max_ms = Some(5.0);
+        }
+        at(&mut sig, |s| {
+            s.pg_active = Some(16.0);
+            s.pg_lock = Some(14.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbLockWait);
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
             "{a:#?}"
         );
     }

@@ -246,7 +246,16 @@ pub fn measure(
     }
     signals.push_resources(&rest);
     rec.signals(signals.stop());
-    let signal_notes = signals.notes();
+    let mut signal_notes = signals.notes();
+    let cost = signals.cost();
+    signal_notes.push(format!(
+        "the signal sampler used {:.2}% of a core ({:.2} s in its threads, {:.2} s in the control, {:.2} s in its PostgreSQL backend over {:.0} s)",
+        cost.cpu_pct(),
+        cost.threads_cpu_s,
+        cost.control_cpu_s,
+        cost.postgres_cpu_s,
+        cost.wall_s
+    ));
     rec.add_resources(rest);
     rec.finish();
     let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -193,7 +193,12 @@ fn sleep_until(t0: Instant, at: Duration) {
 
 fn check(dir: &Path, want: &str) {
     let (list, verdict, text) = causes(dir);
-    assert_eq!(verdict, "failed", "the fault should fail the shelf: {text}");
+    // failed, or invalid when the fault also made the generator late (a host hog can): either
+    // way the shelf is not valid and its attribution must name the injected cause
+    assert!(
+        verdict == "failed" || verdict == "invalid",
+        "the fault should fail the shelf, got {verdict}: {text}"
+    );
     assert_eq!(
         list.first().map(|c| c.0.as_str()),
         Some(want),

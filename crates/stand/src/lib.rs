@@ -65,7 +65,7 @@ pub use process::{
     sweep_stale, which, StopReport,
 };
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
-pub use signals::{SignalConfig, SignalSampler};
+pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
     Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,

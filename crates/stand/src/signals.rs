@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -451,6 +451,50 @@ struct Shared {
     sealed: Mutex<Vec<SignalRow>>,
     stop: AtomicBool,
     notes: Mutex<Vec<String>>,
+    /// CPU time of the sampler's own threads, ns (each adds its own at exit).
+    threads_cpu_ns: AtomicU64,
+    /// CPU time of the PostgreSQL backend serving the sampler, ns (read at exit, same host).
+    pg_backend_cpu_ns: AtomicU64,
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A process's CPU time (utime + stime), ns; `None` when it is gone or not visible.
+fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let st = procfs::read_stat(pid)?;
+    Some(st.cpu_ticks() * 1_000_000_000 / procfs::clk_tck())
+}
+
+/// What the signal sampler itself cost, measured at [`SignalSampler::stop`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SamplerCost {
+    /// Wall time sampled, s.
+    pub wall_s: f64,
+    /// CPU of the sampler's threads in this process, s.
+    pub threads_cpu_s: f64,
+    /// CPU of the control child (serving and probing itself), s.
+    pub control_cpu_s: f64,
+    /// CPU of the PostgreSQL backend answering the wait-event queries, s.
+    pub postgres_cpu_s: f64,
+}
+
+impl SamplerCost {
+    /// Total CPU, % of one core over the wall time.
+    pub fn cpu_pct(&self) -> f64 {
+        if self.wall_s <= 0.0 {
+            return 0.0;
+        }
+        (self.threads_cpu_s + self.control_cpu_s + self.postgres_cpu_s) / self.wall_s * 100.0
+    }
 }
 
 impl Shared {
@@ -468,6 +512,7 @@ pub struct SignalSampler {
     threads: Vec<JoinHandle<()>>,
     control: Option<Child>,
     run_start: Instant,
+    cost: SamplerCost,
 }
 
 impl SignalSampler {
@@ -478,6 +523,8 @@ impl SignalSampler {
             sealed: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             notes: Mutex::new(Vec::new()),
+            threads_cpu_ns: AtomicU64::new(0),
+            pg_backend_cpu_ns: AtomicU64::new(0),
         });
         let mut threads = Vec::new();
         let mut control = None;
@@ -499,6 +546,8 @@ impl SignalSampler {
                                         sh.joiner.lock().expect("joiner").push_control(t, lat);
                                     }
                                 }
+                                sh.threads_cpu_ns
+                                    .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
                             })
                             .expect("spawning a thread"),
                     );
@@ -516,7 +565,11 @@ impl SignalSampler {
             threads.push(
                 std::thread::Builder::new()
                     .name("signals-host".into())
-                    .spawn(move || host_loop(run_start, cfg, sh))
+                    .spawn(move || {
+                        host_loop(run_start, cfg, sh.clone());
+                        sh.threads_cpu_ns
+                            .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                    })
                     .expect("spawning a thread"),
             );
         }
@@ -530,7 +583,11 @@ impl SignalSampler {
             threads.push(
                 std::thread::Builder::new()
                     .name("signals-pg".into())
-                    .spawn(move || fast_loop(run_start, db, sh))
+                    .spawn(move || {
+                        fast_loop(run_start, db, sh.clone());
+                        sh.threads_cpu_ns
+                            .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                    })
                     .expect("spawning a thread"),
             );
         }
@@ -539,7 +596,14 @@ impl SignalSampler {
             threads,
             control,
             run_start,
+            cost: SamplerCost::default(),
         }
+    }
+
+    /// The sampler's own CPU (valid after [`SignalSampler::stop`]). The stack's side of the
+    /// `/metrics` scrapes is inside the stack's CPU and not separated here.
+    pub fn cost(&self) -> SamplerCost {
+        self.cost
     }
 
     /// Feeds the resource sampler's samples (CPU of the stack, PostgreSQL and generator), so
@@ -565,6 +629,7 @@ impl SignalSampler {
     pub fn stop(&mut self) -> Vec<SignalRow> {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(mut c) = self.control.take() {
+            self.cost.control_cpu_s = process_cpu_ns(c.id()).unwrap_or(0) as f64 / 1e9;
             // our own child, by its handle (pid)
             let _ = c.kill();
             let _ = c.wait();
@@ -572,8 +637,11 @@ impl SignalSampler {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        self.cost.wall_s = self.run_start.elapsed().as_secs_f64();
+        self.cost.threads_cpu_s = self.shared.threads_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        self.cost.postgres_cpu_s =
+            self.shared.pg_backend_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
         let mut rows = self.take_sealed();
-        let _ = self.run_start;
         rows.extend(self.shared.joiner.lock().expect("joiner").seal(None, 0.0));
         rows
     }
@@ -791,6 +859,7 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
     rt.block_on(async move {
         let mut buf = String::with_capacity(128);
         let mut client: Option<tokio_postgres::Client> = None;
+        let mut backend: Option<u32> = None;
         let mut last_connect: Option<Instant> = None;
         let mut prev_counters: Option<(f64, i64, f64, i64, i64)> = None;
         let mut i: u64 = 1;
@@ -799,6 +868,9 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
             i += 1;
             loop {
                 if sh.stop.load(Ordering::Relaxed) {
+                    if let Some(ns) = backend.and_then(process_cpu_ns) {
+                        sh.pg_backend_cpu_ns.fetch_add(ns, Ordering::Relaxed);
+                    }
                     return;
                 }
                 let now = Instant::now();
@@ -826,7 +898,18 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                 {
                     last_connect = Some(Instant::now());
                     match connect(cfg).await {
-                        Ok(c) => client = Some(c),
+                        Ok(c) => {
+                            // its CPU is the sampler's cost on PostgreSQL's side (same host)
+                            if let Some(ns) = backend.and_then(process_cpu_ns) {
+                                sh.pg_backend_cpu_ns.fetch_add(ns, Ordering::Relaxed);
+                            }
+                            backend = c
+                                .query_one("select pg_backend_pid()", &[])
+                                .await
+                                .ok()
+                                .map(|r| r.get::<_, i32>(0) as u32);
+                            client = Some(c);
+                        }
                         Err(e) => sh.note(format!(
                             "PostgreSQL sampler could not connect at least once: {e}"
                         )),
