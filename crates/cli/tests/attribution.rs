@@ -12,8 +12,8 @@
 //!   10 s (psql, started and ended by this test) → `db_lock_wait`;
 //! * `quota`: the plan limits the stack to 0.2 CPU and offers more than that serves →
 //!   `stack_throttled`;
-//! * `hog`: busy loops outside the run, one per CPU plus one, children of this test killed by
-//!   pid → `host_stall`;
+//! * `hog`: busy loops outside the run at nice −5 (above the stack and PostgreSQL, below the
+//!   generator's −10), one per CPU plus two, children of this test killed by pid → `host_stall`;
 //! * `commit`: `commit_delay = 100 ms` (ALTER SYSTEM + reload, reset afterwards): every commit's
 //!   WAL flush waits 100 ms holding WALWriteLock, the next committers queue on `LWLock:WALWrite`
 //!   → `db_io`. (A slowed fsync would need a device-mapper delay target; commit_delay lengthens the
@@ -257,8 +257,11 @@ fn cpu_hogs_outside_the_run_are_a_host_stall() {
         sleep_until(t0, Duration::from_secs(8));
         let mut hogs: Vec<Child> = (0..n)
             .map(|_| {
-                Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
+                // nice -5: above the stack and PostgreSQL (0), below the generator (-10). At
+                // nice 0 the scheduler's wake-up preemption lets the stack through and the
+                // shelf stays valid on 2 cores: a hog must outweigh the stack to hurt it.
+                Command::new("nice")
+                    .args(["-n", "-5", "sh", "-c", "while :; do :; done"])
                     .spawn()
                     .expect("hog")
             })
