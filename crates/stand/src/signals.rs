@@ -858,7 +858,13 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
     };
     rt.block_on(async move {
         let mut buf = String::with_capacity(128);
-        let mut client: Option<tokio_postgres::Client> = None;
+        // prepared once per connection: planning the query 10 times a second would cost
+        // PostgreSQL more than executing it
+        let mut client: Option<(
+            tokio_postgres::Client,
+            tokio_postgres::Statement,
+            tokio_postgres::Statement,
+        )> = None;
         let mut backend: Option<u32> = None;
         let mut last_connect: Option<Instant> = None;
         let mut prev_counters: Option<(f64, i64, f64, i64, i64)> = None;
@@ -890,7 +896,7 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                 }
             }
             let Some(cfg) = &db else { continue };
-            if client.as_ref().map(|c| c.is_closed()).unwrap_or(true) {
+            if client.as_ref().map(|c| c.0.is_closed()).unwrap_or(true) {
                 client = None;
                 if last_connect
                     .map(|l| l.elapsed() >= Duration::from_secs(1))
@@ -908,7 +914,12 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                                 .await
                                 .ok()
                                 .map(|r| r.get::<_, i32>(0) as u32);
-                            client = Some(c);
+                            match (c.prepare(WAITS_SQL).await, c.prepare(COUNTERS_SQL).await) {
+                                (Ok(w), Ok(k)) => client = Some((c, w, k)),
+                                (Err(e), _) | (_, Err(e)) => sh.note(format!(
+                                    "PostgreSQL sampler could not prepare its queries: {e}"
+                                )),
+                            }
                         }
                         Err(e) => sh.note(format!(
                             "PostgreSQL sampler could not connect at least once: {e}"
@@ -916,12 +927,12 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                     }
                 }
             }
-            let Some(c) = &client else {
+            let Some((c, waits_stmt, counters_stmt)) = &client else {
                 sh.joiner.lock().expect("joiner").push_pg_sample(t, None);
                 continue;
             };
             let waits =
-                tokio::time::timeout(Duration::from_millis(500), c.query(WAITS_SQL, &[])).await;
+                tokio::time::timeout(Duration::from_millis(500), c.query(waits_stmt, &[])).await;
             match waits {
                 Ok(Ok(rows)) => {
                     let v: Vec<(Option<String>, Option<String>, i64)> = rows
@@ -941,7 +952,7 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
             if i % 10 == 0 {
                 let q = tokio::time::timeout(
                     Duration::from_millis(500),
-                    c.query_one(COUNTERS_SQL, &[]),
+                    c.query_one(counters_stmt, &[]),
                 )
                 .await;
                 if let Ok(Ok(r)) = q {
