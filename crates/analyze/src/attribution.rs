@@ -464,14 +464,22 @@ pub fn attribute(
             kind: CauseKind::DbPoolExhausted,
             absolute: false,
             needs: "the stack's /metrics (DB pool)",
-            level: Box::new(|_, s| {
+            level: Box::new(|r, s| {
                 let s = s?;
+                // time spent acquiring (pgxpool, HikariCP) per completed request, against the
+                // second's p99: waiting for a connection accounts for the latency
+                let waited = match s.pool_wait_ms {
+                    Some(w) if r.achieved_rps > 0 => {
+                        clamp01(w / r.achieved_rps as f64 / (0.1 * r.p99_ms).max(1.0))
+                    }
+                    _ => 0.0,
+                };
                 let full = match (s.pool_in_use, s.pool_max) {
                     (Some(u), Some(m)) if m > 0.0 => u >= 0.95 * m,
                     _ => false,
                 };
                 let pending = s.pool_pending.map(|p| p >= 1.0).unwrap_or(false);
-                if s.pool_max.is_none() && s.pool_pending.is_none() {
+                if s.pool_max.is_none() && s.pool_pending.is_none() && s.pool_wait_ms.is_none() {
                     return None;
                 }
                 // a pool full of connections whose backends wait in PostgreSQL is a symptom of
@@ -487,7 +495,8 @@ pub fn attribute(
                     ),
                     _ => 0.0,
                 };
-                Some(if full || pending { 1.0 - waiting } else { 0.0 })
+                let flag: f64 = if full || pending { 1.0 } else { 0.0 };
+                Some(flag.max(waited) * (1.0 - waiting))
             }),
         },
         Probe {
@@ -802,6 +811,23 @@ fn evidence(
             }
             if let Some(p) = maxof(s, sig, |x| x.pool_pending) {
                 v.push(format!("up to {p:.0} requests waiting for a connection"));
+            }
+            let (w, n): (f64, u64) = s
+                .iter()
+                .filter_map(|t| Some((sig.get(t)?.pool_wait_ms?, rows.get(t)?.achieved_rps)))
+                .fold((0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            if n > 0 && w > 0.0 {
+                v.push(format!(
+                    "requests waited {:.1} ms on average to acquire a connection",
+                    w / n as f64
+                ));
+            }
+            let empty: u64 = s
+                .iter()
+                .filter_map(|t| sig.get(t)?.pool_empty_acquires)
+                .sum();
+            if empty > 0 {
+                v.push(format!("{empty} acquires found the pool empty"));
             }
             v.push("often a symptom: see the database's waits".into());
         }
@@ -1210,6 +1236,30 @@ mod tests {
             s.pool_pending = Some(40.0);
         });
         assert_top(&top(&rows, &sig), CauseKind::DbPoolExhausted);
+    }
+
+    #[test]
+    fn pool_acquire_wait_accounts_for_the_latency() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for s in sig.iter_mut() {
+            s.pool_wait_ms = Some(200.0); // 0.2 ms per request normally
+        }
+        at(&mut sig, |s| {
+            s.pool_in_use = Some(42.0);
+            s.pool_wait_ms = Some(120_000.0); // 400 ms per request in the freeze
+            s.pool_empty_acquires = Some(1000);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbPoolExhausted);
+        assert!(
+            a.top()
+                .unwrap()
+                .evidence
+                .iter()
+                .any(|e| e.contains("to acquire")),
+            "{a:#?}"
+        );
     }
 
     #[test]
