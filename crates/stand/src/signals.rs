@@ -65,6 +65,10 @@ impl SignalConfig {
     }
 }
 
+/// One wait-event group of a 100 ms sample: `(wait_event_type, wait_event, backends)`; `None`
+/// type = not waiting (on CPU).
+pub type WaitCount = (Option<String>, Option<String>, i64);
+
 /// Mean-per-sample accumulation of PostgreSQL wait-event counts in one second.
 #[derive(Debug, Clone, Default)]
 struct PgAcc {
@@ -142,11 +146,7 @@ impl Joiner {
 
     /// One 100 ms wait-event sample at `t`: `(wait_event_type, wait_event, count)` of active
     /// client backends; `None` when PostgreSQL could not be reached.
-    pub fn push_pg_sample(
-        &mut self,
-        t: f64,
-        rows: Option<&[(Option<String>, Option<String>, i64)]>,
-    ) {
+    pub fn push_pg_sample(&mut self, t: f64, rows: Option<&[WaitCount]>) {
         let Some(a) = self.acc(t) else { return };
         let Some(rows) = rows else {
             a.pg.failed += 1;
@@ -935,7 +935,7 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                 tokio::time::timeout(Duration::from_millis(500), c.query(waits_stmt, &[])).await;
             match waits {
                 Ok(Ok(rows)) => {
-                    let v: Vec<(Option<String>, Option<String>, i64)> = rows
+                    let v: Vec<WaitCount> = rows
                         .iter()
                         .map(|r| (r.get(0), r.get(1), r.get(2)))
                         .collect();
@@ -949,7 +949,7 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                     continue;
                 }
             }
-            if i % 10 == 0 {
+            if i.is_multiple_of(10) {
                 let q = tokio::time::timeout(
                     Duration::from_millis(500),
                     c.query_one(counters_stmt, &[]),
