@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod attribution;
 mod capacity;
 mod closed;
 mod criteria;
@@ -28,6 +29,10 @@ mod stats;
 mod verdict;
 mod warning;
 
+pub use attribution::{
+    attribute, attribute_analysis, context_of, over_slo_estimate, Attribution, AttributionContext,
+    Cause, CauseKind, Freeze, MIN_SCORE,
+};
 pub use capacity::{
     interval as capacity_interval, isotonic, Bracket, CapacityInterval, Fit, Knee, Observation,
     CLIFF_RATIO,

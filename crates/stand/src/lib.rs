@@ -34,13 +34,16 @@
 #![warn(missing_docs)]
 
 mod cgroup;
+pub mod control;
 mod db;
 mod env;
 mod error;
+pub mod hostprobe;
 mod pg;
 mod process;
 pub mod procfs;
 mod sampler;
+pub mod signals;
 mod stack;
 
 pub use ceiling_metrics::{Limits, LimitsApplied, Role};
@@ -61,6 +64,7 @@ pub use process::{
     sweep_stale, which, StopReport,
 };
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
+pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
     Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,
@@ -295,12 +299,14 @@ impl Stand {
                 s.cgroup().map(|c| c.probe()),
             ));
         }
-        if let Some(pg) = &self.pg {
-            v.push(SampleTarget::tree(
-                Role::Postgres,
-                pg.pid(),
-                pg.cgroup().map(|c| c.probe()),
-            ));
+        // the admin connection lets the signal sampler read every backend's wait events
+        let admin = self.admin.config.clone();
+        match &self.pg {
+            Some(pg) => v.push(
+                SampleTarget::tree(Role::Postgres, pg.pid(), pg.cgroup().map(|c| c.probe()))
+                    .with_db(admin),
+            ),
+            None => v.push(SampleTarget::process(Role::Postgres, 0).with_db(admin)),
         }
         if let Some(g) = generator_pid {
             v.push(SampleTarget::process(Role::Generator, g));
