@@ -123,6 +123,10 @@ pub struct ProbeVerdict {
     /// The recovery that followed this probe (failed or invalid probes only).
     #[serde(default)]
     pub recovery: Option<Recovery>,
+    /// Why it failed, from the attribution of its recorded signals (failed or invalid probes
+    /// run with signals only).
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 impl ProbeVerdict {
@@ -155,6 +159,7 @@ impl ProbeVerdict {
             generator_cpu_pct: s.generator_cpu_mean,
             started_s: 0.0,
             recovery: None,
+            why: s.attribution.as_ref().map(|a| a.summary.clone()),
         }
     }
     /// The stack held the SLO at this rate: search higher.
@@ -487,6 +492,9 @@ pub struct SearchOutcome {
     pub interval: Option<CapacityInterval>,
     /// The SLO term that bound the ceiling (largest margin at the lowest failing rate).
     pub binding: Option<String>,
+    /// Why the probes at the lowest failing rate failed (their attribution), when recorded.
+    #[serde(default)]
+    pub cause: Option<String>,
     /// The tolerance asked for (half-width as a fraction of the estimate).
     pub tolerance: f64,
     /// Why the loop ended.
@@ -534,6 +542,12 @@ impl SearchOutcome {
             _ => None,
         };
         let binding = lowest_fail.and_then(|r| binding_term(&probes, r));
+        let cause = lowest_fail.and_then(|r| {
+            probes
+                .iter()
+                .filter(|p| p.failed() && (p.rate - r).abs() <= 1e-9 * r.max(1.0))
+                .find_map(|p| p.why.clone())
+        });
         SearchOutcome {
             probes,
             confirms,
@@ -542,6 +556,7 @@ impl SearchOutcome {
             ceiling_rps: ceiling,
             interval,
             binding,
+            cause,
             tolerance,
             stop,
             elapsed_s,

@@ -449,6 +449,10 @@ pub fn search_table(a: &StackAnalysis) -> Table {
             s.elapsed_s / 60.0,
             s.stop
         ));
+        if let Some(c) = &s.cause {
+            t.notes
+                .push(format!("why the lowest failing rate failed: {c}"));
+        }
         t.notes.push("margin = measured / limit of each SLO term (p99 / limit, errors / max, throughput shortfall / stability); the ceiling is where the isotonic fit of the margins crosses 1; the interval is a bootstrap over the probes (docs/architecture.md)".into());
     }
     t

@@ -362,6 +362,9 @@ impl Searcher<'_> {
             };
             let mut v = self.run_one(&plan, kind, rate)?;
             (self.log)(&format!("  {}", v.summary()));
+            if let Some(w) = v.why.as_ref().filter(|_| !v.passed()) {
+                (self.log)(&format!("    why: {w}"));
+            }
             if v.passed() {
                 self.probes.push(v);
                 return Ok(true);
