@@ -457,10 +457,9 @@ fn curve_chart(a: &StackAnalysis) -> String {
     }
     if let Some(se) = &a.search {
         let probes: Vec<_> = se
-            .repeats
+            .probes
             .iter()
-            .flat_map(|r| r.probes.iter())
-            .filter(|p| p.achieved_rps > 0.0)
+            .filter(|p| p.kind != ceiling_analyze::ProbeKind::Check && p.achieved_rps > 0.0)
             .collect();
         if !probes.is_empty() {
             let mut l = Line::line(
@@ -492,7 +491,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let est = a.search.as_ref().and_then(|s| s.estimate.as_ref());
+            let est = a.search.as_ref().and_then(|s| s.interval.as_ref());
             let note = if a.ceiling.found {
                 format!(
                     "{} RPS · p99 {}{}{}",
@@ -514,7 +513,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
             Bar {
                 label: a.stack.clone(),
                 value: a.ceiling.rps,
-                range: est.and_then(|e| e.ci95.map(|_| (e.ci_low(), e.ci_high()))),
+                range: est.and_then(|i| i.hi.is_finite().then_some((i.lo, i.hi))),
                 color: PALETTE[i % PALETTE.len()].into(),
                 note,
                 marker: a.ceiling.found.then_some(a.ceiling.working_load_rps),
@@ -524,7 +523,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
     out.push(svg::bar_chart(
         &format!("Ceiling by stack: {metric}"),
         &format!(
-            "Mean throughput of the last valid shelf; dashed tick = working load ({}); whiskers = 95% CI of repeated searches.",
+            "Mean throughput of the last valid shelf; dashed tick = working load ({}); whiskers = 95% interval of a capacity search.",
             fmt::frac_pct(r.plan.criteria.working_load)
         ),
         "requests per second",
