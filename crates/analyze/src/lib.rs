@@ -27,6 +27,7 @@ mod search;
 mod shelf;
 mod stats;
 mod verdict;
+mod warning;
 
 pub use attribution::{
     attribute, attribute_analysis, context_of, over_slo_estimate, Attribution, AttributionContext,
@@ -52,6 +53,7 @@ pub use shelf::{
 };
 pub use stats::{mean, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
+pub use warning::{Warning, WarningKind};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! CPU and memory over a window, from the stand's resource samples.
 
-use ceiling_metrics::ResourceSample;
+use ceiling_metrics::{ResourceSample, Role};
 use serde::{Deserialize, Serialize};
 
 /// One sampled process tree (`stack`, `postgres`, `generator`) over a window.
@@ -26,7 +26,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// `None` when there is none.
 pub fn window_of(
     samples: &[ResourceSample],
-    who: &str,
+    who: Role,
     start: f64,
     end: f64,
 ) -> Option<ResourceWindow> {

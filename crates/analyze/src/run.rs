@@ -7,7 +7,8 @@ use crate::layout::{shelf_specs, ShelfSpec};
 use crate::search::{SearchOutcome, SearchStatus};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
 use crate::verdict::{fmt_ms, Verdict};
-use ceiling_metrics::{ResourceSample, Second};
+use crate::warning::{Warning, WarningKind};
+use ceiling_metrics::{ResourceSample, Role, Second};
 use ceiling_plan::Plan;
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +27,7 @@ pub struct RunAccumulator {
     resources: Vec<ResourceSample>,
     last_t: Option<u32>,
     seconds: u64,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 impl RunAccumulator {
@@ -103,11 +104,14 @@ impl RunAccumulator {
                 && !self
                     .warnings
                     .iter()
-                    .any(|w| w.starts_with("seconds out of order"))
+                    .any(|w| w.kind == WarningKind::SecondsOutOfOrder)
             {
-                self.warnings.push(format!(
-                    "seconds out of order (t={} after t={l}); the analysis assumes order",
-                    s.t
+                self.warnings.push(Warning::new(
+                    WarningKind::SecondsOutOfOrder,
+                    format!(
+                        "seconds out of order (t={} after t={l}); the analysis assumes order",
+                        s.t
+                    ),
                 ));
             }
         }
@@ -158,11 +162,16 @@ impl RunAccumulator {
             .collect();
         let mut a = StackAnalysis::from_shelves(&self.stack, self.criteria, shelves);
         if self.seconds == 0 {
-            a.warnings.insert(0, "no seconds were recorded".into());
+            a.warnings.insert(
+                0,
+                Warning::new(WarningKind::NoSeconds, "no seconds were recorded"),
+            );
         }
-        if !self.resources.iter().any(|r| r.who == "stack") && self.seconds > 0 {
-            a.warnings
-                .push("no resource samples of the stack: CPU and RAM are unknown".into());
+        if !self.resources.iter().any(|r| r.who == Role::Stack) && self.seconds > 0 {
+            a.warnings.push(Warning::new(
+                WarningKind::NoResourceSamples,
+                "no resource samples of the stack: CPU and RAM are unknown",
+            ));
         }
         let mut w = self.warnings;
         w.append(&mut a.warnings);
@@ -243,7 +252,7 @@ pub struct StackAnalysis {
     pub search: Option<SearchOutcome>,
     /// Things a reader should know.
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 struct Candidate {
@@ -263,13 +272,16 @@ impl StackAnalysis {
         let ceiling = ceiling_of(&criteria, &shelves, &levels);
         let mut warnings = Vec::new();
         if ceiling.found && !ceiling.bracketed {
-            warnings.push(format!(
+            warnings.push(Warning::new(WarningKind::NotBracketed, format!(
                 "ceiling not bracketed: no shelf after `{}` failed, so the stack may sustain more than the plan offered",
                 ceiling.label.as_deref().unwrap_or("?")
-            ));
+            )));
         }
         if !ceiling.failed_before.is_empty() {
-            warnings.push("non-monotonic: a shelf failed before the last valid one".into());
+            warnings.push(Warning::new(
+                WarningKind::NonMonotonic,
+                "non-monotonic: a shelf failed before the last valid one",
+            ));
         }
         let gb: Vec<String> = shelves
             .iter()
@@ -277,19 +289,19 @@ impl StackAnalysis {
             .map(|s| s.label.clone())
             .collect();
         if !gb.is_empty() {
-            warnings.push(format!(
+            warnings.push(Warning::new(WarningKind::GeneratorBound, format!(
                 "generator-bound (invalid, not failed): {} — give the generator more CPU/connections or lower the rate",
                 gb.join(", ")
-            ));
+            )));
         }
         for l in &levels {
             if !l.with_errors.is_empty() {
-                warnings.push(format!(
+                warnings.push(Warning::new(WarningKind::RepetitionErrors, format!(
                     "{}: repetition{} {} had errors (source 003 kept only error-free runs; both aggregates reported, the error-free one first)",
                     l.label,
                     if l.with_errors.len() == 1 { "" } else { "s" },
                     l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", ")
-                ));
+                )));
             }
         }
         StackAnalysis {
@@ -311,16 +323,12 @@ impl StackAnalysis {
         let first = parts.first()?;
         let stack = first.stack.clone();
         let criteria = first.criteria.clone();
-        let mut warnings: Vec<String> = Vec::new();
+        let mut warnings: Vec<Warning> = Vec::new();
         let mut shelves = Vec::new();
         for p in parts {
             for w in p.warnings {
                 // Warnings `from_shelves` derives are recomputed below; keep the others once.
-                let derived = w.starts_with("ceiling not bracketed")
-                    || w.starts_with("non-monotonic")
-                    || w.starts_with("generator-bound")
-                    || w.contains("had errors (source 003");
-                if !derived && !warnings.contains(&w) {
+                if !w.kind.is_derived() && !warnings.contains(&w) {
                     warnings.push(w);
                 }
             }
@@ -348,9 +356,10 @@ impl StackAnalysis {
         }
         let mut a = StackAnalysis::from_shelves(stack, criteria, shelves);
         a.warnings.retain(|w| {
-            !w.starts_with("ceiling not bracketed")
-                && !w.starts_with("non-monotonic")
-                && !w.starts_with("generator-bound")
+            !matches!(
+                w.kind,
+                WarningKind::NotBracketed | WarningKind::NonMonotonic | WarningKind::GeneratorBound
+            )
         });
         let valid: Vec<&ShelfResult> = a.shelves.iter().filter(|s| s.is_valid()).collect();
         let avg = |f: &dyn Fn(&ShelfResult) -> Option<f64>| {
@@ -380,18 +389,25 @@ impl StackAnalysis {
         c.summary = format!("capacity search: {}", outcome.describe());
         match outcome.status {
             SearchStatus::Narrowed => {}
-            SearchStatus::Bracketed => a.warnings.push(format!(
-                "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
-                outcome.tolerance * 100.0,
-                outcome.stop
+            SearchStatus::Bracketed => a.warnings.push(Warning::new(
+                WarningKind::SearchNotNarrowed,
+                format!(
+                    "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
+                    outcome.tolerance * 100.0,
+                    outcome.stop
+                ),
             )),
-            st if st.is_lower_bound() => a.warnings.push(format!(
-                "search not bracketed: {:.0} RPS is a lower bound ({})",
-                outcome.ceiling_rps, outcome.stop
+            st if st.is_lower_bound() => a.warnings.push(Warning::new(
+                WarningKind::SearchNotBracketed,
+                format!(
+                    "search not bracketed: {:.0} RPS is a lower bound ({})",
+                    outcome.ceiling_rps, outcome.stop
+                ),
             )),
-            _ => a
-                .warnings
-                .push(format!("search found no ceiling: {}", outcome.stop)),
+            _ => a.warnings.push(Warning::new(
+                WarningKind::SearchNotBracketed,
+                format!("search found no ceiling: {}", outcome.stop),
+            )),
         }
         a.search = Some(outcome);
         a

@@ -5,7 +5,7 @@ use crate::hist::{ms, percentile_ms, Percentiles, Sparse};
 use crate::layout::ShelfSpec;
 use crate::resources::{window_of, ResourceWindow};
 use crate::verdict::{verdict_of, Reason, Verdict};
-use ceiling_metrics::{merge_into, new_histogram, Counts, Outcome, ResourceSample, Second};
+use ceiling_metrics::{merge_into, new_histogram, Counts, Outcome, ResourceSample, Role, Second};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -650,9 +650,9 @@ fn judge(
     let stab = stability(&m.kept, c);
 
     let win = kept_start.zip(kept_end);
-    let stack = win.and_then(|(a, b)| window_of(resources, "stack", a, b));
-    let postgres = win.and_then(|(a, b)| window_of(resources, "postgres", a, b));
-    let generator = win.and_then(|(a, b)| window_of(resources, "generator", a, b));
+    let stack = win.and_then(|(a, b)| window_of(resources, Role::Stack, a, b));
+    let postgres = win.and_then(|(a, b)| window_of(resources, Role::Postgres, a, b));
+    let generator = win.and_then(|(a, b)| window_of(resources, Role::Generator, a, b));
     let cpu_per = |w: &Option<ResourceWindow>| {
         w.as_ref()
             .filter(|_| requests > 0)

@@ -1,7 +1,7 @@
 //! Tests on synthetic runs: seconds built with known histograms.
 
 use crate::*;
-use ceiling_metrics::{record_us, Outcome, Phase, ResourceSample, Second};
+use ceiling_metrics::{record_us, Outcome, Phase, ResourceSample, Role, Second};
 use ceiling_plan::{parse_plan, Plan};
 use std::path::Path;
 
@@ -212,7 +212,10 @@ fn trimming_keeps_only_the_window() {
     assert_eq!(a.ceiling.index, Some(2));
     assert!((a.ceiling.rps - 300.0).abs() < 1e-9);
     assert!(!a.ceiling.bracketed);
-    assert!(a.warnings.iter().any(|w| w.contains("not bracketed")));
+    assert!(a
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::NotBracketed && w.message.contains("not bracketed")));
 }
 
 #[test]
@@ -306,7 +309,10 @@ fn last_valid_even_after_a_failure_and_the_zero_case() {
     let a = analyse(&p, &secs, vec![]);
     assert_eq!(a.ceiling.index, Some(2));
     assert_eq!(a.ceiling.failed_before, vec![1]);
-    assert!(a.warnings.iter().any(|w| w.contains("non-monotonic")));
+    assert!(a
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::NonMonotonic));
 
     // Nothing passes: "0", bracketed from above by the first shelf.
     let secs = run_plan(&p, 1, |_, st, _, _| {
@@ -511,7 +517,10 @@ fn generator_bound_shelves_are_invalid_not_failed() {
     assert!(a.shelves.iter().all(|s| s.is_generator_bound()));
     assert_eq!(a.ceiling.rps, 0.0);
     assert!(!a.ceiling.bracketed);
-    assert!(a.warnings.iter().any(|w| w.contains("generator-bound")));
+    assert!(a
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::GeneratorBound && w.message.contains("generator-bound")));
 }
 
 #[test]
@@ -551,14 +560,14 @@ fn resources_over_the_window_and_cpu_per_request() {
         let cpu = if (21..=50).contains(&t) { 150.0 } else { 400.0 };
         res.push(ResourceSample {
             t: t as f64,
-            who: "stack".into(),
+            who: Role::Stack,
             cpu_pct: cpu,
             rss_bytes: 100 << 20,
             cgroup_memory_bytes: Some(120 << 20),
         });
         res.push(ResourceSample {
             t: t as f64,
-            who: "postgres".into(),
+            who: Role::Postgres,
             cpu_pct: 50.0,
             rss_bytes: 300 << 20,
             cgroup_memory_bytes: None,
@@ -739,14 +748,17 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
     assert_eq!(ef.n, 2);
     assert!((ef.throughput_rps.mean - 110.0).abs() < 1e-9);
     assert_eq!(l0.headline().unwrap().n, 2);
-    assert!(a.warnings.iter().any(|w| w.contains("had errors")));
+    assert!(a
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::RepetitionErrors));
     // Ceiling: last valid level, mean over its (error-free) repetitions.
     assert_eq!(a.levels[1].verdict, Verdict::Valid);
     assert!((a.ceiling.rps - 440.0).abs() < 1e-9);
     assert_eq!(
         a.warnings
             .iter()
-            .filter(|w| w.contains("c=10: repetition #2 had errors"))
+            .filter(|w| w.message.contains("c=10: repetition #2 had errors"))
             .count(),
         1,
         "{:?}",
@@ -855,7 +867,7 @@ fn probes_for_the_search() {
     assert!(
         sa.warnings
             .iter()
-            .any(|w| w.starts_with("search not narrowed")),
+            .any(|w| w.kind == WarningKind::SearchNotNarrowed),
         "{:?}",
         sa.warnings
     );
@@ -893,7 +905,7 @@ fn analysis_round_trips_through_json() {
         &secs,
         vec![ResourceSample {
             t: 30.0,
-            who: "stack".into(),
+            who: Role::Stack,
             cpu_pct: 10.0,
             rss_bytes: 1 << 20,
             cgroup_memory_bytes: None,

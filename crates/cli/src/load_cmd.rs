@@ -2,10 +2,10 @@
 
 use crate::record::Recorder;
 use anyhow::{bail, Context};
-use ceiling_load::{parse_target, LoadConfig, Summary};
+use ceiling_load::{target_of, LoadConfig, Summary};
 use ceiling_metrics::Outcome;
 use ceiling_plan::{
-    format_duration, parse_duration, pct_name, Arrivals, Model, Plan, RequestSpec, Stage, Template,
+    format_duration, parse_duration, Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage, Template,
 };
 use clap::Args;
 use hdrhistogram::Histogram;
@@ -101,10 +101,10 @@ pub fn url_plan(
     header: &[String],
     body: Option<&str>,
 ) -> anyhow::Result<Plan> {
-    let path = url
-        .strip_prefix("http://")
-        .and_then(|r| r.find('/').map(|i| r[i..].to_string()))
-        .unwrap_or_else(|| "/".into());
+    // Without a plan the URL's whole path (and query) is the one request's path.
+    let path = HttpUrl::parse(url)
+        .map_err(|e| anyhow::anyhow!("--url: {e}"))?
+        .path;
     let mut headers = Vec::new();
     for h in header {
         let (k, v) = h
@@ -216,14 +216,12 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or(plan.target.url.clone())
         .context("no target: pass --url or set target.url in the plan")?;
-    let base = if a.plan.is_none() {
-        // The whole URL path is the request path; the base is just scheme+authority.
-        let rest = url.trim_start_matches("http://");
-        format!("http://{}", rest.split('/').next().unwrap_or(rest))
-    } else {
-        url.clone()
-    };
-    let target = parse_target(&base, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut parsed = HttpUrl::parse(&url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
+    if a.plan.is_none() {
+        // The whole URL path is the request path (see build_plan); the base is just the origin.
+        parsed.path = "/".into();
+    }
+    let target = target_of(&parsed, &url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = a.threads.clamp(1, 64);
@@ -253,7 +251,8 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
     let wall = t0.elapsed().as_secs_f64();
     rec.finish();
-    let report = LoadReport::new(&plan, &url, &summary, cpu, wall);
+    let report = LoadReport::new(&plan, &url, &summary, cpu);
+    let _ = wall;
     if let Some(dir) = &a.out {
         std::fs::write(
             dir.join("summary.json"),
@@ -272,7 +271,12 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         eprintln!("stopped early by signal; the results above cover the time that ran");
         return Ok(ExitCode::from(130));
     }
-    Ok(ExitCode::SUCCESS)
+    // Nothing reached the service: a failed measurement, whatever the numbers say.
+    Ok(if report.no_connection {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn describe(plan: &Plan, url: &str, threads: usize) -> String {
@@ -367,6 +371,9 @@ pub struct LoadReport {
     model: String,
     scaled_by: f64,
     measured_seconds: u32,
+    /// The measured duration the rates are over, seconds: the plan's measured stages when the run
+    /// ran them in full, else the seconds in which requests were offered.
+    measured_duration_s: f64,
     offered: u64,
     offered_rps: f64,
     completed: u64,
@@ -385,6 +392,14 @@ pub struct LoadReport {
     generator_cpu_max_pct: f64,
     generator_bound: bool,
     generator_verdict: String,
+    /// Connections that could not be opened (their requests were never sent).
+    connect_failures: u64,
+    /// The first connection failure, e.g. `connecting to 127.0.0.1:9: Connection refused (os error 111)`.
+    connect_error: Option<String>,
+    /// No request reached the service: every connection attempt failed.
+    no_connection: bool,
+    /// One line: what this result is (the connection failure, generator-bound, or fine).
+    verdict: String,
     stopped_early: bool,
 }
 
@@ -397,8 +412,19 @@ fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<&'static
 }
 
 impl LoadReport {
-    fn new(plan: &Plan, url: &str, s: &Summary, cpu_s: f64, _wall: f64) -> Self {
-        let secs = s.measured_seconds.max(1) as f64;
+    fn new(plan: &Plan, url: &str, s: &Summary, cpu_s: f64) -> Self {
+        // Rates are over the time load was offered: the plan's measured stages when they ran to
+        // the end (a 2 s stage is 2 s, although replies to its last requests arrive in a third
+        // second), else the seconds that offered requests.
+        let planned: Option<f64> = plan
+            .stages
+            .iter()
+            .map(|st| st.duration().map(|d| d.as_secs_f64()))
+            .sum();
+        let secs = match planned {
+            Some(p) if !s.stopped_early && p > 0.0 => p,
+            _ => s.offered_seconds.max(1) as f64,
+        };
         let c = s.counts();
         let lag = Percentiles::of(&s.lag);
         let open = plan.is_open();
@@ -419,19 +445,42 @@ impl LoadReport {
         if s.overflow > 0 {
             reasons.push(format!("{} requests overflowed the backlog", s.overflow));
         }
-        if open && (s.sent as f64) < 0.99 * s.offered as f64 {
+        // Requests whose connection could not be opened were dispatched on time but never
+        // written: the service's side, not the generator's.
+        let unsent_by_service = s.connect_failures.min(s.offered);
+        if open && ((s.sent + unsent_by_service) as f64) < 0.99 * s.offered as f64 {
             reasons.push(format!(
                 "only {} of {} scheduled requests were sent",
                 s.sent, s.offered
             ));
         }
         let bound = !reasons.is_empty();
+        let answered = c.total() - c.get(Outcome::Connect);
+        let no_connection = s.connect_failures > 0 && answered == 0;
+        let generator_verdict = if bound {
+            format!(
+                "GENERATOR-BOUND — this result describes the generator, not the service: {}",
+                reasons.join("; ")
+            )
+        } else {
+            "the generator kept up (lag, CPU and backlog within bounds)".into()
+        };
+        let connect_error = s.connect_error.clone();
+        let verdict = if no_connection {
+            format!(
+                "NO CONNECTION — no request reached {url}: {}; is the service running and listening there?",
+                connect_error.as_deref().unwrap_or("every connection attempt failed")
+            )
+        } else {
+            generator_verdict.clone()
+        };
         LoadReport {
             schema_version: 1,
             url: url.to_string(),
             model: plan.model_name().into(),
             scaled_by: plan.scaled_by,
             measured_seconds: s.measured_seconds,
+            measured_duration_s: secs,
             offered: s.offered,
             offered_rps: s.offered as f64 / secs,
             completed: c.total(),
@@ -478,14 +527,11 @@ impl LoadReport {
             generator_cpu_mean_pct: s.generator_cpu_mean,
             generator_cpu_max_pct: s.generator_cpu_max,
             generator_bound: bound,
-            generator_verdict: if bound {
-                format!(
-                    "GENERATOR-BOUND — this result describes the generator, not the service: {}",
-                    reasons.join("; ")
-                )
-            } else {
-                "the generator kept up (lag, CPU and backlog within bounds)".into()
-            },
+            generator_verdict,
+            connect_failures: s.connect_failures,
+            connect_error,
+            no_connection,
+            verdict,
             stopped_early: s.stopped_early,
         }
     }
@@ -505,7 +551,7 @@ fn print_report(r: &LoadReport) {
         r.offered_rps,
         r.completed,
         r.achieved_rps,
-        r.measured_seconds,
+        trim_secs(r.measured_duration_s),
         if r.scaled_by != 1.0 {
             format!("   [scaled ×{}]", r.scaled_by)
         } else {
@@ -522,6 +568,12 @@ fn print_report(r: &LoadReport) {
             .join(", ")
     };
     println!("  Errors        {errs} ({:.3}%)", r.error_rate * 100.0);
+    if let (Some(e), false) = (&r.connect_error, r.no_connection) {
+        println!(
+            "  Connections   {} could not be opened (first: {e})",
+            r.connect_failures
+        );
+    }
     println!();
     println!(
         "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -570,8 +622,13 @@ fn print_report(r: &LoadReport) {
         r.generator_cpu_mean_pct,
         r.generator_cpu_max_pct
     );
-    println!("  Verdict       {}", r.generator_verdict);
-    let _ = pct_name;
+    println!("  Verdict       {}", r.verdict);
+}
+
+/// `2`, `2.5`: seconds without trailing zeros.
+fn trim_secs(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Sets `stop` on SIGINT/SIGTERM so the engine winds down and results are kept.

@@ -302,7 +302,7 @@ fn measure(
     let mut targets = Vec::new();
     if let Some(pg) = stand.postgres() {
         targets.push(SampleTarget::tree(
-            "postgres",
+            ceiling_stand::Role::Postgres,
             pg.pid(),
             pg.cgroup().map(|c| c.probe()),
         ));
@@ -314,7 +314,10 @@ fn measure(
     let out = run_logged(base().args(&args), "pgbench")?;
     let wall = start.elapsed().as_secs_f64();
     let client_us = children_cpu_us().saturating_sub(cpu0) as f64;
-    let pg_sample = meter.tick(start).into_iter().find(|s| s.who == "postgres");
+    let pg_sample = meter
+        .tick(start)
+        .into_iter()
+        .find(|s| s.who == ceiling_stand::Role::Postgres);
     std::fs::write(dir.join("logs/pgbench.txt"), &out)?;
     let (transactions, failed, tps, latency_avg_ms) =
         parse_report(&out).with_context(|| format!("cannot read pgbench's report:\n{out}"))?;

@@ -5,11 +5,11 @@
 use crate::load_cmd::install_ctrlc;
 use crate::record::Recorder;
 use anyhow::{bail, Context};
-use ceiling_analyze::{RunAccumulator, StackAnalysis};
+use ceiling_analyze::{RunAccumulator, StackAnalysis, Warning, WarningKind};
 use ceiling_load::{parse_target, LoadConfig};
 use ceiling_plan::{Plan, Stage};
 use ceiling_report::{RunReport, Series};
-use ceiling_stand::{Sampler, Stand, StandOptions};
+use ceiling_stand::{LimitsApplied, Sampler, Stand, StandOptions};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -263,17 +263,21 @@ pub fn measure(
     // why each failed shelf failed, from the same per-second rows the report shows
     ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
     for n in signal_notes {
-        analysis.warnings.push(format!("signals: {n}"));
+        analysis.warnings.push(ceiling_analyze::Warning::new(
+            ceiling_analyze::WarningKind::Other,
+            format!("signals: {n}"),
+        ));
     }
     if let Some(m) = died {
-        analysis
-            .warnings
-            .push(format!("the stack died during the run: {m}"));
+        analysis.warnings.push(Warning::new(
+            WarningKind::PartExited,
+            format!("the stack died during the run: {m}"),
+        ));
     } else if summary.stopped_early {
-        analysis.warnings.push("the run was stopped early (signal or time bound); shelves after that point are missing".into());
+        analysis.warnings.push(Warning::new(WarningKind::StoppedEarly, "the run was stopped early (signal or time bound); shelves after that point are missing"));
     }
     if let Some(e) = rec.io_error.take() {
-        analysis.warnings.push(e);
+        analysis.warnings.push(Warning::new(WarningKind::Files, e));
     }
     Ok(Measured {
         analysis,
@@ -296,6 +300,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             "{}: no stacks to run: set target.stacks in the plan or pass --stacks",
             a.plan.display()
         );
+    }
+    // Unknown stacks and broken stack.toml files are reported before PostgreSQL starts.
+    for name in &plan.target.stacks {
+        ceiling_stand::StackSpec::load(&root.join("stacks"), name)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let id = run_id(&plan);
     let dir = a.stand.results.join(&id);
@@ -330,9 +339,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let data_dir = stand.data_dir().map(Path::to_path_buf);
     report.environment = serde_json::to_value(stand.fingerprint())?;
-    let mut limits = serde_json::Map::new();
     if let Some(l) = stand.postgres_limits() {
-        limits.insert("postgres".into(), serde_json::to_value(l)?);
+        report.limits.insert("postgres".into(), l.clone());
     }
     let mut series = Series::new();
     let mut exit = ExitCode::SUCCESS;
@@ -353,7 +361,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         match run_stack(&plan, &a, &stand, name, &dir, data_dir.as_deref(), &stop) {
             Ok((m, lim)) => {
-                limits.insert(name.clone(), lim);
+                report.limits.insert(name.clone(), lim);
                 series.insert(name.clone(), m.rows);
                 report.stacks.push(m.analysis);
             }
@@ -364,32 +372,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 exit = ExitCode::from(1);
             }
         }
-        report.limits = serde_json::Value::Object(limits.clone());
         // Flush what we have after every stack, so an interrupted run keeps its results.
         ceiling_report::write_all(&dir, &report, &series)?;
     }
     stand.stop();
-    report.limits = serde_json::Value::Object(limits);
-    let not_applied: Vec<String> = report
-        .limits
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(_, v)| v.get("applied").and_then(|x| x.as_bool()) == Some(false))
-                .map(|(k, v)| {
-                    format!(
-                        "{k}: {}",
-                        v.get("reason")
-                            .and_then(|r| r.as_str())
-                            .unwrap_or("unknown")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if !not_applied.is_empty() {
-        report.limits_note = Some(not_applied.join("; "));
-    }
     write_and_print(&dir, &report, &series)?;
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
@@ -417,7 +403,7 @@ pub fn start_verified(
 ) -> anyhow::Result<(
     ceiling_stand::StackSpec,
     ceiling_stand::RunningStack,
-    Vec<String>,
+    Vec<Warning>,
 )> {
     let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("[{name}] building…");
@@ -443,10 +429,10 @@ pub fn start_verified(
                     "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
                     c.describe()
                 );
-                warnings.push(format!(
+                warnings.push(Warning::new(WarningKind::PartialContract, format!(
                     "PARTIAL CONTRACT: a baseline that serves {}; its figures are a reference point, not a stack doing the API's work",
                     c.describe()
-                ));
+                )));
                 c.only.clone()
             }
             None => Vec::new(),
@@ -467,8 +453,9 @@ pub fn start_verified(
                     bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
                 }
                 eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
-                warnings.push(format!(
-                    "UNVERIFIED: {detail}; measured with --allow-unverified"
+                warnings.push(Warning::new(
+                    WarningKind::Unverified,
+                    format!("UNVERIFIED: {detail}; measured with --allow-unverified"),
                 ));
             }
             Err(e) => {
@@ -478,13 +465,19 @@ pub fn start_verified(
                 eprintln!(
                     "[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)"
                 );
-                warnings.push(format!(
-                    "UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"
+                warnings.push(Warning::new(
+                    WarningKind::Unverified,
+                    format!(
+                        "UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"
+                    ),
                 ));
             }
         }
     } else {
-        warnings.push("verify skipped: the plan sets stand.verify = false".into());
+        warnings.push(Warning::new(
+            WarningKind::VerifySkipped,
+            "verify skipped: the plan sets stand.verify = false",
+        ));
     }
     let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!("[{name}] starting on a fresh copy of the data…");
@@ -508,7 +501,7 @@ fn run_stack(
     dir: &Path,
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(Measured, serde_json::Value)> {
+) -> anyhow::Result<(Measured, LimitsApplied)> {
     let (_spec, mut stack, warnings) =
         start_verified(plan, stand, name, dir, a.allow_unverified, a.rebuild)?;
     let lim = stack.limits_applied().clone();
@@ -544,7 +537,10 @@ fn run_stack(
     let mut m = res?;
     m.analysis.warnings.extend(warnings);
     if let Some(c) = crash {
-        m.analysis.warnings.push(format!("stack log tail:\n{c}"));
+        m.analysis.warnings.push(Warning::new(
+            WarningKind::StackLog,
+            format!("stack log tail:\n{c}"),
+        ));
     }
     if let Some(st) = statements {
         std::fs::create_dir_all(&out).ok();
@@ -554,5 +550,5 @@ fn run_stack(
         )
         .ok();
     }
-    Ok((m, serde_json::to_value(&lim)?))
+    Ok((m, lim))
 }

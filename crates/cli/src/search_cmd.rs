@@ -364,7 +364,12 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             stack: name.clone(),
             data_dir: a.data_dir.clone(),
             dir: dir.join(&name),
-            targets: Box::new(|| vec![SampleTarget::process("generator", std::process::id())]),
+            targets: Box::new(|| {
+                vec![SampleTarget::process(
+                    ceiling_metrics::Role::Generator,
+                    std::process::id(),
+                )]
+            }),
             stop: stop.clone(),
             alive: Box::new(|| None),
             last_rows: Vec::new(),
@@ -393,7 +398,6 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = serde_json::to_value(stand.fingerprint())?;
         let data_dir = stand.data_dir().map(Path::to_path_buf);
-        let mut limits = serde_json::Map::new();
         let names = plan.target.stacks.clone();
         // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
         // search falls on every stack alike. One stack: one round to the end.
@@ -448,7 +452,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                     &mut log,
                 ) {
                     Ok(lim) => {
-                        limits.insert(job.name.clone(), lim);
+                        report.limits.insert(job.name.clone(), lim);
                     }
                     Err(e) => job.error = Some(format!("{e:#}")),
                 }
@@ -467,7 +471,6 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             for j in &jobs {
                 series.insert(j.name.clone(), j.rows.clone());
             }
-            report.limits = serde_json::Value::Object(limits.clone());
             ceiling_report::write_all(&dir, &report, &series)?;
             if !ran || stop.load(Ordering::Relaxed) {
                 break;
@@ -515,7 +518,7 @@ struct StackJob {
     name: String,
     search: Search,
     rows: Vec<ceiling_metrics::TimeseriesRow>,
-    warnings: Vec<String>,
+    warnings: Vec<ceiling_analyze::Warning>,
     /// Why the stack could not run a round (build, start, verify, death).
     error: Option<String>,
     rounds: u32,
@@ -554,7 +557,7 @@ fn stack_round(
     t0: Instant,
     max_steps: Option<usize>,
     log: &mut dyn FnMut(&str),
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<ceiling_stand::LimitsApplied> {
     let name = job.name.clone();
     let mut p = plan.clone();
     if job.rounds > 0 {
@@ -566,7 +569,7 @@ fn stack_round(
         job.warnings.extend(warnings);
     }
     job.rounds += 1;
-    let lim = serde_json::to_value(stack.limits_applied())?;
+    let lim = stack.limits_applied().clone();
     let url = stack.url();
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let mut runner = Runner {

@@ -3,7 +3,7 @@
 
 use crate::run_cmd::repo_root;
 use anyhow::{bail, Context};
-use ceiling_stand::{DbConfig, Stand, StandOptions};
+use ceiling_stand::{DbConfig, StackSpec, Stand, StandOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,6 +99,9 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
             bail!("give a stack name (see stacks/) or --url with --db-url")
         };
         let root = repo_root()?;
+        // A stack that does not exist (or has a broken stack.toml) is known before PostgreSQL starts.
+        let spec =
+            StackSpec::load(&root.join("stacks"), name).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut opts = StandOptions::new(&root);
         opts.db_url = a.db_url.clone();
         let log_dir: PathBuf = opts.cache_dir.join("logs");
@@ -111,7 +114,6 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         stand
             .prepare_data(settings.seed)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
         eprintln!("[{name}] building…");
         stand
             .build_stack(&spec, a.rebuild)

@@ -133,8 +133,25 @@ impl Recorder {
     }
 }
 
+/// Connections that could not be opened, over every worker: how many, and the first error as a
+/// sentence (`connecting to 127.0.0.1:9: Connection refused (os error 111)`), so a run against a
+/// port where nothing listens says so instead of blaming the generator. Touched only on failure.
+#[derive(Default)]
+struct ConnectFailures {
+    count: std::sync::atomic::AtomicU64,
+    first: std::sync::OnceLock<String>,
+}
+
+impl ConnectFailures {
+    fn note(&self, what: impl FnOnce() -> String) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.first.get_or_init(what);
+    }
+}
+
 /// What every task of a worker shares.
 struct Ctx {
+    connect_failures: Arc<ConnectFailures>,
     cfg: Arc<LoadConfig>,
     specs: Vec<RequestSpec>,
     rec: RefCell<Recorder>,
@@ -178,13 +195,22 @@ impl Ctx {
         let mut outcome = Outcome::Ok;
         let mut sent = now_ns();
         if conn.is_none() {
-            match tokio::time::timeout(timeout, Conn::connect(self.cfg.target.addr)).await {
+            let addr = self.cfg.target.addr;
+            match tokio::time::timeout(timeout, Conn::connect(addr)).await {
                 Ok(Ok(c)) => {
                     *conn = Some(c);
                     self.conns.set(self.conns.get() + 1);
                 }
-                Ok(Err(_)) => outcome = Outcome::Connect,
-                Err(_) => outcome = Outcome::Timeout,
+                Ok(Err(e)) => {
+                    outcome = Outcome::Connect;
+                    self.connect_failures
+                        .note(|| format!("connecting to {addr}: {e}"));
+                }
+                Err(_) => {
+                    outcome = Outcome::Timeout;
+                    self.connect_failures
+                        .note(|| format!("connecting to {addr}: no answer within {timeout:?}"));
+                }
             }
             sent = now_ns();
         }
@@ -571,6 +597,7 @@ async fn run_closed(
 
 /// Runs one worker thread's share of the load.
 fn worker(
+    connect_failures: Arc<ConnectFailures>,
     pool: SecondPool,
     cfg: Arc<LoadConfig>,
     tables: HashMap<String, Arc<Table>>,
@@ -658,6 +685,7 @@ fn worker(
             .wrapping_add(shard.0),
     );
     let ctx = Rc::new(Ctx {
+        connect_failures,
         cfg: cfg.clone(),
         specs: cfg.requests.clone(),
         rec: RefCell::new(rec),
@@ -739,14 +767,16 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     let start = now_ns() + 150_000_000; // time for the workers to start and pre-open connections
     let mut handles = Vec::new();
     let pool: SecondPool = Arc::default();
+    let connect_failures: Arc<ConnectFailures> = Arc::default();
     // Enough records for every shard's current second plus the ones in flight; more would only
     // hold memory.
     let pool_cap = 2 * threads + 2;
     for i in 0..threads {
         let (cfg, tables, tx, pool) = (cfg.clone(), tables.clone(), tx.clone(), pool.clone());
+        let cf = connect_failures.clone();
         let h = std::thread::Builder::new()
             .name(format!("ceiling-load-{i}"))
-            .spawn(move || worker(pool, cfg, tables, (i as u64, threads as u64), start, tx))
+            .spawn(move || worker(cf, pool, cfg, tables, (i as u64, threads as u64), start, tx))
             .map_err(|e| LoadError::Runtime(format!("cannot start a generator thread: {e}")))?;
         handles.push(h);
     }
@@ -823,5 +853,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     }
     summary.stopped_early =
         cfg.stop.load(Ordering::Relaxed) || now_ns() > start + cfg.hard_limit.as_nanos() as u64;
+    summary.connect_failures = connect_failures.count.load(Ordering::Relaxed);
+    summary.connect_error = connect_failures.first.get().cloned();
     Ok(summary)
 }

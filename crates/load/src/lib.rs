@@ -26,7 +26,7 @@ pub use request::{load_table, Table};
 pub use schedule::{timed_stages, Arrival, Schedule, TimedStage};
 pub use summary::{Summary, TagTotals};
 
-use ceiling_plan::{Arrivals, Model, Plan, RequestSpec, Stage};
+use ceiling_plan::{Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -59,52 +59,41 @@ pub enum LoadError {
     Runtime(String),
 }
 
-/// Parses `http://host[:port][/base]`. Non-loopback addresses are refused unless `allow_remote`.
+/// Parses and resolves `http://host[:port][/base]` (the syntax is [`HttpUrl::parse`]'s, the one
+/// URL parser of the workspace). Non-loopback addresses are refused unless `allow_remote`. The path
+/// becomes the base prepended to every request path; a base with a query is refused.
 pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        if url.starts_with("https://") {
-            LoadError::Target(format!(
-                "`{url}`: https is not supported yet; benchmark the plain-HTTP port on loopback"
-            ))
-        } else {
-            LoadError::Target(format!("`{url}` is not an http:// URL"))
-        }
-    })?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.is_empty() {
-        return Err(LoadError::Target(format!("`{url}` has no host")));
+    let u = HttpUrl::parse(url).map_err(LoadError::Target)?;
+    target_of(&u, url, allow_remote)
+}
+
+/// Resolves a parsed URL (see [`parse_target`]); `shown` is the URL as the user wrote it.
+pub fn target_of(u: &HttpUrl, shown: &str, allow_remote: bool) -> Result<Target, LoadError> {
+    if u.path.contains('?') {
+        return Err(LoadError::Target(format!(
+            "`{shown}`: a base URL cannot carry a query; put it in the request paths"
+        )));
     }
-    let with_port = if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
-        && !authority.ends_with(']')
-    {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
-    };
-    let addrs: Vec<SocketAddr> = with_port
+    let authority = u.authority();
+    let addrs: Vec<SocketAddr> = authority
         .to_socket_addrs()
-        .map_err(|e| LoadError::Target(format!("cannot resolve `{authority}`: {e}")))?
+        .map_err(|e| LoadError::Target(format!("cannot resolve `{}` in `{shown}`: {e}", u.host)))?
         .collect();
     let addr = *addrs
         .iter()
         .find(|a| a.is_ipv4())
         .or(addrs.first())
-        .ok_or_else(|| LoadError::Target(format!("`{authority}` resolves to no address")))?;
+        .ok_or_else(|| LoadError::Target(format!("`{}` resolves to no address", u.host)))?;
     if !allow_remote && !is_loopback(addr.ip()) {
         return Err(LoadError::Target(format!(
-            "`{url}` resolves to {}, which is not loopback; ceiling sends load only to this machine unless you pass --allow-remote for an address you own",
+            "`{shown}` resolves to {}, which is not loopback; ceiling sends load only to this machine unless you pass --allow-remote for an address you own",
             addr.ip()
         )));
     }
     Ok(Target {
         addr,
-        host_header: authority.to_string(),
-        base_path: path.trim_end_matches('/').to_string(),
+        host_header: authority,
+        base_path: u.base_path().to_string(),
     })
 }
 
@@ -220,10 +209,14 @@ mod tests {
             "{e}"
         );
         assert!(parse_target("http://10.1.2.3:80", true).is_ok());
-        assert!(parse_target("https://127.0.0.1", false)
+        let e = parse_target("https://127.0.0.1", false)
             .unwrap_err()
-            .to_string()
-            .contains("https"));
+            .to_string();
+        assert!(e.contains("https is not supported"), "{e}");
         assert!(parse_target("ftp://x", false).is_err());
+        assert!(parse_target("http://127.0.0.1:8080/?a=1", false).is_err());
+        let t = parse_target("http://[::1]:8080", false).unwrap();
+        assert_eq!(t.host_header, "[::1]:8080");
+        assert_eq!(t.base_path, "");
     }
 }

@@ -34,14 +34,23 @@ pub struct Summary {
     pub max_backlog: u64,
     /// Seconds recorded (warm-up included).
     pub seconds: u32,
-    /// Seconds in the measured phase.
+    /// Seconds in the measured phase (including the last one, in which only replies may arrive).
     pub measured_seconds: u32,
+    /// Seconds of the measured phase in which requests were offered: the measured duration to
+    /// one second, for runs that did not run their planned length (stopped, or bounded by a count).
+    pub offered_seconds: u32,
     /// Mean and max generator CPU, % of one core (measured phase).
     pub generator_cpu_mean: f64,
     /// Max generator CPU.
     pub generator_cpu_max: f64,
     /// Stopped by Ctrl-C or the hard time bound.
     pub stopped_early: bool,
+    /// Connections that could not be opened (refused, unreachable or timed out), over the whole
+    /// run: the requests they were for were never sent.
+    pub connect_failures: u64,
+    /// The first connection failure as a sentence (`connecting to 127.0.0.1:9: Connection refused
+    /// (os error 111)`), if any.
+    pub connect_error: Option<String>,
 }
 
 impl Summary {
@@ -63,9 +72,12 @@ impl Summary {
             max_backlog: 0,
             seconds: 0,
             measured_seconds: 0,
+            offered_seconds: 0,
             generator_cpu_mean: 0.0,
             generator_cpu_max: 0.0,
             stopped_early: false,
+            connect_failures: 0,
+            connect_error: None,
         }
     }
 
@@ -82,6 +94,9 @@ impl Summary {
         merge_into(&mut self.lag, &s.lag);
         self.offered += s.offered;
         self.sent += s.sent;
+        if s.offered > 0 {
+            self.offered_seconds += 1;
+        }
         self.overflow += s.overflow;
         self.max_backlog = self.max_backlog.max(s.backlog);
         let n = self.measured_seconds as f64;

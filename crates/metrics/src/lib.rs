@@ -6,10 +6,12 @@
 //! them). Histograms are never averaged: windows are merged exactly with [`merge_into`].
 
 mod hlog;
+mod parts;
 mod signals;
 mod timeseries;
 
 pub use hlog::{read_hlog, HlogInterval, HlogWriter};
+pub use parts::{Limits, LimitsApplied, Role};
 pub use signals::{read_signals, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 
@@ -271,8 +273,8 @@ impl Second {
 pub struct ResourceSample {
     /// Seconds since the start of the run.
     pub t: f64,
-    /// What was sampled: `stack`, `postgres` or `generator`.
-    pub who: String,
+    /// What was sampled.
+    pub who: Role,
     /// CPU used since the previous sample, % of one core (200 = two cores busy).
     pub cpu_pct: f64,
     /// Resident set size of the whole process tree, bytes.

@@ -1,7 +1,7 @@
 //! `timeseries.csv`: one row per second with the generator's view and, when the stand samples
 //! them, the stack's, the database's and the generator's CPU and memory.
 
-use crate::{Outcome, ResourceSample, Second};
+use crate::{Outcome, ResourceSample, Role, Second};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 
@@ -80,7 +80,7 @@ impl TimeseriesRow {
                 ms(h.value_at_quantile(p))
             }
         };
-        let pick = |who: &str| resources.iter().rev().find(|r| r.who == who);
+        let pick = |who: Role| resources.iter().rev().find(|r| r.who == who);
         TimeseriesRow {
             t: s.t,
             phase: match s.phase {
@@ -112,10 +112,10 @@ impl TimeseriesRow {
             overflow: s.overflow,
             connections: s.connections,
             generator_cpu_pct: s.generator_cpu,
-            stack_cpu_pct: pick("stack").map(|r| r.cpu_pct),
-            stack_rss_mb: pick("stack").map(|r| r.rss_bytes as f64 / 1048576.0),
-            postgres_cpu_pct: pick("postgres").map(|r| r.cpu_pct),
-            postgres_rss_mb: pick("postgres").map(|r| r.rss_bytes as f64 / 1048576.0),
+            stack_cpu_pct: pick(Role::Stack).map(|r| r.cpu_pct),
+            stack_rss_mb: pick(Role::Stack).map(|r| r.rss_bytes as f64 / 1048576.0),
+            postgres_cpu_pct: pick(Role::Postgres).map(|r| r.cpu_pct),
+            postgres_rss_mb: pick(Role::Postgres).map(|r| r.rss_bytes as f64 / 1048576.0),
         }
     }
 }

@@ -8,10 +8,12 @@ mod duration;
 mod model;
 mod raw;
 mod template;
+mod url;
 
 pub use duration::{format_duration, parse_duration};
 pub use model::*;
 pub use template::{Segment, Template};
+pub use url::HttpUrl;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

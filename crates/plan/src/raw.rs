@@ -43,7 +43,7 @@ struct RawPlan {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawTarget {
-    url: Option<String>,
+    url: Option<S<String>>,
     #[serde(default)]
     stacks: Vec<String>,
 }
@@ -713,6 +713,9 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     }
 
     let quick_scale = cx.frac(&raw.quick_scale, "quick_scale", 0.05, 0.0001, 1.0)?;
+    if let Some(u) = &raw.target.url {
+        crate::HttpUrl::parse(u.get_ref()).map_err(|m| cx.err(Some(u.span()), "target.url", m))?;
+    }
 
     Ok(Plan {
         name,
@@ -720,7 +723,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         source: raw.source,
         file: file.to_path_buf(),
         target: Target {
-            url: raw.target.url,
+            url: raw.target.url.map(S::into_inner),
             stacks: raw.target.stacks,
         },
         load: LoadSettings {
@@ -858,6 +861,14 @@ errors = "1%"
         let e = parse_plan(&bad, Path::new("p.toml")).unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
         assert!(e.message.contains("bogus"), "{e}");
+
+        let bad = GOOD.replace(
+            "name = \"t\"",
+            "name = \"t\"\n[target]\nurl = \"https://127.0.0.1:8443\"",
+        );
+        let e = parse_plan(&bad, Path::new("p.toml")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (Some(4), "target.url"), "{e}");
+        assert!(e.message.contains("https is not supported"), "{e}");
     }
 
     #[test]

@@ -643,7 +643,7 @@ pub fn render_html_with(
                 } else {
                     "unbracketed".into()
                 },
-                warnings: a.warnings.clone(),
+                warnings: a.warnings.iter().map(ToString::to_string).collect(),
                 charts: if rows.is_empty() {
                     vec![]
                 } else {
@@ -764,7 +764,10 @@ pub fn render_html_with(
         warnings => r.warnings,
         environment => serde_json::to_string_pretty(&r.environment).unwrap_or_default(),
         limits => serde_json::to_string_pretty(&r.limits).unwrap_or_default(),
-        limits_note => r.limits_note,
+        limits_note => {
+            let n = r.limits_not_applied();
+            (!n.is_empty()).then(|| n.join("; "))
+        },
     })
     .map_err(|e| e.to_string())
 }

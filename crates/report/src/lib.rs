@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! let mut rep = RunReport::new(&plan, run_id);          // plan summary, schema version, tool version
-//! rep.environment = fingerprint_json; rep.limits = limits_json; rep.limits_note = None / Some("…");
+//! rep.environment = fingerprint_json; rep.limits.insert(name, limits_applied);  // typed, from the stand
 //! rep.stacks.push(analysis);                             // one StackAnalysis per stack
 //! print!("{}", render_terminal(&rep));
 //! write_all(&dir, &rep, &series)?;                      // run.json, summary.md, shelves.csv, report.html
@@ -22,15 +22,19 @@ pub use html::{render_html, render_html_with};
 pub use tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
-use ceiling_metrics::{read_signals, read_timeseries, SignalRow, TimeseriesRow};
+use ceiling_metrics::{read_signals, read_timeseries, LimitsApplied, SignalRow, TimeseriesRow};
 use ceiling_plan::{Plan, Segment};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Version of the `run.json` layout; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the `run.json` layout; bumped on incompatible changes. Older versions are still read:
+///
+/// * 1 → 2: `limits` became typed records keyed by part (`postgres`) or stack name (it was the same
+///   JSON, but `null` when empty); `limits_note` was dropped (the note is computed from `limits`);
+///   warnings of a stack became `{"kind", "message"}` objects (bare strings read as kind `other`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Per-second series of each stack, keyed by stack name (rows of its `timeseries.csv`).
 pub type Series = BTreeMap<String, Vec<TimeseriesRow>>;
@@ -168,12 +172,11 @@ pub struct RunReport {
     pub environment: serde_json::Value,
     /// The plan.
     pub plan: PlanSummary,
-    /// Resource limits as applied (cgroup CPU/memory per stack, cpusets…), as the caller reports them.
-    #[serde(default)]
-    pub limits: serde_json::Value,
-    /// Set when limits could not be applied (why); shown prominently.
-    #[serde(default)]
-    pub limits_note: Option<String>,
+    /// Resource limits as the stand applied them, keyed by what was limited: `postgres` for the
+    /// stand's PostgreSQL, the stack's name for each stack. Whatever was requested but not applied
+    /// is shown prominently ([`RunReport::limits_not_applied`]).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub limits: BTreeMap<String, LimitsApplied>,
     /// Per stack, in run order.
     pub stacks: Vec<StackAnalysis>,
     /// Run-level warnings (stack warnings live in each analysis).
@@ -194,11 +197,26 @@ impl RunReport {
             started: String::new(),
             environment: serde_json::Value::Null,
             plan: PlanSummary::from_plan(plan),
-            limits: serde_json::Value::Null,
-            limits_note: None,
+            limits: BTreeMap::new(),
             stacks: Vec::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// One line per limited part whose requested limits were not all applied
+    /// (`go-pgx (stack): cpus: no usable `cpu` cgroup controller…`); empty when all were.
+    pub fn limits_not_applied(&self) -> Vec<String> {
+        self.limits
+            .iter()
+            .filter_map(|(name, la)| {
+                let note = la.not_applied_note()?;
+                Some(if name == la.who.as_str() {
+                    format!("{name}: {note}")
+                } else {
+                    format!("{name} ({}): {note}", la.who)
+                })
+            })
+            .collect()
     }
 
     /// Things a reader must see before any number: scaled plan, limits not applied,
@@ -211,9 +229,11 @@ impl RunReport {
                 trim(self.plan.scaled_by)
             ));
         }
-        if let Some(n) = &self.limits_note {
+        let not_applied = self.limits_not_applied();
+        if !not_applied.is_empty() {
             v.push(format!(
-                "LIMITS NOT APPLIED: {n}. Stacks ran without the planned CPU/memory limits."
+                "LIMITS NOT APPLIED: {}. These parts ran without (some of) their planned CPU/memory limits.",
+                not_applied.join("; ")
             ));
         }
         let gb: Vec<String> = self
@@ -240,7 +260,7 @@ impl RunReport {
         serde_json::to_string_pretty(self).expect("RunReport is always serialisable")
     }
 
-    /// Parses `run.json` text (refuses a newer schema version).
+    /// Parses `run.json` text of this or an older schema version (refuses a newer one).
     pub fn from_json(text: &str) -> Result<Self, String> {
         let v: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("run.json: {e}"))?;
@@ -255,6 +275,13 @@ impl RunReport {
         }
         serde_json::from_value(v).map_err(|e| format!("run.json: {e}"))
     }
+}
+
+/// `limits` was `null` in run.json schema 1 when nothing was recorded.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, LimitsApplied>, D::Error> {
+    Ok(Option::<BTreeMap<String, LimitsApplied>>::deserialize(d)?.unwrap_or_default())
 }
 
 fn trim(x: f64) -> String {

@@ -1,8 +1,10 @@
 //! Reports rendered from synthetic runs.
 
 use crate::*;
-use ceiling_analyze::{ProbeVerdict, RunAccumulator, SearchOutcome, StopReason};
-use ceiling_metrics::{ResourceSample, Second, TimeseriesRow};
+use ceiling_analyze::{
+    ProbeVerdict, RunAccumulator, SearchOutcome, StopReason, Warning, WarningKind,
+};
+use ceiling_metrics::{Limits, LimitsApplied, ResourceSample, Role, Second, TimeseriesRow};
 use ceiling_plan::parse_plan;
 
 const PLAN: &str = r#"
@@ -134,14 +136,14 @@ fn simulate(
             let res = vec![
                 ResourceSample {
                     t: t as f64 + 1.0,
-                    who: "stack".into(),
+                    who: Role::Stack,
                     cpu_pct: (rate / 30.0 + 5.0 * rng.next()).min(200.0),
                     rss_bytes: ((60.0 + rate / 100.0) * 1048576.0) as u64,
                     cgroup_memory_bytes: None,
                 },
                 ResourceSample {
                     t: t as f64 + 1.0,
-                    who: "postgres".into(),
+                    who: Role::Postgres,
                     cpu_pct: rate / 45.0,
                     rss_bytes: 420 << 20,
                     cgroup_memory_bytes: None,
@@ -168,7 +170,24 @@ fn simulate_demo() -> (RunReport, Series) {
     let mut rep = RunReport::new(&plan, "20260101-120000-demo");
     rep.started = "2026-01-01T12:00:00Z".into();
     rep.environment = serde_json::json!({"os": "Linux 6.8", "cpus": 8, "postgres": "16.4"});
-    rep.limits = serde_json::json!({"cpus": 2.0, "memory_mb": 1024});
+    for (name, who) in [
+        ("postgres", Role::Postgres),
+        ("go-pgx", Role::Stack),
+        ("spring-mvc-jdbc", Role::Stack),
+    ] {
+        let mut la = LimitsApplied::new(
+            who,
+            &Limits {
+                cpus: Some(2.0),
+                memory_mb: Some(1024),
+                cpuset: None,
+            },
+        );
+        la.cpus = Some(2.0);
+        la.memory_mb = Some(1024);
+        la.mechanism = "cgroup v2 (cpu, memory)".into();
+        rep.limits.insert(name.into(), la);
+    }
     let mut series = Series::new();
     let (go, rows) = simulate(&plan, "go-pgx", 1, |r| {
         (4.0 + r / 600.0, if r > 4000.0 { 120.0 } else { 1.5 }, 0.002)
@@ -290,14 +309,101 @@ fn html_report_is_self_contained_with_svg_charts() {
 #[test]
 fn notices_for_scaled_runs_and_missing_limits() {
     let (mut rep, series) = demo(0.05);
-    rep.limits_note = Some("cgroup v2 is read-only in this container".into());
+    // Every limit of the demo was applied: no notice.
+    assert!(rep.limits_not_applied().is_empty());
+    assert!(!render_terminal(&rep).contains("LIMITS NOT APPLIED"));
+    // The record the stand writes when a stack's cgroup could not be created.
+    let la = LimitsApplied::not_applied(
+        Role::Stack,
+        &Limits {
+            cpus: Some(2.0),
+            memory_mb: None,
+            cpuset: None,
+        },
+        "cgroup v2 is read-only in this container",
+    );
+    rep.limits.insert("go-pgx".into(), la);
+    assert_eq!(
+        rep.limits_not_applied(),
+        vec!["go-pgx (stack): cpus: cgroup v2 is read-only in this container".to_string()]
+    );
     let html = render_html(&rep, &series).unwrap();
     assert!(html.contains("SCALED RUN: every duration was multiplied by 0.05"));
-    assert!(html.contains("LIMITS NOT APPLIED: cgroup v2 is read-only"));
+    assert!(html.contains(
+        "LIMITS NOT APPLIED: go-pgx (stack): cpus: cgroup v2 is read-only in this container"
+    ));
     let md = render_summary_md(&rep);
-    assert!(md.contains("**⚠ SCALED RUN") && md.contains("LIMITS NOT APPLIED"));
+    assert!(md.contains("**⚠ SCALED RUN") && md.contains("LIMITS NOT APPLIED: go-pgx (stack)"));
     let term = render_terminal(&rep);
     assert!(term.starts_with("!! SCALED RUN"));
+    assert!(
+        term.contains("!! LIMITS NOT APPLIED: go-pgx (stack): cpus:"),
+        "{term}"
+    );
+    // The note survives run.json: `ceiling report` shows it too.
+    let back = RunReport::from_json(&rep.to_json()).unwrap();
+    assert_eq!(back.limits_not_applied(), rep.limits_not_applied());
+}
+
+/// A run.json as schema 1 wrote it: `limits` null or the same records, a `limits_note` field, and
+/// stack warnings as bare strings.
+fn as_schema_1(rep: &RunReport, limits_null: bool) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&rep.to_json()).unwrap();
+    v["schema_version"] = 1.into();
+    v["limits_note"] = serde_json::Value::Null;
+    if limits_null {
+        v["limits"] = serde_json::Value::Null;
+    }
+    for st in v["stacks"].as_array_mut().unwrap() {
+        let ws: Vec<serde_json::Value> = st["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["message"].clone())
+            .collect();
+        st["warnings"] = ws.into();
+    }
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+#[test]
+fn reads_schema_1_run_json() {
+    let (mut rep, series) = demo(1.0);
+    rep.limits.insert(
+        "go-pgx".into(),
+        LimitsApplied::not_applied(
+            Role::Stack,
+            &Limits {
+                cpus: Some(1.0),
+                ..Default::default()
+            },
+            "no cgroups",
+        ),
+    );
+    rep.stacks[0].warnings.push(Warning::new(
+        WarningKind::StoppedEarly,
+        "the run was stopped early (signal or time bound); shelves after that point are missing",
+    ));
+    let old = as_schema_1(&rep, false);
+    assert!(old.contains("\"limits_note\": null") && old.contains("\"schema_version\": 1"));
+    let back = RunReport::from_json(&old).unwrap();
+    assert_eq!(back.schema_version, 1);
+    assert_eq!(back.limits, rep.limits);
+    assert_eq!(back.limits_not_applied(), rep.limits_not_applied());
+    assert_eq!(back.stacks.len(), rep.stacks.len());
+    for (a, b) in back.stacks.iter().zip(&rep.stacks) {
+        let text = |w: &Vec<Warning>| w.iter().map(|w| w.message.clone()).collect::<Vec<_>>();
+        assert_eq!(text(&a.warnings), text(&b.warnings));
+        assert!(a.warnings.iter().all(|w| w.kind == WarningKind::Other));
+        assert_eq!(a.shelves, b.shelves);
+        assert_eq!(a.ceiling, b.ceiling);
+    }
+    // `ceiling report` renders it like the original.
+    assert_eq!(render_summary_md(&back), render_summary_md(&rep));
+    render_html(&back, &series).unwrap();
+    // limits = null (nothing recorded) reads as empty
+    let back = RunReport::from_json(&as_schema_1(&rep, true)).unwrap();
+    assert!(back.limits.is_empty());
 }
 
 #[test]
@@ -368,9 +474,11 @@ fn run_json_round_trips_and_files_are_written() {
     }
     assert_eq!(a.len(), b.len());
     assert_eq!(back, rep);
-    let newer = rep
-        .to_json()
-        .replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    let newer = rep.to_json().replacen(
+        &format!("\"schema_version\": {SCHEMA_VERSION}"),
+        "\"schema_version\": 99",
+        1,
+    );
     assert!(RunReport::from_json(&newer)
         .unwrap_err()
         .contains("schema_version 99"));
@@ -453,7 +561,7 @@ min_window = "10s"
                 acc.push_second(&s);
                 acc.push_resource(ResourceSample {
                     t: t as f64 + 1.0,
-                    who: "stack".into(),
+                    who: Role::Stack,
                     cpu_pct: 100.0 + lvl as f64 * 150.0,
                     rss_bytes: 200 << 20,
                     cgroup_memory_bytes: None,
@@ -475,4 +583,41 @@ min_window = "10s"
     let html = render_html(&rep, &Series::new()).unwrap();
     assert!(html.contains("Levels (closed model, over repetitions)"));
     assert!(html.contains("No per-second series"));
+}
+
+/// The limits record exactly as the stand produces it when a cgroup cannot be had — here a machine
+/// without any cgroup hierarchy — stored the way `ceiling run` stores it, must raise the notice in
+/// every output and survive run.json. (Before records were typed, `ceiling run` looked for JSON keys
+/// the stand never wrote, and this notice could not appear.)
+#[test]
+fn limits_record_from_the_stand_raises_the_notice() {
+    let (mut rep, series) = demo(1.0);
+    let none = ceiling_stand::CgroupSystem::default();
+    let (group, la) = none.create(
+        Role::Stack,
+        "go-pgx",
+        &Limits {
+            cpus: Some(2.0),
+            memory_mb: Some(1024),
+            cpuset: None,
+        },
+    );
+    assert!(group.is_none());
+    assert!(!la.fully_applied(), "{la:?}");
+    rep.limits.insert("go-pgx".into(), la);
+    let notes = rep.limits_not_applied();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("go-pgx (stack): cpus: ") && notes[0].contains("memory_mb: "),
+        "{notes:?}"
+    );
+    let term = render_terminal(&rep);
+    assert!(
+        term.contains("!! LIMITS NOT APPLIED: go-pgx (stack): cpus:"),
+        "{term}"
+    );
+    let html = render_html(&rep, &series).unwrap();
+    assert!(html.contains("LIMITS NOT APPLIED: go-pgx (stack)"));
+    let back = RunReport::from_json(&rep.to_json()).unwrap();
+    assert!(render_terminal(&back).contains("!! LIMITS NOT APPLIED: go-pgx (stack)"));
 }

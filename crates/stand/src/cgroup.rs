@@ -6,114 +6,12 @@
 //! joins its group from inside the child before `exec` (see [`Cgroup::procs_files`]), so nothing it
 //! forks escapes. Whatever cannot be applied is reported in a [`LimitsApplied`], never dropped.
 
+pub use ceiling_metrics::{Limits, LimitsApplied, Role};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// Resource limits for one process tree (like docker's `cpus`, `mem_limit`, `cpuset`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Limits {
-    /// CPU quota in cores (1.5 = 150 ms of CPU per 100 ms period).
-    pub cpus: Option<f64>,
-    /// Memory limit in MiB.
-    pub memory_mb: Option<u64>,
-    /// CPUs to pin to, in cpuset list syntax (`"0"`, `"1-3,5"`).
-    pub cpuset: Option<String>,
-}
-
-impl Limits {
-    /// True when nothing is requested.
-    pub fn is_empty(&self) -> bool {
-        self.cpus.is_none() && self.memory_mb.is_none() && self.cpuset.is_none()
-    }
-}
-
-/// What was actually applied for one process tree, and why anything requested was not.
-/// Stored in run.json and printed by the CLI.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LimitsApplied {
-    /// `stack`, `postgres` or `generator`.
-    pub who: String,
-    /// What was asked for.
-    pub requested: Limits,
-    /// CPU quota in force (cores), if any.
-    pub cpus: Option<f64>,
-    /// Memory limit in force (MiB), if any.
-    pub memory_mb: Option<u64>,
-    /// cpuset in force, if any.
-    pub cpuset: Option<String>,
-    /// How: e.g. `cgroup v1 (cpu, cpuacct, memory)`, `cgroup v2 (cpu, memory)` or `none`.
-    pub mechanism: String,
-    /// The cgroup directories created.
-    pub groups: Vec<String>,
-    /// One line per requested limit that could not be applied, with the reason. Empty = all applied.
-    pub problems: Vec<String>,
-    /// Informational lines (e.g. a v2 controller could not be enabled, so v1 was used).
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-impl LimitsApplied {
-    /// True when every requested limit is in force.
-    pub fn fully_applied(&self) -> bool {
-        self.problems.is_empty()
-    }
-
-    /// One line for the console: `stack: cpus=2 memory=1024MiB via cgroup v1 (cpu, memory)` or the
-    /// problems.
-    pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(c) = self.cpus {
-            parts.push(format!("cpus={c}"));
-        }
-        if let Some(m) = self.memory_mb {
-            parts.push(format!("memory={m}MiB"));
-        }
-        if let Some(s) = &self.cpuset {
-            parts.push(format!("cpuset={s}"));
-        }
-        let applied = if parts.is_empty() {
-            if self.requested.is_empty() {
-                "no limits requested".to_string()
-            } else {
-                "no limits applied".to_string()
-            }
-        } else {
-            format!("{} via {}", parts.join(" "), self.mechanism)
-        };
-        if self.problems.is_empty() {
-            format!("{}: {applied}", self.who)
-        } else {
-            format!(
-                "{}: {applied}; NOT APPLIED: {}",
-                self.who,
-                self.problems.join("; ")
-            )
-        }
-    }
-
-    /// A record for when no cgroup could be created at all.
-    pub fn not_applied(who: &str, requested: &Limits, reason: &str) -> LimitsApplied {
-        let mut la = LimitsApplied {
-            who: who.to_string(),
-            requested: requested.clone(),
-            mechanism: "none".into(),
-            ..Default::default()
-        };
-        if requested.cpus.is_some() {
-            la.problems.push(format!("cpus: {reason}"));
-        }
-        if requested.memory_mb.is_some() {
-            la.problems.push(format!("memory_mb: {reason}"));
-        }
-        if requested.cpuset.is_some() {
-            la.problems.push(format!("cpuset: {reason}"));
-        }
-        la
-    }
-}
 
 /// cgroup hierarchy version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,18 +237,14 @@ impl CgroupSystem {
     /// could be created at all.
     pub fn create(
         &self,
-        who: &str,
+        who: Role,
         name: &str,
         limits: &Limits,
     ) -> (Option<Cgroup>, LimitsApplied) {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gname = format!("ceiling-{}-{n}-{}", std::process::id(), sanitize(name));
-        let mut la = LimitsApplied {
-            who: who.to_string(),
-            requested: limits.clone(),
-            ..Default::default()
-        };
+        let mut la = LimitsApplied::new(who, limits);
         let mut cg = Cgroup {
             name: gname.clone(),
             dirs: Vec::new(),
@@ -970,7 +864,7 @@ mod tests {
             memory_mb: Some(512),
             cpuset: None,
         };
-        let la = LimitsApplied::not_applied("stack", &l, "no cgroups");
+        let la = LimitsApplied::not_applied(Role::Stack, &l, "no cgroups");
         assert_eq!(la.problems.len(), 2);
         assert!(!la.fully_applied());
         assert!(la.summary().contains("NOT APPLIED"), "{}", la.summary());

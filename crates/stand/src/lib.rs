@@ -46,9 +46,8 @@ mod sampler;
 pub mod signals;
 mod stack;
 
-pub use cgroup::{
-    cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits, LimitsApplied,
-};
+pub use ceiling_metrics::{Limits, LimitsApplied, Role};
+pub use cgroup::{cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion};
 pub use db::{
     data_hash, drop_database, ensure_bench_role, find_pg_tool, find_psql, ident, lit, prepare_data,
     reset_bench_db, stat_statements_reset, stat_statements_snapshot, DataSetup, Db, DbConfig,
@@ -79,10 +78,10 @@ use ceiling_plan::StandSettings;
 /// process back to where it was and removes the group.
 pub fn limit_this_process(
     cgroups: &CgroupSystem,
-    who: &str,
+    who: Role,
     limits: &Limits,
 ) -> (Option<Cgroup>, LimitsApplied) {
-    let (cg, mut la) = cgroups.create(who, who, limits);
+    let (cg, mut la) = cgroups.create(who, who.as_str(), limits);
     if let Some(c) = &cg {
         if let Err(e) = c.add_pid(std::process::id()) {
             la.problems
@@ -295,7 +294,7 @@ impl Stand {
         let mut v = Vec::new();
         if let Some(s) = stack {
             v.push(SampleTarget::tree(
-                "stack",
+                Role::Stack,
                 s.pid(),
                 s.cgroup().map(|c| c.probe()),
             ));
@@ -304,13 +303,13 @@ impl Stand {
         let admin = self.admin.config.clone();
         match &self.pg {
             Some(pg) => v.push(
-                SampleTarget::tree("postgres", pg.pid(), pg.cgroup().map(|c| c.probe()))
+                SampleTarget::tree(Role::Postgres, pg.pid(), pg.cgroup().map(|c| c.probe()))
                     .with_db(admin),
             ),
-            None => v.push(SampleTarget::process("postgres", 0).with_db(admin)),
+            None => v.push(SampleTarget::process(Role::Postgres, 0).with_db(admin)),
         }
         if let Some(g) = generator_pid {
-            v.push(SampleTarget::process("generator", g));
+            v.push(SampleTarget::process(Role::Generator, g));
         }
         v
     }
@@ -318,7 +317,7 @@ impl Stand {
     /// the stack's). Keep the returned group alive while measuring; dropping it moves this
     /// process back and removes the group.
     pub fn limit_generator(&self, limits: &Limits) -> (Option<Cgroup>, LimitsApplied) {
-        limit_this_process(&self.cgroups, "generator", limits)
+        limit_this_process(&self.cgroups, Role::Generator, limits)
     }
     /// Resets `pg_stat_statements`.
     pub fn stat_statements_reset(&self) -> Result<()> {

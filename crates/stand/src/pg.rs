@@ -5,7 +5,7 @@
 //! an unprivileged user when we are root (PostgreSQL refuses to run as root): `postgres` if that
 //! user exists, else `nobody`.
 
-use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied};
+use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
 use crate::db::{find_psql, Db, DbConfig};
 use crate::error::{IoContext, Result, StandError};
 use crate::process::{self, log_tail, Managed, SpawnSpec, StopReport};
@@ -526,7 +526,7 @@ impl EmbeddedPostgres {
                 });
             }
         }
-        let (cgroup, limits) = cgroups.create("postgres", "postgres", &opts.limits);
+        let (cgroup, limits) = cgroups.create(Role::Postgres, "postgres", &opts.limits);
         let mut last_err = None;
         for attempt in 0..3 {
             let port = match opts.port {

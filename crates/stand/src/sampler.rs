@@ -15,7 +15,7 @@
 
 use crate::cgroup::{CgDir, CgroupVersion};
 use crate::procfs::{self, ProcTable};
-use ceiling_metrics::ResourceSample;
+use ceiling_metrics::{ResourceSample, Role};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,8 +114,8 @@ impl crate::cgroup::Cgroup {
 /// One thing to sample.
 #[derive(Debug, Clone)]
 pub struct SampleTarget {
-    /// `stack`, `postgres` or `generator`.
-    pub who: String,
+    /// Which part of the run this is.
+    pub who: Role,
     /// Root pid.
     pub pid: u32,
     /// Include all descendants (stack, postgres) or just the process (generator).
@@ -129,9 +129,9 @@ pub struct SampleTarget {
 
 impl SampleTarget {
     /// A process tree (`stack`, `postgres`).
-    pub fn tree(who: &str, pid: u32, cgroup: Option<CgroupProbe>) -> SampleTarget {
+    pub fn tree(who: Role, pid: u32, cgroup: Option<CgroupProbe>) -> SampleTarget {
         SampleTarget {
-            who: who.into(),
+            who,
             pid,
             tree: true,
             cgroup,
@@ -139,9 +139,9 @@ impl SampleTarget {
         }
     }
     /// A single process with all its threads (the generator: usually `std::process::id()`).
-    pub fn process(who: &str, pid: u32) -> SampleTarget {
+    pub fn process(who: Role, pid: u32) -> SampleTarget {
         SampleTarget {
-            who: who.into(),
+            who,
             pid,
             tree: false,
             cgroup: None,
@@ -262,7 +262,7 @@ impl Measurer {
                 .and_then(|c| c.memory_bytes(&mut self.buf));
             out.push(ResourceSample {
                 t,
-                who: target.who.clone(),
+                who: target.who,
                 cpu_pct,
                 rss_bytes,
                 cgroup_memory_bytes,
@@ -369,8 +369,8 @@ mod tests {
         let me = std::process::id();
         let start = Instant::now();
         let mut m = Measurer::new(vec![
-            SampleTarget::tree("stack", child.id(), None),
-            SampleTarget::process("generator", me),
+            SampleTarget::tree(Role::Stack, child.id(), None),
+            SampleTarget::process(Role::Generator, me),
         ]);
         assert!(m.tick(start).is_empty());
         std::thread::sleep(Duration::from_millis(600));
@@ -378,18 +378,18 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(s.len(), 2);
-        let stack = s.iter().find(|x| x.who == "stack").unwrap();
+        let stack = s.iter().find(|x| x.who == Role::Stack).unwrap();
         // one busy core; the machine may be shared, so only check it is clearly measured and
         // physically possible (clock ticks are 10 ms, so allow some slack above 100%)
         assert!(stack.cpu_pct > 5.0 && stack.cpu_pct < 130.0, "{stack:?}");
         assert!(stack.rss_bytes > 0);
         assert!(stack.t > 0.5);
-        let gen = s.iter().find(|x| x.who == "generator").unwrap();
+        let gen = s.iter().find(|x| x.who == Role::Generator).unwrap();
         assert!(gen.rss_bytes > 0);
         assert!(gen.cpu_pct < 100.0, "{gen:?}");
         // a gone target yields no sample
         let s = m.tick(start);
-        assert!(s.iter().all(|x| x.who != "stack"), "{s:?}");
+        assert!(s.iter().all(|x| x.who != Role::Stack), "{s:?}");
     }
 
     #[test]
@@ -397,10 +397,10 @@ mod tests {
         let (mut s, rx) = Sampler::with_channel(
             Instant::now(),
             Duration::from_millis(100),
-            vec![SampleTarget::process("generator", std::process::id())],
+            vec![SampleTarget::process(Role::Generator, std::process::id())],
         );
         let first = rx.recv_timeout(Duration::from_secs(3)).unwrap();
-        assert_eq!(first.who, "generator");
+        assert_eq!(first.who, Role::Generator);
         s.stop();
         while rx.try_recv().is_ok() {}
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());

@@ -22,7 +22,7 @@ use crate::control;
 use crate::db::DbConfig;
 use crate::hostprobe::{self, CgroupFiles, CpuTicks, DiskTotals, NetCounters, Throttling};
 use crate::procfs;
-use ceiling_metrics::{ResourceSample, SignalRow};
+use ceiling_metrics::{ResourceSample, Role, SignalRow};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -54,10 +54,10 @@ impl SignalConfig {
             ..Default::default()
         };
         for t in targets {
-            if t.who == "stack" {
+            if t.who == Role::Stack {
                 c.stack_cgroup = t.cgroup.as_ref().map(|p| p.files());
             }
-            if t.who == "postgres" && t.db.is_some() {
+            if t.who == Role::Postgres && t.db.is_some() {
                 c.postgres = t.db.clone();
             }
         }
@@ -140,7 +140,7 @@ impl Joiner {
     /// before it.
     pub fn push_resource(&mut self, r: &ResourceSample) {
         if let Some(a) = self.acc(r.t - 0.5) {
-            a.cpu.insert(r.who.clone(), r.cpu_pct);
+            a.cpu.insert(r.who.as_str().to_string(), r.cpu_pct);
         }
     }
 
@@ -1030,14 +1030,14 @@ mod tests {
         j.with_interval(1.95, 2.95, |r| r.host_busy_pct = Some(150.0));
         j.push_resource(&ResourceSample {
             t: 2.95,
-            who: "stack".into(),
+            who: Role::Stack,
             cpu_pct: 60.0,
             rss_bytes: 0,
             cgroup_memory_bytes: None,
         });
         j.push_resource(&ResourceSample {
             t: 2.95,
-            who: "generator".into(),
+            who: Role::Generator,
             cpu_pct: 20.0,
             rss_bytes: 0,
             cgroup_memory_bytes: None,

@@ -1,6 +1,6 @@
 //! Reference stacks: `stack.toml` parsing and validation, cached builds, start/health/stop.
 
-use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied};
+use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
 use crate::db::{hex, DbConfig};
 use crate::error::{IoContext, Result, StandError};
 use crate::pg::free_port;
@@ -788,7 +788,7 @@ pub fn start_stack(
             env.push((k, v));
         }
     }
-    let (cgroup, limits) = cgroups.create("stack", &spec.name, &launch.limits);
+    let (cgroup, limits) = cgroups.create(Role::Stack, &spec.name, &launch.limits);
     if let Some(p) = launch.log.parent() {
         std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
     }

@@ -353,7 +353,7 @@ fn generator_process_can_be_limited_and_restored() {
     let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
     let (cg, la) = limit_this_process(
         &cgs,
-        "generator",
+        Role::Generator,
         &Limits {
             cpus: Some(2.0),
             memory_mb: None,

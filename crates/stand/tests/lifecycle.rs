@@ -137,7 +137,7 @@ fn start_env_limits_sample_stop() {
         get(st.port(), "/burn?s=3");
         let start = Instant::now();
         let mut m = Measurer::new(vec![SampleTarget::tree(
-            "stack",
+            Role::Stack,
             st.pid(),
             Some(cg.probe()),
         )]);

@@ -212,7 +212,7 @@ fn embedded_postgres_end_to_end() {
         std::thread::sleep(Duration::from_millis(700));
         sampler.stop();
         let samples: Vec<_> = rx.try_iter().collect();
-        for who in ["stack", "postgres", "generator"] {
+        for who in Role::ALL {
             assert!(
                 samples.iter().any(|s| s.who == who),
                 "no {who} sample in {samples:?}"
@@ -220,7 +220,7 @@ fn embedded_postgres_end_to_end() {
         }
         let pgs = samples
             .iter()
-            .filter(|s| s.who == "postgres")
+            .filter(|s| s.who == Role::Postgres)
             .map(|s| s.rss_bytes)
             .max()
             .unwrap();

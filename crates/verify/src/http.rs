@@ -23,38 +23,17 @@ pub struct BaseUrl {
 }
 
 impl BaseUrl {
-    /// Parses `http://host[:port][/prefix]` (port 80 by default). `https` is not supported.
+    /// Parses `http://host[:port][/prefix]` (port 80 by default) with the workspace's one URL
+    /// parser ([`ceiling_plan::HttpUrl`]); `https` is refused with what to do instead.
     pub fn parse(url: &str) -> Result<BaseUrl, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("{url:?}: only http:// URLs are supported"))?;
-        let (hostport, prefix) = match rest.find('/') {
-            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
-            None => (rest, ""),
-        };
-        let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
-            let (h, p) = h
-                .split_once(']')
-                .ok_or_else(|| format!("{url:?}: unclosed [ in host"))?;
-            (h, p.strip_prefix(':').unwrap_or(""))
-        } else {
-            match hostport.rsplit_once(':') {
-                Some((h, p)) => (h, p),
-                None => (hostport, ""),
-            }
-        };
-        if host.is_empty() {
-            return Err(format!("{url:?}: no host"));
+        let u = ceiling_plan::HttpUrl::parse(url)?;
+        if u.path.contains('?') {
+            return Err(format!("`{url}`: a base URL cannot carry a query"));
         }
-        let port = if port.is_empty() {
-            80
-        } else {
-            port.parse().map_err(|_| format!("{url:?}: bad port"))?
-        };
         Ok(BaseUrl {
-            host: host.to_string(),
-            port,
-            prefix: prefix.to_string(),
+            prefix: u.base_path().to_string(),
+            host: u.host,
+            port: u.port,
         })
     }
 

@@ -1,0 +1,163 @@
+//! User-facing errors of the `ceiling` binary, run as a user runs it: the verdict when nothing
+//! listens, the offered rate, an https URL, an unknown stack. Each of these once said something
+//! misleading (see the assertions' messages).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ceiling() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ceiling"));
+    c.current_dir(repo_root());
+    c
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A loopback port nobody listens on: bound by us, then closed.
+fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn nothing_listening_is_a_connection_failure_not_generator_bound() {
+    let port = dead_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "100", "-d", "2s", "-q"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let verdict = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Verdict"))
+        .unwrap_or_else(|| panic!("no verdict line in:\n{out}"));
+    assert!(
+        verdict.contains("NO CONNECTION")
+            && verdict.contains(&format!("127.0.0.1:{port}"))
+            && verdict.to_lowercase().contains("connection refused"),
+        "{verdict}"
+    );
+    assert!(!out.contains("GENERATOR-BOUND"), "{out}");
+    // The same as JSON, for scripts.
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "100", "-d", "2s", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["no_connection"], true);
+    assert_eq!(v["generator_bound"], false);
+    assert_eq!(v["offered"], 200);
+    assert!(v["connect_failures"].as_u64().unwrap() >= 200, "{v}");
+    assert!(
+        v["connect_error"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("refused"),
+        "{v}"
+    );
+}
+
+#[test]
+fn offered_rate_is_over_the_planned_duration() {
+    let port = ceiling_load::testing::spawn_server(|t| t);
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "100", "-d", "2s", "--json"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["offered"], 200, "{v}");
+    // 100/s over 2 s — not 200 over the 3 seconds the last replies spill into (66.7/s).
+    assert_eq!(v["measured_duration_s"], 2.0, "{v}");
+    assert_eq!(v["offered_rps"], 100.0, "{v}");
+    assert!(
+        (v["achieved_rps"].as_f64().unwrap() - 100.0).abs() < 1.0,
+        "{v}"
+    );
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "100", "-d", "2s", "-q"])
+        .output()
+        .unwrap();
+    let (out, _) = text(&o);
+    assert!(out.contains("offered 200 (100.0/s)"), "{out}");
+    assert!(out.contains("over 2 s"), "{out}");
+}
+
+#[test]
+fn https_is_refused_with_what_to_do() {
+    let o = ceiling()
+        .args([
+            "load",
+            "--url",
+            "https://127.0.0.1:8443/",
+            "--rate",
+            "100",
+            "-d",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("https is not supported") && err.contains("HTTP/1.1 over cleartext"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot resolve"), "{err}");
+    // verify --url goes through the same parser
+    let o = ceiling()
+        .args([
+            "verify",
+            "--url",
+            "https://127.0.0.1:8443",
+            "--db-url",
+            "postgres://u:p@127.0.0.1:1/db",
+        ])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(err.contains("https is not supported"), "{err}");
+}
+
+#[test]
+fn unknown_stack_is_reported_before_postgres_starts() {
+    let t = std::time::Instant::now();
+    let o = ceiling().args(["verify", "nosuch"]).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("no such stack `nosuch`"), "{err}");
+    assert!(!err.contains("PostgreSQL"), "{err}");
+    assert!(t.elapsed().as_secs() < 10, "took {:?}", t.elapsed());
+    // `ceiling run` too
+    let o = ceiling()
+        .args([
+            "run",
+            "plans/004-ping.toml",
+            "--stacks",
+            "nosuch",
+            "--results",
+        ])
+        .arg(std::env::temp_dir().join("ceiling-errors-test"))
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("no such stack `nosuch`") && !err.contains("starting PostgreSQL"),
+        "{err}"
+    );
+}
