@@ -530,7 +530,10 @@ pub fn attribute(
             level: Box::new(|r, s| {
                 let s = s?;
                 let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
-                let scale = (0.5 * r.p99_ms).max(25.0);
+                // the control probes 10 times a second through one scheduling hop, the requests
+                // several hops 300+ times a second: its slowest probe sees a fraction of the
+                // delay the requests' tail sees, hence a quarter of their p99 (at least 10 ms)
+                let scale = (0.25 * r.p99_ms).max(10.0);
                 let control = s.control_probes.map(|_| {
                     if s.control_misses.unwrap_or(0) > 0 {
                         1.0

@@ -10,7 +10,7 @@
 //! Faults:
 //! * `lock`: a side session holds `LOCK TABLE status IN ACCESS EXCLUSIVE MODE` for ~1 s every
 //!   10 s (psql, started and ended by this test) → `db_lock_wait`;
-//! * `quota`: the plan limits the stack to 0.2 CPU and offers more than that serves →
+//! * `quota`: the plan limits the stack to 0.1 CPU and offers more than that serves →
 //!   `stack_throttled`;
 //! * `hog`: busy loops outside the run at nice −5 (above the stack and PostgreSQL, below the
 //!   generator's −10), one per CPU plus two, children of this test killed by pid → `host_stall`;
@@ -231,7 +231,7 @@ fn lock_held_every_ten_seconds_is_lock_wait() {
 }
 
 #[test]
-fn quota_of_a_fifth_of_a_core_is_throttling() {
+fn quota_of_a_tenth_of_a_core_is_throttling() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = missing() {
         eprintln!("skipped: {why}");
