@@ -42,7 +42,7 @@ pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
-pub use run::{Ceiling, RunAccumulator, StackAnalysis};
+pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis};
 pub use search::{
     check_plan, confirm_plan, fmt_margin, margin_terms, observations, probe_accumulator,
     probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict, Recovery,

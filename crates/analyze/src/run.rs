@@ -6,7 +6,7 @@ use crate::criteria::{LoadModel, ShelfCriteria};
 use crate::layout::{shelf_specs, ShelfSpec};
 use crate::search::{SearchOutcome, SearchStatus};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
-use crate::verdict::{fmt_ms, Verdict};
+use crate::verdict::{fmt_ms, verdict_of, Reason, Verdict};
 use crate::warning::{Warning, WarningKind};
 use ceiling_metrics::{ResourceSample, Role, Second};
 use ceiling_plan::Plan;
@@ -28,6 +28,54 @@ pub struct RunAccumulator {
     last_t: Option<u32>,
     seconds: u64,
     warnings: Vec<Warning>,
+    part_exits: Vec<PartExit>,
+}
+
+/// A part of the stand (PostgreSQL) that exited while a stack was measured. Stored with the
+/// stack's analysis (run.json `part_exits`); the shelves it touched are invalid with
+/// [`Reason::PartExited`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartExit {
+    /// What exited.
+    pub part: Role,
+    /// The first second of the run (engine seconds, as [`Second::t`]) the exit may have affected:
+    /// the part was last seen alive at the end of the second before.
+    pub from_s: f64,
+    /// How it ended: `signal 9`, `exit 1`.
+    pub status: String,
+    /// The end of its log, for the reader.
+    #[serde(default)]
+    pub log_tail: String,
+}
+
+impl PartExit {
+    /// One sentence: `PostgreSQL exited (signal 9) at t≈31 s`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} exited{} at t≈{} s",
+            self.part.title(),
+            if self.status.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.status)
+            },
+            crate::criteria::trim_float(self.from_s)
+        )
+    }
+
+    /// True when the exit may have touched `shelf`: it was reached, its stage had not ended
+    /// before the exit, and its kept window either reaches past the exit or was not complete.
+    /// A shelf whose kept window was complete and clean before the exit keeps its verdict.
+    pub fn touches(&self, shelf: &ShelfResult) -> bool {
+        let w = &shelf.window;
+        let reached = w.seen_s > 0.0;
+        let stage_after = w.stage_end_s.is_none_or(|e| e > self.from_s + 1e-9);
+        let kept_after = w.kept_end_s.is_none_or(|e| e > self.from_s + 1e-9);
+        let kept_short = w
+            .planned_kept_s
+            .is_some_and(|p| w.kept_s + 1e-9 < p.floor());
+        reached && stage_after && (kept_after || kept_short)
+    }
 }
 
 impl RunAccumulator {
@@ -83,6 +131,31 @@ impl RunAccumulator {
             last_t: None,
             seconds: 0,
             warnings: Vec::new(),
+            part_exits: Vec::new(),
+        }
+    }
+
+    /// Records that a part of the stand the stack depends on (PostgreSQL) exited. Every shelf it
+    /// touched ([`PartExit::touches`]) becomes invalid with [`Reason::PartExited`] — not failed:
+    /// the stack cannot answer without its database. Not for the stack under test itself (its
+    /// crash is its own failure and is reported as a warning).
+    pub fn stand_part_exited(&mut self, exit: PartExit) {
+        self.part_exits.push(exit);
+    }
+
+    /// Marks the shelves the recorded exits touched.
+    fn apply_exits(&self, shelves: &mut [ShelfResult]) {
+        for s in shelves {
+            for e in &self.part_exits {
+                if e.touches(s) {
+                    s.reasons.push(Reason::PartExited {
+                        part: e.part,
+                        from_s: e.from_s,
+                        status: e.status.clone(),
+                    });
+                    s.verdict = verdict_of(&s.reasons);
+                }
+            }
         }
     }
 
@@ -143,10 +216,13 @@ impl RunAccumulator {
 
     /// Results of the shelves finished so far (judged with the resource samples seen so far).
     pub fn completed(&self) -> Vec<ShelfResult> {
-        self.shelves
+        let mut v: Vec<ShelfResult> = self
+            .shelves
             .iter()
             .filter_map(|s| s.result(&self.resources))
-            .collect()
+            .collect();
+        self.apply_exits(&mut v);
+        v
     }
 
     /// Ends the run: open shelves are closed (their trimmed tails dropped), every shelf judged,
@@ -155,12 +231,41 @@ impl RunAccumulator {
         for s in &mut self.shelves {
             s.finish();
         }
-        let shelves: Vec<ShelfResult> = self
+        let mut shelves: Vec<ShelfResult> = self
             .shelves
             .iter()
             .filter_map(|s| s.result(&self.resources))
             .collect();
+        self.apply_exits(&mut shelves);
         let mut a = StackAnalysis::from_shelves(&self.stack, self.criteria, shelves);
+        for e in &self.part_exits {
+            let hit: Vec<&str> = a
+                .shelves
+                .iter()
+                .filter(|s| {
+                    s.reasons
+                        .iter()
+                        .any(|r| matches!(r, Reason::PartExited { part, .. } if *part == e.part))
+                })
+                .map(|s| s.label.as_str())
+                .collect();
+            a.warnings.insert(
+                0,
+                Warning::new(
+                    WarningKind::PartExited,
+                    format!(
+                        "{} during the measurement; {} — the measurement of this stack stopped there",
+                        e.describe(),
+                        if hit.is_empty() {
+                            "no shelf was running".to_string()
+                        } else {
+                            format!("invalid, not failed: {}", hit.join(", "))
+                        }
+                    ),
+                ),
+            );
+        }
+        a.part_exits = std::mem::take(&mut self.part_exits);
         if self.seconds == 0 {
             a.warnings.insert(
                 0,
@@ -250,6 +355,9 @@ pub struct StackAnalysis {
     /// Capacity search results, when the stack was searched rather than stepped.
     #[serde(default)]
     pub search: Option<SearchOutcome>,
+    /// Parts of the stand that exited while this stack was measured (run.json schema ≥ 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_exits: Vec<PartExit>,
     /// Things a reader should know.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -313,6 +421,7 @@ impl StackAnalysis {
             levels,
             ceiling,
             search: None,
+            part_exits: Vec::new(),
             warnings,
         }
     }
@@ -325,7 +434,9 @@ impl StackAnalysis {
         let criteria = first.criteria.clone();
         let mut warnings: Vec<Warning> = Vec::new();
         let mut shelves = Vec::new();
+        let mut part_exits = Vec::new();
         for p in parts {
+            part_exits.extend(p.part_exits);
             for w in p.warnings {
                 // Warnings `from_shelves` derives are recomputed below; keep the others once.
                 if !w.kind.is_derived() && !warnings.contains(&w) {
@@ -340,6 +451,7 @@ impl StackAnalysis {
         let mut a = StackAnalysis::from_shelves(&stack, criteria, shelves);
         warnings.append(&mut a.warnings);
         a.warnings = warnings;
+        a.part_exits = part_exits;
         Some(a)
     }
 

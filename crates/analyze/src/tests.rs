@@ -916,3 +916,96 @@ fn analysis_round_trips_through_json() {
     assert_eq!(back, a);
     assert!(j.contains("\"verdict\": \"valid\""));
 }
+
+/// PostgreSQL dies at `die_at`; the stack answers every request with a 5xx from then on, and the
+/// measurement stops two seconds later.
+fn run_until_postgres_dies(p: &Plan, die_at: u32) -> StackAnalysis {
+    let secs = run_plan(p, 1, |_, st, t, _| {
+        if t >= die_at + 2 {
+            return None;
+        }
+        let r = rate_of(st).max(10);
+        Some(if t >= die_at {
+            sec(
+                r,
+                vec![
+                    Tag {
+                        n: r,
+                        lat_us: 1_000,
+                        err: r,
+                    },
+                    tag(0, 1.0),
+                ],
+            )
+        } else {
+            healthy(r)
+        })
+    });
+    let mut acc = RunAccumulator::new(p, "s");
+    for s in &secs {
+        acc.push_second(s);
+    }
+    acc.stand_part_exited(PartExit {
+        part: Role::Postgres,
+        from_s: die_at as f64,
+        status: "signal 9".into(),
+        log_tail: String::new(),
+    });
+    acc.finish()
+}
+
+#[test]
+fn postgres_exit_makes_the_running_shelf_invalid_not_failed() {
+    let p = open_plan("");
+    // hold 200 runs 55..95 (kept 60..90): PostgreSQL dies at 70.
+    let a = run_until_postgres_dies(&p, 70);
+    let v: Vec<Verdict> = a.shelves.iter().map(|s| s.verdict).collect();
+    assert_eq!(v, [Verdict::Valid, Verdict::Invalid, Verdict::Invalid]);
+    let hit = &a.shelves[1];
+    // Its errors alone would have failed it; the dead database makes it invalid instead.
+    assert!(hit
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::Errors { .. })));
+    assert!(
+        hit.reasons.iter().any(|r| matches!(
+            r,
+            Reason::PartExited {
+                part: Role::Postgres,
+                ..
+            }
+        )),
+        "{:?}",
+        hit.reasons
+    );
+    assert!(
+        hit.reasons_text()
+            .contains("PostgreSQL exited during the shelf"),
+        "{}",
+        hit.reasons_text()
+    );
+    // The shelf never reached is just not reached.
+    assert_eq!(a.shelves[2].reasons, vec![Reason::NotReached]);
+    assert_eq!(a.part_exits.len(), 1);
+    assert!(a.warnings.iter().any(|w| w.kind == WarningKind::PartExited
+        && w.message.contains("invalid, not failed: hold 200")));
+    // The ceiling stands on the last shelf before the exit, and is not bracketed.
+    assert_eq!(a.ceiling.label.as_deref(), Some("hold 100"));
+    assert!(!a.ceiling.bracketed);
+    // run.json keeps it
+    let back: StackAnalysis = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    assert_eq!(back, a);
+}
+
+#[test]
+fn postgres_exit_after_a_complete_window_leaves_the_shelf_alone() {
+    let p = open_plan("");
+    // hold 200's kept window is 60..90; PostgreSQL dies at 92, in the trimmed tail.
+    let a = run_until_postgres_dies(&p, 92);
+    assert!(a.shelves[1].is_valid(), "{:?}", a.shelves[1].reasons);
+    assert!(!a.shelves[2]
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::PartExited { .. })));
+    assert_eq!(a.ceiling.label.as_deref(), Some("hold 200"));
+}

@@ -1,6 +1,7 @@
 //! Shelf verdicts and the reasons behind them.
 
 use crate::criteria::trim_float;
+use ceiling_metrics::Role;
 use ceiling_plan::pct_name;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -111,6 +112,16 @@ pub enum Reason {
     },
     /// No second of the shelf was recorded (invalid).
     NotReached,
+    /// A part of the stand the stack depends on (PostgreSQL) exited while the shelf ran: its
+    /// numbers describe a broken stand, not the stack (invalid, whatever else they show).
+    PartExited {
+        /// What exited.
+        part: Role,
+        /// The first second (since the run's start) the exit may have affected.
+        from_s: f64,
+        /// How it ended (`signal 9`, `exit 1`).
+        status: String,
+    },
     /// Nothing was offered or completed in the window (invalid).
     NoData,
 }
@@ -125,6 +136,11 @@ impl Reason {
             | Reason::NothingCompleted { .. } => Verdict::Failed,
             _ => Verdict::Invalid,
         }
+    }
+    /// True for reasons that void a shelf whatever else it shows: the generator was the bottleneck,
+    /// or a part of the stand died under it. [`verdict_of`] makes such a shelf invalid, never failed.
+    pub fn voids_shelf(&self) -> bool {
+        self.is_generator_bound() || matches!(self, Reason::PartExited { .. })
     }
     /// True for reasons that mean the generator, not the stack, was the bottleneck.
     pub fn is_generator_bound(&self) -> bool {
@@ -218,6 +234,23 @@ impl fmt::Display for Reason {
                 )
             }
             Reason::NotReached => f.write_str("not reached"),
+            Reason::PartExited {
+                part,
+                from_s,
+                status,
+            } => {
+                let st = if status.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {status}")
+                };
+                write!(
+                    f,
+                    "{} exited during the shelf (t≈{} s{st})",
+                    part.title(),
+                    trim_float(*from_s)
+                )
+            }
             Reason::NoData => f.write_str("no requests in the window"),
         }
     }
@@ -240,11 +273,11 @@ pub fn fmt_ms(x: f64) -> String {
     }
 }
 
-/// Combines reasons into a verdict: any generator-bound reason → invalid (the measurement cannot
-/// be trusted); else any stack failure → failed (even in a short window, the stack demonstrably
+/// Combines reasons into a verdict: any generator-bound reason or a part of the stand that exited
+/// → invalid (the measurement cannot be trusted); else any stack failure → failed (even in a short window, the stack demonstrably
 /// failed); else any other reason (window too short, incomplete, not reached) → invalid; else valid.
 pub fn verdict_of(reasons: &[Reason]) -> Verdict {
-    if reasons.iter().any(Reason::is_generator_bound) {
+    if reasons.iter().any(Reason::voids_shelf) {
         Verdict::Invalid
     } else if reasons.iter().any(|r| r.verdict() == Verdict::Failed) {
         Verdict::Failed

@@ -29,8 +29,10 @@ pub enum WarningKind {
     NoSeconds,
     /// No resource sample of the stack: CPU and RAM are unknown.
     NoResourceSamples,
-    /// A part of the stand (the stack, PostgreSQL) exited during the measurement.
+    /// A part of the stand (PostgreSQL) exited during the measurement; see `StackAnalysis::part_exits`.
     PartExited,
+    /// The stack under test died during the measurement.
+    StackDied,
     /// The stack's log tail after it died.
     StackLog,
     /// The run was stopped early (signal or time bound).

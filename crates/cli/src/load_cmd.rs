@@ -631,19 +631,8 @@ fn trim_secs(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Sets `stop` on SIGINT/SIGTERM so the engine winds down and results are kept.
+/// Sets `stop` on the first Ctrl-C/SIGTERM so the engine winds down and results are kept. The
+/// handlers themselves are installed once, in `main` ([`ceiling_stand::install_signal_cleanup`]).
 pub fn install_ctrlc(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
-        std::sync::OnceLock::new();
-    let _ = STOP.set(stop);
-    extern "C" fn on_signal(_: libc::c_int) {
-        if let Some(s) = STOP.get() {
-            s.store(true, Ordering::Relaxed);
-        }
-    }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    ceiling_stand::link(stop);
 }

@@ -52,6 +52,11 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The one place signals are handled: the first Ctrl-C cancels whatever runs (each command
+    // writes what it has), the second stops everything ceiling started and exits.
+    if let Err(e) = ceiling_stand::install_signal_cleanup(std::time::Duration::from_millis(500)) {
+        eprintln!("warning: Ctrl-C handling could not be installed: {e}");
+    }
     let res = match cli.cmd {
         Cmd::Load(a) => load_cmd::run(a),
         Cmd::Run(a) => run_cmd::run(a),
@@ -71,6 +76,11 @@ fn main() -> ExitCode {
     };
     match res {
         Ok(code) => code,
+        // A step that stopped because of Ctrl-C: not a failure of the tool, and said so.
+        Err(e) if ceiling_stand::cancelled() => {
+            eprintln!("stopped by a signal: {e:#}");
+            ExitCode::from(128 + ceiling_stand::interrupted().unwrap_or(2) as u8)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)

@@ -2,14 +2,13 @@
 //! under limits, verify, warm up, measure, stop, cool down), analysis by the plan's method, and
 //! the report files in `results/<run-id>/`.
 
-use crate::load_cmd::install_ctrlc;
 use crate::record::Recorder;
 use anyhow::{bail, Context};
-use ceiling_analyze::{RunAccumulator, StackAnalysis, Warning, WarningKind};
+use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Warning, WarningKind};
 use ceiling_load::{parse_target, LoadConfig};
-use ceiling_plan::{Plan, Stage};
+use ceiling_plan::{OnPartExit, Plan, Stage};
 use ceiling_report::{RunReport, Series};
-use ceiling_stand::{LimitsApplied, Sampler, Stand, StandOptions};
+use ceiling_stand::{LimitsApplied, Role, Sampler, Stand, StandOptions};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -172,10 +171,21 @@ pub struct Measured {
     pub analysis: StackAnalysis,
     /// Per-second rows (for the HTML report).
     pub rows: Vec<ceiling_metrics::TimeseriesRow>,
+    /// Why the measurement ended early, if a watch stopped it.
+    pub halt: Option<Halt>,
+}
+
+/// Why a measurement ended before its plan did, as the per-second watch saw it.
+pub enum Halt {
+    /// The stack under test died (its crash report).
+    StackDied(String),
+    /// A part of the stand the stack depends on exited (PostgreSQL).
+    PartExited(PartExit),
 }
 
 /// Runs the plan's load against a started stack and analyses it. `alive` is polled every second;
-/// when it returns an error message the run stops and the analysis carries the message.
+/// when it returns an error message the measurement stops, the analysis carries the message, and
+/// `stop` is set (the capacity search then stops too).
 #[allow(clippy::too_many_arguments)] // the run's pieces, each owned by a different caller
 pub fn measure(
     plan: &Plan,
@@ -188,6 +198,40 @@ pub fn measure(
     stop: Arc<AtomicBool>,
     quiet: bool,
     mut alive: impl FnMut() -> Option<String>,
+) -> anyhow::Result<Measured> {
+    let m = measure_watched(
+        plan,
+        stack_name,
+        url,
+        data_dir,
+        out_dir,
+        sampler_targets,
+        threads,
+        &stop,
+        quiet,
+        || alive().map(Halt::StackDied),
+    )?;
+    if matches!(m.halt, Some(Halt::StackDied(_))) {
+        stop.store(true, Ordering::Relaxed);
+    }
+    Ok(m)
+}
+
+/// [`measure`] with a watch that can also report a part of the stand that exited. `stop` (Ctrl-C)
+/// is only read: a halt stops this measurement alone, and the caller decides what comes next.
+/// A part's exit marks the shelves it touched invalid ([`RunAccumulator::stand_part_exited`]).
+#[allow(clippy::too_many_arguments)] // the run's pieces, each owned by a different caller
+pub fn measure_watched(
+    plan: &Plan,
+    stack_name: &str,
+    url: &str,
+    data_dir: Option<&Path>,
+    out_dir: &Path,
+    sampler_targets: Vec<ceiling_stand::SampleTarget>,
+    threads: usize,
+    stop: &Arc<AtomicBool>,
+    quiet: bool,
+    mut watch: impl FnMut() -> Option<Halt>,
 ) -> anyhow::Result<Measured> {
     let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg =
@@ -209,7 +253,11 @@ pub fn measure(
     {
         cfg.hard_limit = total + cfg.timeout + Duration::from_secs(10);
     }
-    cfg.stop = stop.clone();
+    // The engine's own flag: set by a halt (this measurement only) or, through the relay below,
+    // by Ctrl-C (everything).
+    let engine_stop = Arc::new(AtomicBool::new(false));
+    cfg.stop = engine_stop.clone();
+    let relay = StopRelay::start(stop.clone(), engine_stop.clone())?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     let mut rec = Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?;
     let mut acc = RunAccumulator::with_passes(plan, stack_name, passes);
@@ -221,7 +269,9 @@ pub fn measure(
         .map(ceiling_stand::signals::control_command_of);
     let mut signals = ceiling_stand::SignalSampler::start(t0, sig_cfg);
     let (mut sampler, samples) = Sampler::with_channel(t0, Duration::from_secs(1), sampler_targets);
-    let mut died: Option<String> = None;
+    let mut halt: Option<Halt> = None;
+    // The last second after which the watch still found everything alive.
+    let mut last_ok: Option<u32> = None;
     let res = ceiling_load::run(cfg, |s| {
         let fresh: Vec<_> = samples.try_iter().collect();
         for r in &fresh {
@@ -232,13 +282,32 @@ pub fn measure(
         rec.add_resources(fresh);
         rec.second(s);
         acc.push_second(s);
-        if died.is_none() {
-            if let Some(msg) = alive() {
-                died = Some(msg);
-                stop.store(true, Ordering::Relaxed);
+        if halt.is_none() {
+            match watch() {
+                None => last_ok = Some(s.t),
+                Some(mut h) => {
+                    if let Halt::PartExited(e) = &mut h {
+                        // Alive when second `last_ok` was handed over (≈ its end + the engine's
+                        // one-second delivery), so every second after it may be affected.
+                        e.from_s = last_ok.map(|t| t as f64 + 1.0).unwrap_or(0.0);
+                        if !quiet {
+                            eprintln!();
+                        }
+                        eprintln!(
+                            "[{stack_name}] {} EXITED ({}) at t≈{} s — stopping this stack's measurement; its shelves from then on are invalid",
+                            e.part.title(),
+                            e.status,
+                            e.from_s
+                        );
+                        acc.stand_part_exited(e.clone());
+                    }
+                    halt = Some(h);
+                    engine_stop.store(true, Ordering::Relaxed);
+                }
             }
         }
     });
+    relay.finish();
     sampler.stop();
     let rest: Vec<_> = samples.try_iter().collect();
     for r in &rest {
@@ -268,13 +337,17 @@ pub fn measure(
             format!("signals: {n}"),
         ));
     }
-    if let Some(m) = died {
-        analysis.warnings.push(Warning::new(
-            WarningKind::PartExited,
+    match &halt {
+        Some(Halt::StackDied(m)) => analysis.warnings.push(Warning::new(
+            WarningKind::StackDied,
             format!("the stack died during the run: {m}"),
-        ));
-    } else if summary.stopped_early {
-        analysis.warnings.push(Warning::new(WarningKind::StoppedEarly, "the run was stopped early (signal or time bound); shelves after that point are missing"));
+        )),
+        Some(Halt::PartExited(_)) => {} // the analysis says it (warning, part_exits, reasons)
+        None if summary.stopped_early => analysis.warnings.push(Warning::new(
+            WarningKind::StoppedEarly,
+            "the run was stopped early (signal or time bound); shelves after that point are missing",
+        )),
+        None => {}
     }
     if let Some(e) = rec.io_error.take() {
         analysis.warnings.push(Warning::new(WarningKind::Files, e));
@@ -282,7 +355,44 @@ pub fn measure(
     Ok(Measured {
         analysis,
         rows: std::mem::take(&mut rec.rows),
+        halt,
     })
+}
+
+/// Copies the run-wide stop flag (Ctrl-C) into one measurement's engine flag, every 50 ms, so a
+/// halt of one measurement never looks like a Ctrl-C to the rest of the run.
+struct StopRelay {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StopRelay {
+    fn start(from: Arc<AtomicBool>, to: Arc<AtomicBool>) -> std::io::Result<StopRelay> {
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("ceiling-stop-relay".into())
+            .spawn(move || {
+                while !d.load(Ordering::Relaxed) {
+                    if from.load(Ordering::Relaxed) {
+                        to.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })?;
+        Ok(StopRelay {
+            done,
+            thread: Some(thread),
+        })
+    }
+
+    fn finish(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Runs `ceiling run`.
@@ -310,8 +420,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    install_ctrlc(stop.clone());
+    // Set by the first Ctrl-C (see main): every step below stops on it.
+    let stop = ceiling_stand::cancel_flag();
 
     let mut report = RunReport::new(&plan, id.clone());
     report.started = now_iso();
@@ -322,16 +432,27 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let opts = a.stand.options(&root, &dir);
     eprintln!("stand: starting PostgreSQL…");
-    let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut stand = match Stand::start(&opts, &plan.stand) {
+        Ok(s) => s,
+        Err(e) if ceiling_stand::cancelled() => {
+            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
+        }
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
+    };
     eprintln!(
         "stand: PostgreSQL {} ready; preparing data (seed {})…",
         stand.postgres_version(),
         plan.stand.seed
     );
     let t = Instant::now();
-    let data = stand
-        .prepare_data(plan.stand.seed)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let data = match stand.prepare_data(plan.stand.seed) {
+        Ok(d) => d,
+        Err(e) if ceiling_stand::cancelled() => {
+            stand.stop();
+            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
+        }
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
+    };
     eprintln!(
         "stand: data ready in {:.1}s ({})",
         t.elapsed().as_secs_f64(),
@@ -359,11 +480,70 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             );
             sleep_unless(plan.stand.cooldown, &stop);
         }
-        match run_stack(&plan, &a, &stand, name, &dir, data_dir.as_deref(), &stop) {
+        match run_stack(
+            &plan,
+            &a,
+            &mut stand,
+            name,
+            &dir,
+            data_dir.as_deref(),
+            &stop,
+        ) {
             Ok((m, lim)) => {
                 report.limits.insert(name.clone(), lim);
                 series.insert(name.clone(), m.rows);
                 report.stacks.push(m.analysis);
+                if let Some(Halt::PartExited(e)) = m.halt {
+                    exit = ExitCode::from(1);
+                    let what = format!("{} while `{name}` was measured", e.describe());
+                    if !e.log_tail.is_empty() {
+                        std::fs::write(
+                            dir.join("logs").join(format!("postgres-exit-{name}.txt")),
+                            &e.log_tail,
+                        )
+                        .ok();
+                    }
+                    let last = i + 1 == plan.target.stacks.len();
+                    match plan.stand.on_part_exit {
+                        OnPartExit::Restart if !last && !stop.load(Ordering::Relaxed) => {
+                            eprintln!(
+                                "stand: restarting PostgreSQL (stand.on_part_exit = \"restart\")…"
+                            );
+                            let t = Instant::now();
+                            match stand.restart_postgres() {
+                                Ok(_) => {
+                                    eprintln!(
+                                        "stand: PostgreSQL {} ready again in {:.1}s",
+                                        stand.postgres_version(),
+                                        t.elapsed().as_secs_f64()
+                                    );
+                                    report.warnings.push(format!(
+                                        "{what}; PostgreSQL was restarted and the run went on with the next stack"
+                                    ));
+                                }
+                                Err(err) => {
+                                    let msg = format!(
+                                        "{what}; restarting it failed, so the run stopped: {err}"
+                                    );
+                                    eprintln!("{msg}");
+                                    report.warnings.push(msg);
+                                    ceiling_report::write_all(&dir, &report, &series)?;
+                                    break;
+                                }
+                            }
+                        }
+                        OnPartExit::Restart => report.warnings.push(what),
+                        OnPartExit::Stop => {
+                            let msg = format!(
+                                "{what}; the run stopped there (stand.on_part_exit = \"stop\")"
+                            );
+                            eprintln!("{msg}");
+                            report.warnings.push(msg);
+                            ceiling_report::write_all(&dir, &report, &series)?;
+                            break;
+                        }
+                    }
+                }
             }
             Err(e) => {
                 let msg = format!("stack `{name}` was not measured: {e:#}");
@@ -381,6 +561,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(exit)
+}
+
+fn series_none() -> Series {
+    Series::new()
+}
+
+/// A run cancelled before any stack was measured: says where, writes the (empty) report so the
+/// results directory explains itself, and exits 130.
+fn stopped_early(
+    dir: &Path,
+    report: &mut RunReport,
+    series: &Series,
+    what: &str,
+) -> anyhow::Result<ExitCode> {
+    let msg = format!("stopped by a signal before any stack was measured: {what}");
+    eprintln!("{msg}");
+    report.warnings.push(msg);
+    let files = ceiling_report::write_all(dir, report, series)?;
+    eprintln!("results: {}", file_list(&files));
+    Ok(ExitCode::from(130))
 }
 
 fn sleep_unless(d: Duration, stop: &AtomicBool) {
@@ -496,7 +696,7 @@ pub fn start_verified(
 fn run_stack(
     plan: &Plan,
     a: &RunArgs,
-    stand: &Stand,
+    stand: &mut Stand,
     name: &str,
     dir: &Path,
     data_dir: Option<&Path>,
@@ -509,7 +709,7 @@ fn run_stack(
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
     let url = stack.url();
-    let res = measure(
+    let res = measure_watched(
         plan,
         name,
         &url,
@@ -517,17 +717,39 @@ fn run_stack(
         &out,
         targets,
         a.threads,
-        stop.clone(),
+        stop,
         a.quiet,
         || {
+            // PostgreSQL first: a stack whose database died fails because of it.
+            if let Some(status) = stand.postgres_exited() {
+                return Some(Halt::PartExited(PartExit {
+                    part: Role::Postgres,
+                    from_s: 0.0, // set by measure_watched from the last second seen alive
+                    status,
+                    log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
+                }));
+            }
             if stack.is_alive() {
                 None
             } else {
-                Some(stack.crash_report().unwrap_or_else(|| "exited".into()))
+                Some(Halt::StackDied(
+                    stack.crash_report().unwrap_or_else(|| "exited".into()),
+                ))
             }
         },
     );
-    let statements = stand.stat_statements(true).ok();
+    let pg_dead = matches!(
+        res,
+        Ok(Measured {
+            halt: Some(Halt::PartExited(_)),
+            ..
+        })
+    );
+    let statements = if pg_dead {
+        None
+    } else {
+        stand.stat_statements(true).ok()
+    };
     let crash = if stack.is_alive() {
         None
     } else {

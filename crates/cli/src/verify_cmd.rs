@@ -37,6 +37,7 @@ fn run_suite(
 ) -> anyhow::Result<ceiling_verify::VerifyReport> {
     let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
     cfg.only = only.to_vec();
+    cfg.cancel = Some(ceiling_stand::cancel_flag());
     ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
 }
 

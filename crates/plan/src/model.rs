@@ -278,6 +278,20 @@ pub struct StandSettings {
     pub cooldown: Duration,
     /// Run `ceiling verify` before measuring each stack.
     pub verify: bool,
+    /// What to do when a part of the stand (PostgreSQL) exits while a stack is measured.
+    pub on_part_exit: OnPartExit,
+}
+
+/// `stand.on_part_exit`: what a run does after a part of the stand exited mid-measurement. Either
+/// way that stack's measurement stops and its affected shelves are invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnPartExit {
+    /// Restart the part and go on with the next stack (the default).
+    #[default]
+    Restart,
+    /// Stop the run cleanly: write what was measured and exit.
+    Stop,
 }
 
 /// Capacity search settings (`ceiling search`).

@@ -123,6 +123,7 @@ struct RawStand {
     postgres_cpus: Option<S<f64>>,
     cooldown: Option<S<String>>,
     verify: Option<bool>,
+    on_part_exit: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -655,6 +656,17 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         },
         cooldown: cx.dur(&rs.cooldown, "stand.cooldown", Duration::from_secs(30))?,
         verify: rs.verify.unwrap_or(true),
+        on_part_exit: match rs.on_part_exit.as_ref().map(|s| (s.get_ref().as_str(), s.span())) {
+            None | Some(("restart", _)) => OnPartExit::Restart,
+            Some(("stop", _)) => OnPartExit::Stop,
+            Some((other, span)) => {
+                return Err(cx.err(
+                    Some(span),
+                    "stand.on_part_exit",
+                    format!("`{other}` is not an action: use \"restart\" (restart PostgreSQL and go on with the next stack) or \"stop\" (end the run)"),
+                ))
+            }
+        },
     };
 
     // search

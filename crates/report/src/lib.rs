@@ -219,8 +219,8 @@ impl RunReport {
             .collect()
     }
 
-    /// Things a reader must see before any number: scaled plan, limits not applied,
-    /// generator-bound shelves.
+    /// Things a reader must see before any number: scaled plan, limits not applied, a part of the
+    /// stand that died under a stack, generator-bound shelves.
     pub fn notices(&self) -> Vec<String> {
         let mut v = Vec::new();
         if self.plan.is_scaled() {
@@ -235,6 +235,16 @@ impl RunReport {
                 "LIMITS NOT APPLIED: {}. These parts ran without (some of) their planned CPU/memory limits.",
                 not_applied.join("; ")
             ));
+        }
+        for a in &self.stacks {
+            for e in &a.part_exits {
+                v.push(format!(
+                    "{} EXITED while `{}` was measured: {}. Its shelves from then on are invalid, not failed — the stack was not at fault.",
+                    e.part.title().to_uppercase(),
+                    a.stack,
+                    e.describe()
+                ));
+            }
         }
         let gb: Vec<String> = self
             .stacks

@@ -621,3 +621,23 @@ fn limits_record_from_the_stand_raises_the_notice() {
     let back = RunReport::from_json(&rep.to_json()).unwrap();
     assert!(render_terminal(&back).contains("!! LIMITS NOT APPLIED: go-pgx (stack)"));
 }
+
+#[test]
+fn a_dead_postgres_is_a_notice_in_every_output() {
+    let (mut rep, series) = demo(1.0);
+    rep.stacks[0].part_exits.push(ceiling_analyze::PartExit {
+        part: Role::Postgres,
+        from_s: 31.0,
+        status: "signal 9".into(),
+        log_tail: String::new(),
+    });
+    let want =
+        "POSTGRESQL EXITED while `go-pgx` was measured: PostgreSQL exited (signal 9) at t≈31 s";
+    assert!(render_terminal(&rep).contains(&format!("!! {want}")));
+    assert!(render_summary_md(&rep).contains(want));
+    assert!(render_html(&rep, &series)
+        .unwrap()
+        .contains("POSTGRESQL EXITED while"));
+    let back = RunReport::from_json(&rep.to_json()).unwrap();
+    assert_eq!(back.stacks[0].part_exits, rep.stacks[0].part_exits);
+}

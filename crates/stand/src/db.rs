@@ -10,7 +10,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Name of the benchmark role and database.
 pub const BENCH: &str = "bench";
@@ -246,10 +246,38 @@ impl Db {
         c
     }
 
+    /// Runs one `psql` to completion — in its own process group, so a terminal's Ctrl-C reaches
+    /// ceiling alone — and stops it (SIGTERM, SIGKILL after 1 s) the moment the run is cancelled:
+    /// the seeding is one long `psql`. Output is read on two threads so a chatty psql never
+    /// blocks on a full pipe.
     fn run(&self, what: &str, mut c: Command, stdin: Option<&str>) -> Result<String> {
+        use std::io::Read;
+        use std::os::unix::process::CommandExt;
+        c.process_group(0);
         let mut child = c
             .spawn()
             .ctx(|| format!("running {}", self.psql.display()))?;
+        let reader = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out_t = reader(
+            child
+                .stdout
+                .take()
+                .map(|x| Box::new(x) as Box<dyn Read + Send>),
+        );
+        let err_t = reader(
+            child
+                .stderr
+                .take()
+                .map(|x| Box::new(x) as Box<dyn Read + Send>),
+        );
         {
             let mut si = child.stdin.take();
             if let (Some(s), Some(text)) = (si.as_mut(), stdin) {
@@ -257,16 +285,33 @@ impl Db {
                 let _ = s.write_all(text.as_bytes());
             }
         }
-        let out = child
-            .wait_with_output()
-            .ctx(|| format!("waiting for psql ({what})"))?;
-        if !out.status.success() {
+        let mut pause = Duration::from_millis(1);
+        let status = loop {
+            if let Some(st) = child
+                .try_wait()
+                .ctx(|| format!("waiting for psql ({what})"))?
+            {
+                break st;
+            }
+            if crate::interrupt::cancelled() {
+                stop_child(&mut child);
+                let _ = (out_t.join(), err_t.join());
+                return Err(StandError::Cancelled {
+                    what: format!("running SQL ({what}); psql was stopped"),
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        };
+        let stdout = out_t.join().unwrap_or_default();
+        let stderr = err_t.join().unwrap_or_default();
+        if !status.success() {
             return Err(StandError::Sql {
                 what: format!("{what} on {}", self.config.display_url()),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
             });
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
     }
 
     /// Runs SQL (one or more statements) and discards results.
@@ -327,6 +372,23 @@ impl Db {
     pub fn server_version(&self) -> Result<String> {
         Ok(self.query_one("show server_version")?.unwrap_or_default())
     }
+}
+
+/// SIGTERM to the child's process group (its own: see [`Db::run`]), SIGKILL after 1 s, reaped.
+fn stop_child(child: &mut std::process::Child) {
+    let pgid = child.id() as i32;
+    // SAFETY: kill(2) on the process group of a child we started in a group of its own.
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
 }
 
 fn short(sql: &str) -> String {

@@ -74,6 +74,12 @@ pub enum StandError {
         /// What is wrong.
         message: String,
     },
+    /// The run was cancelled (Ctrl-C, SIGTERM) while this step ran; its processes were stopped.
+    #[error("cancelled while {what}")]
+    Cancelled {
+        /// The step (`building go-pgx`, `seeding the data`).
+        what: String,
+    },
     /// An I/O error with context.
     #[error("{context}: {source}")]
     Io {

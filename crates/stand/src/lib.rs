@@ -27,9 +27,12 @@
 //! ```
 //!
 //! Cleanup: [`RunningStack`], [`EmbeddedPostgres`], [`Cgroup`] and [`Stand`] stop what they
-//! started on drop; [`cleanup_all`] does the same for everything still registered (call it from a
-//! Ctrl-C/SIGTERM handler); [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that
-//! was SIGKILLed.
+//! started on drop; [`cleanup_all`] does the same for everything still registered;
+//! [`sweep_stale`] (run by [`Stand::start`]) cleans up after a run that was SIGKILLed.
+//!
+//! Cancellation: [`install_signal_cleanup`] makes the first Ctrl-C cancel ([`cancelled`]): every
+//! blocking step (build, initdb, PostgreSQL start-up, `psql`, health wait) stops its own child at
+//! once and returns [`StandError::Cancelled`]; the second Ctrl-C runs [`cleanup_all`] and exits.
 
 #![warn(missing_docs)]
 
@@ -39,6 +42,7 @@ mod db;
 mod env;
 mod error;
 pub mod hostprobe;
+mod interrupt;
 mod pg;
 mod process;
 pub mod procfs;
@@ -55,13 +59,13 @@ pub use db::{
 };
 pub use env::{fingerprint, Environment};
 pub use error::{Result, StandError};
+pub use interrupt::{cancel, cancel_flag, cancelled, install_signal_cleanup, interrupted, link};
 pub use pg::{
     default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user,
     EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
 };
 pub use process::{
-    cleanup_all, describe_status, install_signal_cleanup, interrupted, log_tail, set_state_dir,
-    sweep_stale, which, StopReport,
+    cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,
 };
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use signals::{SamplerCost, SignalConfig, SignalSampler};
@@ -137,6 +141,8 @@ pub struct Stand {
     opts: StandOptions,
     cgroups: CgroupSystem,
     pg: Option<EmbeddedPostgres>,
+    /// How the embedded server was started, to start it again after it died.
+    pg_launch: Option<(PgBinaries, PgOptions)>,
     admin: Db,
     pg_version: String,
     data: Option<DataSetup>,
@@ -152,12 +158,12 @@ impl Stand {
         let swept = sweep_stale(&state);
         set_state_dir(&state);
         let cgroups = CgroupSystem::detect();
-        let (pg, admin) = match &opts.db_url {
+        let (pg, pg_launch, admin) = match &opts.db_url {
             Some(url) => {
                 let cfg = DbConfig::from_url(url)?;
                 let db = Db::new(cfg, find_psql(None)?);
                 db.query("select 1")?;
-                (None, db)
+                (None, None, db)
             }
             None => {
                 let bins = find_postgres(
@@ -180,7 +186,7 @@ impl Stand {
                 let admin = pg.admin();
                 // so pg_stat_statements can be read from the admin database too
                 let _ = admin.exec("create extension if not exists pg_stat_statements");
-                (Some(pg), admin)
+                (Some(pg), Some((bins, po)), admin)
             }
         };
         let pg_version = admin.server_version().unwrap_or_default();
@@ -188,6 +194,7 @@ impl Stand {
             opts: opts.clone(),
             cgroups,
             pg,
+            pg_launch,
             admin,
             pg_version,
             data: None,
@@ -219,6 +226,44 @@ impl Stand {
     pub fn postgres_version(&self) -> &str {
         &self.pg_version
     }
+    /// How the embedded PostgreSQL ended (`signal 9`, `exit 1`) if it has exited; `None` while it
+    /// runs, and always for an external server (`--db-url`: not ours to supervise). One
+    /// `waitpid(WNOHANG)`, so it can be called every second while measuring.
+    pub fn postgres_exited(&mut self) -> Option<String> {
+        self.pg.as_mut().and_then(EmbeddedPostgres::exit_status)
+    }
+
+    /// Starts the embedded PostgreSQL again after it exited (or stops and restarts a running
+    /// one): what is left of the old server is stopped (its backends, its cgroup), a new one
+    /// starts on the same data directory with the same settings (crash recovery runs first) — on
+    /// a new port, so take [`Stand::admin`] and [`Stand::reset_db`] afresh — and the data is
+    /// checked again ([`Stand::prepare_data`], reused when intact). Returns the old server's log
+    /// tail.
+    pub fn restart_postgres(&mut self) -> Result<String> {
+        let Some((bins, po)) = self.pg_launch.clone() else {
+            return Err(StandError::Other(
+                "PostgreSQL is external (--db-url): ceiling cannot restart it".into(),
+            ));
+        };
+        let mut tail = String::new();
+        if let Some(mut old) = self.pg.take() {
+            tail = old.log_tail(20);
+            old.stop_within(std::time::Duration::from_secs(5));
+            drop(old); // releases the data directory's lock
+        }
+        let pg = EmbeddedPostgres::start(&bins, &po, &self.cgroups)?;
+        self.admin = pg.admin();
+        let _ = self
+            .admin
+            .exec("create extension if not exists pg_stat_statements");
+        self.pg = Some(pg);
+        if let Some(d) = &self.data {
+            let seed = d.seed;
+            self.prepare_data(seed)?;
+        }
+        Ok(tail)
+    }
+
     /// The limits applied to PostgreSQL (embedded only).
     pub fn postgres_limits(&self) -> Option<&LimitsApplied> {
         self.pg.as_ref().map(|p| p.limits_applied())

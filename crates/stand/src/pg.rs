@@ -645,6 +645,23 @@ impl EmbeddedPostgres {
         self.proc.is_alive()
     }
 
+    /// How the postmaster ended (`signal 9`, `exit 1`) once it has exited; `None` while it runs.
+    /// Cheap (one `waitpid(WNOHANG)`): the run calls it every second while measuring.
+    pub fn exit_status(&mut self) -> Option<String> {
+        self.proc.try_wait().map(process::describe_status)
+    }
+
+    /// Like [`EmbeddedPostgres::stop`] with a shorter grace: for a server whose postmaster already
+    /// died, so only its orphaned backends are left to go (they notice the postmaster's death
+    /// within moments; SIGKILL after `grace`).
+    pub fn stop_within(&mut self, grace: Duration) -> StopReport {
+        let rep = self.proc.stop(grace);
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.remove();
+        }
+        rep
+    }
+
     /// The limits applied to the server's process tree.
     pub fn limits_applied(&self) -> &LimitsApplied {
         &self.limits
@@ -697,6 +714,11 @@ fn wait_ready(
         bins.psql.clone(),
     );
     loop {
+        if crate::interrupt::cancelled() {
+            return Err(StandError::Cancelled {
+                what: "waiting for PostgreSQL to start".into(),
+            });
+        }
         if let Some(st) = proc.try_wait() {
             return Err(StandError::Postgres {
                 message: format!(
@@ -817,8 +839,14 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
         ..Default::default()
     };
     let mut m = Managed::spawn(&spec)?;
-    let st = m.wait();
+    let st = m.wait_or_cancel(Duration::from_millis(500));
     let _ = std::fs::remove_file(&pwfile);
+    let Some(st) = st else {
+        let _ = std::fs::remove_dir_all(data_dir);
+        return Err(StandError::Cancelled {
+            what: "initialising PostgreSQL's data directory (initdb)".into(),
+        });
+    };
     if !st.success() {
         let _ = std::fs::remove_dir_all(data_dir);
         return Err(StandError::Postgres {

@@ -151,19 +151,21 @@ impl Managed {
         self.try_wait().is_none()
     }
 
-    /// Blocks until the leader exits, then stops whatever it left in its group.
-    pub fn wait(&mut self) -> ExitStatus {
-        if self.exit.is_none() {
-            if let Ok(st) = self.child.wait() {
-                self.exit = Some(st);
+    /// Like [`Managed::wait`], but gives up when the run is cancelled (Ctrl-C, see
+    /// [`crate::cancelled`]): the group is stopped (graceful signal, SIGKILL after `grace`) and
+    /// `None` returned. Polls every 20 ms, so a cancel takes effect at once.
+    pub fn wait_or_cancel(&mut self, grace: Duration) -> Option<ExitStatus> {
+        loop {
+            if let Some(st) = self.try_wait() {
+                self.stop(Duration::from_secs(5));
+                return Some(st);
             }
+            if crate::interrupt::cancelled() {
+                self.stop(grace);
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        let st = self.exit.unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            ExitStatus::from_raw(0xff00)
-        });
-        self.stop(Duration::from_secs(5));
-        st
     }
 
     /// Graceful stop, then SIGKILL after `grace`. Idempotent.
@@ -555,86 +557,6 @@ fn sweep_state_files(dir: &Path) -> Vec<String> {
         let _ = std::fs::remove_file(e.path());
     }
     out
-}
-
-static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-static SIGNALED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    use std::sync::atomic::Ordering;
-    if SIGNALED.swap(sig, Ordering::SeqCst) != 0 {
-        // second signal: give up on a graceful cleanup
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(128 + sig) };
-    }
-    let fd = SIGNAL_PIPE.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let b = [sig as u8];
-        // SAFETY: write(2) on our pipe is async-signal-safe.
-        unsafe { libc::write(fd, b.as_ptr() as *const libc::c_void, 1) };
-    }
-}
-
-/// Optional Ctrl-C/SIGTERM/SIGHUP handling for programs that have none of their own: on the
-/// first signal a background thread runs [`cleanup_all`]`(grace)` (stacks, PostgreSQL,
-/// cgroups) and [`interrupted`] starts returning the signal, so the caller can stop its loop
-/// and write partial results; a second signal exits at once (status 128+signal). Children never
-/// see the terminal's Ctrl-C themselves: each runs in its own process group. If the CLI uses
-/// `tokio::signal` or `signal-hook` instead, call [`cleanup_all`] from there and skip this.
-pub fn install_signal_cleanup(grace: Duration) -> std::io::Result<()> {
-    use std::sync::atomic::Ordering;
-    if SIGNAL_PIPE.load(Ordering::SeqCst) >= 0 {
-        return Ok(());
-    }
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    SIGNAL_PIPE.store(fds[1], Ordering::SeqCst);
-    let rfd = fds[0];
-    std::thread::Builder::new()
-        .name("ceiling-signals".into())
-        .spawn(move || {
-            let mut b = [0u8; 1];
-            loop {
-                // SAFETY: read(2) into a local buffer from our pipe.
-                let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, 1) };
-                if n == 1 {
-                    let lines = cleanup_all(grace);
-                    for l in lines {
-                        eprintln!("ceiling: {l}");
-                    }
-                } else if n < 0
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                    continue;
-                } else {
-                    break;
-                }
-            }
-        })?;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that only does async-signal-safe work.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The signal [`install_signal_cleanup`]'s handler received, if any (the caller should stop).
-pub fn interrupted() -> Option<i32> {
-    match SIGNALED.load(std::sync::atomic::Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
 }
 
 /// The last `lines` lines of a log file (reads at most the last 64 KiB).

@@ -637,7 +637,11 @@ pub fn build_stack(
         ..Default::default()
     };
     let mut m = Managed::spawn(&sp)?;
-    let st = m.wait();
+    let Some(st) = m.wait_or_cancel(Duration::from_millis(500)) else {
+        return Err(StandError::Cancelled {
+            what: format!("building {} (its build was stopped)", spec.name),
+        });
+    };
     if !st.success() {
         return Err(StandError::Build {
             stack: spec.name.clone(),
@@ -891,6 +895,11 @@ impl RunningStack {
         let start = Instant::now();
         let mut last = None;
         loop {
+            if crate::interrupt::cancelled() {
+                return Err(StandError::Cancelled {
+                    what: format!("waiting for {} to become healthy", self.name),
+                });
+            }
             if let Some(st) = self.proc.try_wait() {
                 return Err(StandError::Start {
                     stack: self.name.clone(),
@@ -1079,6 +1088,7 @@ text = "hi"
             postgres_cpus: None,
             cooldown: Duration::from_secs(0),
             verify: false,
+            on_part_exit: Default::default(),
         }
     }
 

@@ -44,6 +44,7 @@ fn plan_defaults() -> ceiling_plan::StandSettings {
         postgres_cpus: None,
         cooldown: Duration::from_secs(0),
         verify: false,
+        on_part_exit: Default::default(),
     }
 }
 

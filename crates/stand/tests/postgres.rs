@@ -46,6 +46,7 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
         postgres_cpus: Some(1.5),
         cooldown: Duration::from_secs(0),
         verify: false,
+        on_part_exit: Default::default(),
     }
 }
 
@@ -340,4 +341,57 @@ fn real_stack_end_to_end() {
     assert!(!rep.killed, "the stack should exit on SIGTERM: {rep:?}");
     stand.stop();
     let _ = std::fs::remove_dir_all(&copy_root);
+}
+
+/// PostgreSQL SIGKILLed by its pid (as an OOM killer or an operator would): the stand sees the
+/// exit at once, names how it ended, and starts a working server again on the same data.
+#[test]
+fn killed_postgres_is_detected_and_restarted() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    // its own cache: the data directory is locked by the server using it
+    let cache = tmp.join("pg-cache-restart");
+    if let Err(e) = find_postgres(None, None, &cache, None) {
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let mut opts = StandOptions::new(&repo_root());
+    opts.cache_dir = cache;
+    opts.log_dir = tmp.join(format!("pg-restart-logs-{}", std::process::id()));
+    let mut stand = Stand::start(&opts, &settings(None)).unwrap();
+    assert_eq!(stand.postgres_exited(), None);
+    stand
+        .admin()
+        .exec("create table if not exists survives (x int)")
+        .unwrap();
+    let pid = stand.postgres().unwrap().pid();
+    let backends_before = procfs::group_members(pid);
+    assert!(!backends_before.is_empty());
+    // SAFETY: kill(2) on the postmaster this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = stand.postgres_exited() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "exit not seen");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status, "signal 9");
+    assert!(stand.admin().query("select 1").is_err());
+    stand.restart_postgres().unwrap();
+    let new_pid = stand.postgres().unwrap().pid();
+    assert_ne!(new_pid, pid);
+    assert_eq!(stand.postgres_exited(), None);
+    // the old server's backends are gone, the new one works on the same data
+    assert!(procfs::group_members(pid).is_empty());
+    assert_eq!(
+        stand
+            .admin()
+            .query_one("select count(*) from pg_class where relname = 'survives'")
+            .unwrap()
+            .as_deref(),
+        Some("1")
+    );
+    stand.stop();
+    assert!(!procfs::is_alive(new_pid));
 }

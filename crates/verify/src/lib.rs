@@ -26,6 +26,8 @@ pub mod http;
 pub mod sql;
 
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use cases::case_names;
@@ -119,6 +121,9 @@ pub struct VerifyConfig {
     pub check_statements: bool,
     /// Run only the cases whose name or group is listed (empty: all).
     pub only: Vec<String>,
+    /// Stop as soon as this is set (Ctrl-C): [`verify`] returns [`VerifyError::Cancelled`] within
+    /// about 50 ms, dropping the suite's connections.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl VerifyConfig {
@@ -133,6 +138,7 @@ impl VerifyConfig {
             clock_tolerance: Duration::from_secs(5),
             check_statements: true,
             only: Vec::new(),
+            cancel: None,
         }
     }
 }
@@ -150,6 +156,8 @@ pub enum VerifyError {
     Data(String),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[from] std::io::Error),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// The outcome of one case.
@@ -210,7 +218,28 @@ pub fn verify(cfg: &VerifyConfig) -> Result<VerifyReport, VerifyError> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(verify_async(cfg))
+    let cancel = cfg.cancel.clone();
+    let res = rt.block_on(async {
+        tokio::select! {
+            r = verify_async(cfg) => r,
+            _ = cancelled(cancel) => Err(VerifyError::Cancelled),
+        }
+    });
+    // A cancelled suite leaves tasks behind: do not wait for them.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    res
+}
+
+/// Resolves once `flag` is set (never without one).
+async fn cancelled(flag: Option<Arc<AtomicBool>>) {
+    match flag {
+        Some(f) => {
+            while !f.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs the suite on the caller's tokio runtime (needs the `time` and `net` drivers).
@@ -295,6 +324,34 @@ mod tests {
             ("localhost", 5432, "x")
         );
         assert!(DbConfig::from_url("postgres://u@h:notaport/x").is_err());
+    }
+
+    /// A database that accepts connections and never answers would hold the suite for its whole
+    /// timeout; a cancel (Ctrl-C) must end it at once.
+    #[test]
+    fn cancel_stops_a_hanging_suite() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let db = DbConfig {
+            host: "127.0.0.1".into(),
+            port,
+            user: "u".into(),
+            password: "p".into(),
+            dbname: "d".into(),
+        };
+        let mut cfg = VerifyConfig::new(format!("http://127.0.0.1:{port}"), db);
+        let cancel = Arc::new(AtomicBool::new(false));
+        cfg.cancel = Some(cancel.clone());
+        let c = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            c.store(true, Ordering::Relaxed);
+        });
+        let t = std::time::Instant::now();
+        let r = verify(&cfg);
+        assert!(matches!(r, Err(VerifyError::Cancelled)), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        drop(silent);
     }
 
     #[test]

@@ -1,0 +1,219 @@
+//! PostgreSQL killed (SIGKILL, by its pid) in the middle of a measured `ceiling run`: the run must
+//! name it at once, mark the shelf it hit invalid — not failed, although go-pgx answered with
+//! errors — restart PostgreSQL (`stand.on_part_exit = "restart"`) and measure the next stack on
+//! the new server. Before, the run carried on and reported the shelves as failed ("errors 100%")
+//! with no word about the database.
+//!
+//! Needs PostgreSQL server binaries and Go (to build go-pgx); skipped with a message without them,
+//! like the stand's own integration tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+const PLAN: &str = r#"
+name = "pg-dies"
+description = "PostgreSQL is killed during the second shelf of the first stack"
+[target]
+stacks = ["go-pgx", "go-pgx"]
+[[warmup]]
+hold = 50
+duration = "2s"
+[[stages]]
+hold = 50
+duration = "8s"
+[[stages]]
+hold = 100
+duration = "24s"
+[[requests]]
+name = "db"
+path = "/db/ping"
+expect = [200]
+[slo]
+p99 = "500ms"
+errors = "1%"
+[analysis]
+trim_head = "1s"
+trim_tail = "1s"
+min_window = "4s"
+stability = 0.5
+[stand]
+verify = false
+cooldown = "0s"
+on_part_exit = "restart"
+"#;
+
+/// The pid of the PostgreSQL server the `ceiling` process `owner` started, from the stand's
+/// registry of the processes it started (`.ceiling/run/ceiling-<pid>.json`).
+fn postgres_pid(root: &Path, owner: u32) -> Option<u32> {
+    let text =
+        std::fs::read_to_string(root.join(format!(".ceiling/run/ceiling-{owner}.json"))).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["entries"].as_array()?.iter().find_map(|e| {
+        let p = &e["Process"];
+        (p["label"] == "postgres")
+            .then(|| p["leader"].as_u64())?
+            .map(|x| x as u32)
+    })
+}
+
+#[test]
+fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
+    let root = repo_root();
+    let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
+        .iter()
+        .any(|d| Path::new(d).exists())
+        || which("postgres");
+    if !have_pg || !which("go") {
+        eprintln!("skipping: needs PostgreSQL server binaries and Go");
+        return;
+    }
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("postgres-exit");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let plan = tmp.join("pg-dies.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let results = tmp.join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        .current_dir(&root)
+        .arg("run")
+        .arg(&plan)
+        .arg("--results")
+        .arg(&results)
+        .arg("-q")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let owner = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        for l in BufReader::new(stdout).lines() {
+            s.push_str(&l.unwrap_or_default());
+            s.push('\n');
+        }
+        s
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let err_thread = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in BufReader::new(stderr).lines() {
+            let l = l.unwrap_or_default();
+            all.push_str(&l);
+            all.push('\n');
+            let _ = tx.send(l);
+        }
+        all
+    });
+    // Wait for the first stack to be measured (building go-pgx may take a while the first time).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) if l.contains("[go-pgx] healthy at") => break,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => panic!("ceiling run ended before measuring: {:?}", child.wait()),
+        }
+        assert!(Instant::now() < deadline, "go-pgx never became healthy");
+    }
+    // Warm-up 0–2 s, `hold 50` 2–10 s (kept 3–9), `hold 100` 10–34 s (kept 11–33): kill at ≈16 s.
+    std::thread::sleep(Duration::from_secs(16));
+    let pid = postgres_pid(&root, owner).expect("the run's PostgreSQL in its registry");
+    // SAFETY: kill(2) on the PostgreSQL server of the ceiling run this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let killed_at = Instant::now();
+    let mut named_after = None;
+    let status = loop {
+        while let Ok(l) = rx.try_recv() {
+            if l.contains("PostgreSQL EXITED") && named_after.is_none() {
+                named_after = Some(killed_at.elapsed());
+            }
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if killed_at.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("ceiling run did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = out_thread.join().unwrap();
+    let err = err_thread.join().unwrap();
+    let ctx = format!("--- stdout\n{out}\n--- stderr\n{err}");
+    // Detected within the second it happened (the watch runs every second).
+    let named_after = named_after.unwrap_or_else(|| panic!("the exit was never named\n{ctx}"));
+    assert!(
+        named_after < Duration::from_secs(3),
+        "named after {named_after:?}\n{ctx}"
+    );
+    assert!(err.contains("PostgreSQL EXITED (signal 9)"), "{ctx}");
+    assert!(err.contains("restarting PostgreSQL"), "{ctx}");
+    assert_eq!(status.code(), Some(1), "{ctx}");
+
+    // run.json: the shelf PostgreSQL died under is invalid with that reason; the shelf before it
+    // is valid; the second stack, on the restarted server, is measured normally.
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("run.json").exists())
+        .expect("a results directory")
+        .path();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let stacks = run["stacks"].as_array().unwrap();
+    assert_eq!(stacks.len(), 2, "{ctx}");
+    let first = &stacks[0];
+    let verdicts: Vec<&str> = first["shelves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["valid", "invalid"], "{first:#}");
+    let reasons = &first["shelves"][1]["reasons"];
+    assert!(
+        reasons
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "part_exited" && r["part"] == "postgres"),
+        "{reasons:#}"
+    );
+    assert_eq!(first["part_exits"][0]["part"], "postgres", "{first:#}");
+    assert_eq!(first["part_exits"][0]["status"], "signal 9", "{first:#}");
+    let second: Vec<&str> = stacks[1]["shelves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(second, ["valid", "valid"], "{:#}", stacks[1]);
+    // The terminal table and the report say it too.
+    assert!(
+        out.contains("!! POSTGRESQL EXITED while `go-pgx` was measured"),
+        "{ctx}"
+    );
+    assert!(out.contains("PostgreSQL exited during the shelf"), "{ctx}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("POSTGRESQL EXITED while"));
+    // Nothing it started is left: the new server was stopped at the end.
+    if let Some(p) = postgres_pid(&root, owner) {
+        panic!("registry still lists PostgreSQL {p}");
+    }
+}
+
+fn which(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+        .unwrap_or(false)
+}
