@@ -15,6 +15,8 @@
 
 #![warn(missing_docs)]
 
+mod attribution;
+mod capacity;
 mod closed;
 mod criteria;
 mod hist;
@@ -27,6 +29,14 @@ mod stats;
 mod verdict;
 mod warning;
 
+pub use attribution::{
+    attribute, attribute_analysis, context_of, over_slo_estimate, Attribution, AttributionContext,
+    Cause, CauseKind, Freeze, MIN_SCORE,
+};
+pub use capacity::{
+    interval as capacity_interval, isotonic, Bracket, CapacityInterval, Fit, Knee, Observation,
+    CLIFF_RATIO,
+};
 pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
@@ -34,8 +44,9 @@ pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis};
 pub use search::{
-    ceiling_estimate, confirm_plan, probe_accumulator, probe_criteria, probe_plan, ProbeVerdict,
-    SearchOutcome, SearchRepeat,
+    check_plan, confirm_plan, fmt_margin, margin_terms, observations, probe_accumulator,
+    probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict, Recovery,
+    SearchOutcome, SearchStatus, StopReason,
 };
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,

@@ -4,7 +4,7 @@
 use crate::closed::{aggregate_levels, LevelAggregate};
 use crate::criteria::{LoadModel, ShelfCriteria};
 use crate::layout::{shelf_specs, ShelfSpec};
-use crate::search::SearchOutcome;
+use crate::search::{SearchOutcome, SearchStatus};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
 use crate::verdict::{fmt_ms, verdict_of, Reason, Verdict};
 use crate::warning::{Warning, WarningKind};
@@ -455,25 +455,22 @@ impl StackAnalysis {
         Some(a)
     }
 
-    /// The analysis of a capacity search: the confirming shelves of every repetition become the
-    /// shelves, and the ceiling is the mean of the repetitions' ceilings (95% CI in
-    /// `search.estimate`), with latency, CPU and memory averaged over the valid confirming
-    /// shelves. Bracketed when some probe above a repetition's ceiling failed.
+    /// The analysis of a capacity search: the confirming shelves become the shelves, the ceiling
+    /// is the search's estimate (or its lower bound, said so in the summary), with latency, CPU
+    /// and memory averaged over the valid confirming shelves. Bracketed when the probes bracket
+    /// the crossing (an interval exists).
     pub fn from_search(stack: &str, criteria: ShelfCriteria, outcome: SearchOutcome) -> Self {
         let mut shelves: Vec<ShelfResult> = Vec::new();
-        for (i, r) in outcome.repeats.iter().enumerate() {
-            if let Some(c) = &r.confirm {
-                let mut c = c.clone();
-                c.shelf = shelves.len();
-                c.repetition = i as u32;
-                shelves.push(c);
-            }
+        for c in &outcome.confirms {
+            let mut c = c.clone();
+            c.shelf = shelves.len();
+            shelves.push(c);
         }
         let mut a = StackAnalysis::from_shelves(stack, criteria, shelves);
         a.warnings.retain(|w| {
             !matches!(
                 w.kind,
-                WarningKind::NotBracketed | WarningKind::NonMonotonic
+                WarningKind::NotBracketed | WarningKind::NonMonotonic | WarningKind::GeneratorBound
             )
         });
         let valid: Vec<&ShelfResult> = a.shelves.iter().filter(|s| s.is_valid()).collect();
@@ -482,8 +479,7 @@ impl StackAnalysis {
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let c = &mut a.ceiling;
-        let est = outcome.estimate.clone();
-        c.rps = est.as_ref().map(|e| e.mean).unwrap_or(0.0);
+        c.rps = outcome.ceiling_rps;
         c.found = c.rps > 0.0;
         c.index = None;
         c.label = Some("search".into());
@@ -498,34 +494,32 @@ impl StackAnalysis {
         c.postgres_rss_mb = avg(&|s| s.postgres.as_ref().map(|w| w.rss_mb_mean));
         c.cpu_us_per_request = avg(&|s| s.cpu_us_per_request);
         c.working_load_rps = c.rps * c.working_load_fraction;
-        c.bracketed = outcome.repeats.iter().any(|r| {
-            r.probes
-                .iter()
-                .any(|p| p.failed() && p.rate > r.ceiling_rps)
-        });
+        c.bracketed = outcome.interval.is_some();
         c.failed_after = None;
         c.invalid_after = Vec::new();
         c.failed_before = Vec::new();
-        c.summary = match &est {
-            Some(e) if c.found => format!(
-                "{}: mean of {} capacity search{}{}",
-                e.display(0),
-                e.n,
-                if e.n == 1 {
-                    ""
-                } else {
-                    "es (± 95% CI, Student t)"
-                },
-                if c.bracketed {
-                    ""
-                } else {
-                    "; no probe above the ceiling failed: not bracketed"
-                }
-            ),
-            _ => "0: the capacity search found no rate that holds the SLO".into(),
-        };
-        if c.found && !c.bracketed {
-            a.warnings.push(Warning::new(WarningKind::SearchNotBracketed, "search not bracketed: no probe above the ceiling failed (max rate or time budget reached?)"));
+        c.summary = format!("capacity search: {}", outcome.describe());
+        match outcome.status {
+            SearchStatus::Narrowed => {}
+            SearchStatus::Bracketed => a.warnings.push(Warning::new(
+                WarningKind::SearchNotNarrowed,
+                format!(
+                    "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
+                    outcome.tolerance * 100.0,
+                    outcome.stop
+                ),
+            )),
+            st if st.is_lower_bound() => a.warnings.push(Warning::new(
+                WarningKind::SearchNotBracketed,
+                format!(
+                    "search not bracketed: {:.0} RPS is a lower bound ({})",
+                    outcome.ceiling_rps, outcome.stop
+                ),
+            )),
+            _ => a.warnings.push(Warning::new(
+                WarningKind::SearchNotBracketed,
+                format!("search found no ceiling: {}", outcome.stop),
+            )),
         }
         a.search = Some(outcome);
         a

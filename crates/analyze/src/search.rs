@@ -1,14 +1,77 @@
-//! Helpers for the capacity search (bracket by growth, bisect, confirm, repeat): judging one
-//! probe shelf with the same rules as any shelf, and the statistics of repeated ceilings.
+//! Helpers for the capacity search: judging one probe shelf with the same rules as any shelf,
+//! its SLO margins, and the conclusion of a search from all its probes (see [`crate::capacity`]).
 
+use crate::capacity::{self, Bracket, CapacityInterval, Fit, Knee, Observation};
 use crate::criteria::ShelfCriteria;
 use crate::layout::ShelfSpec;
 use crate::shelf::{ShelfAccumulator, ShelfResult};
-use crate::stats::Estimate;
 use crate::verdict::{Reason, Verdict};
-use ceiling_plan::{Plan, Stage};
+use ceiling_plan::{pct_name, Plan, Stage};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// One term of the SLO at one probe: the measured value over its limit (> 1 breaks the SLO).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MarginTerm {
+    /// `p99`, `p99 of get_batch`, `errors`, `throughput`.
+    pub term: String,
+    /// Measured value (ms for latency, a fraction for errors and throughput shortfall).
+    pub measured: f64,
+    /// The limit, in the same unit.
+    pub limit: f64,
+    /// measured / limit.
+    pub margin: f64,
+}
+
+/// What a search run was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// A short probe shelf.
+    #[default]
+    Probe,
+    /// A full-length confirming shelf.
+    Confirm,
+    /// A short low-rate check of the service's health (baseline, recovery).
+    Check,
+}
+
+/// How the service came back after a failed or invalid probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Seconds from the end of the probe until the service was judged back (or given up).
+    pub waited_s: f64,
+    /// Low-rate checks run.
+    pub checks: u32,
+    /// Whether a check saw baseline latency again within the bound.
+    pub recovered: bool,
+    /// p99 of the last check, ms.
+    pub check_p99_ms: f64,
+    /// The threshold it was held to, ms.
+    pub threshold_ms: f64,
+}
+
+/// The service's latency at a low rate, measured when the search starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Rate of the check, RPS.
+    pub rate: f64,
+    /// p50, ms.
+    pub p50_ms: f64,
+    /// p99, ms.
+    pub p99_ms: f64,
+    /// Error rate.
+    pub error_rate: f64,
+}
+
+impl Baseline {
+    /// A check is back to baseline when its p99 is within max(3 × baseline p99, baseline p99 +
+    /// 5 ms): loose enough for a shared machine's jitter, tight enough to see a queue that has
+    /// not drained (a leftover backlog adds its whole length to every request behind it).
+    pub fn threshold_ms(&self) -> f64 {
+        (3.0 * self.p99_ms).max(self.p99_ms + 5.0)
+    }
+}
 
 /// What one probe says to the search loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,11 +96,49 @@ pub struct ProbeVerdict {
     pub verdict: Verdict,
     /// Why not valid.
     pub reasons: Vec<Reason>,
+    /// Probe, confirming shelf or check.
+    #[serde(default)]
+    pub kind: ProbeKind,
+    /// Every SLO term's margin.
+    #[serde(default)]
+    pub terms: Vec<MarginTerm>,
+    /// The largest term's margin (> 1 fails).
+    #[serde(default)]
+    pub margin: f64,
+    /// Generator threads used.
+    #[serde(default)]
+    pub threads: usize,
+    /// Request-stream seed.
+    #[serde(default)]
+    pub seed: u64,
+    /// Schedule lag p99 of the generator, ms.
+    #[serde(default)]
+    pub lag_p99_ms: f64,
+    /// Mean generator CPU, % of one core.
+    #[serde(default)]
+    pub generator_cpu_pct: f64,
+    /// Seconds since the search started when this probe began.
+    #[serde(default)]
+    pub started_s: f64,
+    /// The recovery that followed this probe (failed or invalid probes only).
+    #[serde(default)]
+    pub recovery: Option<Recovery>,
+    /// Why it failed, from the attribution of its recorded signals (failed or invalid probes
+    /// run with signals only).
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 impl ProbeVerdict {
-    /// From a judged probe shelf (`rate` falls back to the offered mean when the shelf has none).
-    pub fn from_shelf(s: &ShelfResult) -> Self {
+    /// From a judged probe shelf (`rate` falls back to the offered mean when the shelf has none),
+    /// with every SLO term's margin under `c`.
+    pub fn from_shelf(s: &ShelfResult, c: &ShelfCriteria) -> Self {
+        let terms = margin_terms(s, c);
+        let margin =
+            terms
+                .iter()
+                .map(|t| t.margin)
+                .fold(0.0, |a: f64, b| if b.is_nan() { a } else { a.max(b) });
         ProbeVerdict {
             rate: s.rate.unwrap_or(s.offered_rps),
             offered_rps: s.offered_rps,
@@ -49,6 +150,16 @@ impl ProbeVerdict {
             stack_cpu_pct: s.stack.as_ref().map(|w| w.cpu_pct_mean),
             verdict: s.verdict,
             reasons: s.reasons.clone(),
+            kind: ProbeKind::Probe,
+            terms,
+            margin,
+            threads: 0,
+            seed: 0,
+            lag_p99_ms: s.lag_p99_ms,
+            generator_cpu_pct: s.generator_cpu_mean,
+            started_s: 0.0,
+            recovery: None,
+            why: s.attribution.as_ref().map(|a| a.summary.clone()),
         }
     }
     /// The stack held the SLO at this rate: search higher.
@@ -63,7 +174,14 @@ impl ProbeVerdict {
     pub fn generator_bound(&self) -> bool {
         self.reasons.iter().any(Reason::is_generator_bound)
     }
-    /// `1500 RPS: valid (p99 35.2 ms)` or `… failed: p99 411 ms > 350 ms`.
+    /// The term with the largest margin (`p99 of get_batch`), if any.
+    pub fn binding(&self) -> Option<&MarginTerm> {
+        self.terms
+            .iter()
+            .filter(|t| !t.margin.is_nan())
+            .max_by(|a, b| a.margin.total_cmp(&b.margin))
+    }
+    /// `1500 RPS: valid (p99 35.2 ms, margin 0.10)` or `… failed: p99 411 ms > 350 ms`.
     pub fn summary(&self) -> String {
         let why = if self.reasons.is_empty() {
             String::new()
@@ -77,11 +195,97 @@ impl ProbeVerdict {
                     .join("; ")
             )
         };
+        let kind = match self.kind {
+            ProbeKind::Probe => "",
+            ProbeKind::Confirm => " (confirming shelf)",
+            ProbeKind::Check => " (check)",
+        };
         format!(
-            "{:.0} RPS: {} (achieved {:.0}, p99 {:.1} ms){why}",
-            self.rate, self.verdict, self.achieved_rps, self.p99_ms
+            "{:.0} RPS{kind}: {} (achieved {:.0}, p99 {:.1} ms, margin {}){why}",
+            self.rate,
+            self.verdict,
+            self.achieved_rps,
+            self.p99_ms,
+            fmt_margin(self.margin)
         )
     }
+}
+
+/// `0.12`, `3.4`, `1.2e3`.
+pub fn fmt_margin(m: f64) -> String {
+    if !m.is_finite() {
+        "∞".into()
+    } else if m >= 1000.0 {
+        format!("{m:.1e}")
+    } else if m >= 10.0 {
+        format!("{m:.0}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
+/// The SLO margins of a judged shelf: every latency limit (measured / limit), the error rate over
+/// the maximum, and the throughput shortfall over the stability tolerance (the worst of the window
+/// deviation and any unstable block). A shelf where nothing completed gets an unbounded margin.
+pub fn margin_terms(s: &ShelfResult, c: &ShelfCriteria) -> Vec<MarginTerm> {
+    let mut v = Vec::new();
+    for chk in &s.slo_checks {
+        let Some(m) = chk.measured_ms else { continue };
+        let l = &chk.limit;
+        let term = match &l.request {
+            Some(r) => format!("{} of {r}", pct_name(l.percentile)),
+            None => pct_name(l.percentile),
+        };
+        v.push(MarginTerm {
+            term,
+            measured: m,
+            limit: l.limit_ms,
+            margin: if l.limit_ms > 0.0 {
+                m / l.limit_ms
+            } else {
+                f64::INFINITY
+            },
+        });
+    }
+    // `errors < max` fails at equality: a limit of 0 makes any error infinitely over.
+    v.push(MarginTerm {
+        term: "errors".into(),
+        measured: s.error_rate,
+        limit: c.max_error_rate,
+        margin: if c.max_error_rate > 0.0 {
+            s.error_rate / c.max_error_rate
+        } else if s.error_rate > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        },
+    });
+    if c.stability > 0.0 {
+        let mut dev = (-s.stability.window_deviation).max(0.0);
+        for r in &s.reasons {
+            if let Reason::Unstable { deviation, .. } = r {
+                dev = dev.max(deviation.abs());
+            }
+        }
+        v.push(MarginTerm {
+            term: "throughput".into(),
+            measured: dev,
+            limit: c.stability,
+            margin: dev / c.stability,
+        });
+    }
+    if s.reasons
+        .iter()
+        .any(|r| matches!(r, Reason::NothingCompleted { .. }))
+    {
+        v.push(MarginTerm {
+            term: "nothing completed".into(),
+            measured: 0.0,
+            limit: 0.0,
+            margin: f64::INFINITY,
+        });
+    }
+    v
 }
 
 /// Criteria for probes: the plan's rules, with the probe's own trimming (`search.probe_trim` at
@@ -151,40 +355,296 @@ pub fn confirm_plan(plan: &Plan, rate: f64) -> Plan {
     p
 }
 
-/// Mean and 95% confidence interval of repeated ceilings (Student t; n = 1 gives no interval).
-pub fn ceiling_estimate(ceilings: &[f64]) -> Option<Estimate> {
-    Estimate::of(ceilings)
+/// A check plan: `rate` for `duration`, every second kept (no trimming), judged only for its
+/// latency and errors.
+pub fn check_plan(plan: &Plan, rate: f64, duration: Duration) -> Plan {
+    let mut p = plan.clone();
+    p.warmup.clear();
+    p.stages = vec![Stage::Hold { rate, duration }];
+    p.analysis.trim_head = Duration::ZERO;
+    p.analysis.trim_tail = Duration::ZERO;
+    p.analysis.min_window = Duration::from_secs(1);
+    p
 }
 
-/// One repetition of the whole search.
+/// What the search established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchStatus {
+    /// Bracketed, and the 95% interval's half-width is within the tolerance.
+    Narrowed,
+    /// Bracketed, but the budget ended before the interval was within the tolerance.
+    Bracketed,
+    /// Every probe passed (max rate or budget reached): the ceiling is at least the value.
+    LowerBound,
+    /// Every probe the service could be judged on passed; above them the generator, not the
+    /// service, was the limit: the ceiling is at least the value.
+    GeneratorBound,
+    /// The service did not come back to baseline after an overload: what was established is
+    /// reported, nothing above it.
+    NotRecovered,
+    /// Every probe failed, down to the lowest rate tried.
+    NoPass,
+    /// Nothing could be judged (stopped, or the service did not answer).
+    NoData,
+}
+
+impl SearchStatus {
+    /// `narrowed`, `bracketed`, `lower bound`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchStatus::Narrowed => "narrowed",
+            SearchStatus::Bracketed => "bracketed",
+            SearchStatus::LowerBound => "lower bound",
+            SearchStatus::GeneratorBound => "generator-bound (lower bound)",
+            SearchStatus::NotRecovered => "service did not recover (lower bound)",
+            SearchStatus::NoPass => "no rate passed",
+            SearchStatus::NoData => "no data",
+        }
+    }
+    /// True when `ceiling_rps` is only a lower bound.
+    pub fn is_lower_bound(self) -> bool {
+        matches!(
+            self,
+            SearchStatus::LowerBound | SearchStatus::GeneratorBound | SearchStatus::NotRecovered
+        )
+    }
+}
+
+/// Why the search loop ended (the loop's own account; the status follows from it and the data).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchRepeat {
-    /// Probes in the order run.
-    pub probes: Vec<ProbeVerdict>,
-    /// The confirming shelf, when one was run.
-    pub confirm: Option<ShelfResult>,
-    /// The ceiling this repetition found (0 when none): the confirmed shelf's achieved rate.
-    pub ceiling_rps: f64,
-    /// Why the search stopped early (time budget, generator-bound, max rate…), if it did.
-    pub stopped: Option<String>,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The interval reached the tolerance (and the confirming shelf, when configured, passed).
+    Converged,
+    /// The time budget ran out.
+    Budget,
+    /// Ctrl-C.
+    Signal,
+    /// Every probe up to `search.max_rate` passed.
+    MaxRate {
+        /// The maximum rate.
+        rate: f64,
+    },
+    /// The generator could not drive `rate` even with more threads.
+    GeneratorLimit {
+        /// Lowest rate the generator could not drive.
+        rate: f64,
+    },
+    /// After a probe at `after` the service did not come back within the bound.
+    NotRecovered {
+        /// The probe's rate.
+        after: f64,
+        /// Seconds waited.
+        waited_s: f64,
+    },
+    /// The SLO failed even at the lowest rate worth probing.
+    BelowMinimum,
+    /// The confirming shelf kept failing.
+    ConfirmFailed,
+    /// A probe could not run at all (the stack died, a bad plan…).
+    Error {
+        /// What happened.
+        message: String,
+    },
 }
 
-/// The whole capacity search of one stack.
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Converged => f.write_str("the interval reached the tolerance"),
+            StopReason::Budget => f.write_str("the time budget (--max-time) ran out"),
+            StopReason::Signal => f.write_str("stopped by signal"),
+            StopReason::MaxRate { rate } => {
+                write!(f, "the SLO still held at search.max_rate = {rate:.0} RPS")
+            }
+            StopReason::GeneratorLimit { rate } => write!(
+                f,
+                "at {rate:.0} RPS the generator, not the service, was the limit (retried with more threads)"
+            ),
+            StopReason::NotRecovered { after, waited_s } => write!(
+                f,
+                "after the probe at {after:.0} RPS the service did not return to baseline latency within {waited_s:.0} s"
+            ),
+            StopReason::BelowMinimum => f.write_str("the SLO failed even at the lowest rate worth probing"),
+            StopReason::ConfirmFailed => f.write_str("the confirming shelf failed at every rate tried"),
+            StopReason::Error { message } => write!(f, "{message}"),
+        }
+    }
+}
+
+/// The whole capacity search of one stack: every probe, the estimate and what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchOutcome {
-    /// Every repetition.
-    pub repeats: Vec<SearchRepeat>,
-    /// Mean and 95% CI of the repetitions' ceilings.
-    pub estimate: Option<Estimate>,
+    /// Every probe, confirming shelf and check, in the order run.
+    pub probes: Vec<ProbeVerdict>,
+    /// The confirming shelves (full results), in the order run.
+    #[serde(default)]
+    pub confirms: Vec<ShelfResult>,
+    /// Low-rate latency at the start.
+    pub baseline: Option<Baseline>,
+    /// What was established.
+    pub status: SearchStatus,
+    /// The ceiling: the interval's estimate when bracketed, the highest passing rate for a lower
+    /// bound, 0 when no rate passed.
+    pub ceiling_rps: f64,
+    /// 95% interval (bracketed searches only).
+    pub interval: Option<CapacityInterval>,
+    /// The SLO term that bound the ceiling (largest margin at the lowest failing rate).
+    pub binding: Option<String>,
+    /// Why the probes at the lowest failing rate failed (their attribution), when recorded.
+    #[serde(default)]
+    pub cause: Option<String>,
+    /// The tolerance asked for (half-width as a fraction of the estimate).
+    pub tolerance: f64,
+    /// Why the loop ended.
+    pub stop: StopReason,
+    /// Wall time of the search, seconds.
+    pub elapsed_s: f64,
 }
 
 impl SearchOutcome {
-    /// Collects repetitions and computes the estimate of their ceilings.
-    pub fn new(repeats: Vec<SearchRepeat>) -> Self {
-        let v: Vec<f64> = repeats.iter().map(|r| r.ceiling_rps).collect();
+    /// Concludes a search from its probes (checks are ignored; invalid probes carry no margin).
+    pub fn conclude(
+        probes: Vec<ProbeVerdict>,
+        confirms: Vec<ShelfResult>,
+        baseline: Option<Baseline>,
+        tolerance: f64,
+        stop: StopReason,
+        elapsed_s: f64,
+    ) -> SearchOutcome {
+        let obs = observations(&probes);
+        let fit = Fit::of(&obs);
+        let interval = capacity::interval(&obs, 0x5EED);
+        let (status, ceiling) = match (&interval, fit.bracket()) {
+            (Some(i), _) => (
+                if i.half_width_rel() <= tolerance {
+                    SearchStatus::Narrowed
+                } else {
+                    SearchStatus::Bracketed
+                },
+                i.estimate,
+            ),
+            (None, Bracket::AllPass { highest }) => (
+                match stop {
+                    StopReason::GeneratorLimit { .. } => SearchStatus::GeneratorBound,
+                    StopReason::NotRecovered { .. } => SearchStatus::NotRecovered,
+                    _ => SearchStatus::LowerBound,
+                },
+                highest,
+            ),
+            (None, Bracket::AllFail { .. }) => (SearchStatus::NoPass, 0.0),
+            (None, _) => (SearchStatus::NoData, 0.0),
+        };
+        let lowest_fail = match fit.bracket() {
+            Bracket::Between { hi, .. } => Some(hi),
+            Bracket::AllFail { lowest } => Some(lowest),
+            _ => None,
+        };
+        let binding = lowest_fail.and_then(|r| binding_term(&probes, r));
+        let cause = lowest_fail.and_then(|r| {
+            probes
+                .iter()
+                .filter(|p| p.failed() && (p.rate - r).abs() <= 1e-9 * r.max(1.0))
+                .find_map(|p| p.why.clone())
+        });
         SearchOutcome {
-            estimate: ceiling_estimate(&v),
-            repeats,
+            probes,
+            confirms,
+            baseline,
+            status,
+            ceiling_rps: ceiling,
+            interval,
+            binding,
+            cause,
+            tolerance,
+            stop,
+            elapsed_s,
         }
     }
+
+    /// One line: `1012 RPS (95% CI 960–1050, ±4.4%, narrowed; bound by p99 of get; cliff)`.
+    pub fn describe(&self) -> String {
+        let bind = self
+            .binding
+            .as_ref()
+            .map(|b| format!("; bound by {b}"))
+            .unwrap_or_default();
+        match (&self.interval, self.status) {
+            (Some(i), st) => format!(
+                "{:.0} RPS (95% CI {:.0}–{}, ±{:.1}%, {}{bind}; {} knee)",
+                self.ceiling_rps,
+                i.lo,
+                if i.hi.is_finite() {
+                    format!("{:.0}", i.hi)
+                } else {
+                    "∞".into()
+                },
+                if i.half_width_rel().is_finite() {
+                    i.half_width_rel() * 100.0
+                } else {
+                    f64::INFINITY
+                },
+                st.name(),
+                match i.knee {
+                    Knee::Smooth => "smooth",
+                    Knee::Cliff => "cliff",
+                }
+            ),
+            (None, st) if st.is_lower_bound() => {
+                format!(
+                    "≥ {:.0} RPS ({}: {})",
+                    self.ceiling_rps,
+                    st.name(),
+                    self.stop
+                )
+            }
+            (None, st) => format!("0 RPS ({}: {})", st.name(), self.stop),
+        }
+    }
+}
+
+/// The probes' margins as observations (checks and invalid probes excluded).
+pub fn observations(probes: &[ProbeVerdict]) -> Vec<Observation> {
+    probes
+        .iter()
+        .filter(|p| p.kind != ProbeKind::Check && p.verdict != Verdict::Invalid)
+        .map(|p| Observation {
+            rate: p.rate,
+            margin: if p.failed() {
+                // A failed shelf is over the SLO even when its margin terms do not show why.
+                p.margin.max(1.0 + 1e-9)
+            } else {
+                p.margin
+            },
+        })
+        .collect()
+}
+
+/// The term with the largest mean log margin among the probes at `rate`.
+fn binding_term(probes: &[ProbeVerdict], rate: f64) -> Option<String> {
+    let mut sums: Vec<(String, f64, usize)> = Vec::new();
+    for p in probes.iter().filter(|p| {
+        p.kind != ProbeKind::Check
+            && p.verdict != Verdict::Invalid
+            && (p.rate - rate).abs() <= 1e-9 * rate.max(1.0)
+    }) {
+        for t in &p.terms {
+            let y = t
+                .margin
+                .clamp(capacity::MIN_MARGIN, capacity::MAX_MARGIN)
+                .ln();
+            match sums.iter_mut().find(|s| s.0 == t.term) {
+                Some(s) => {
+                    s.1 += y;
+                    s.2 += 1;
+                }
+                None => sums.push((t.term.clone(), y, 1)),
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(t, s, n)| (t, s / n as f64))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(t, _)| t)
 }

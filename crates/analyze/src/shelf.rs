@@ -508,6 +508,11 @@ pub struct ShelfResult {
     pub verdict: Verdict,
     /// Every rule that did not hold (empty when valid).
     pub reasons: Vec<Reason>,
+    /// Why the shelf failed (its freezes, tail seconds and ranked causes), computed from the
+    /// recorded per-second series by [`crate::attribute_analysis`]; `None` for valid shelves and
+    /// before attribution ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::attribution::Attribution>,
 }
 
 impl ShelfResult {
@@ -779,6 +784,7 @@ fn judge(
         generator,
         verdict,
         reasons,
+        attribution: None,
     }
 }
 

@@ -810,7 +810,7 @@ fn probes_for_the_search() {
     acc.finish();
     let r = acc.result(&[]).unwrap();
     assert_eq!(r.window.kept_s, 50.0);
-    let v = ProbeVerdict::from_shelf(&r);
+    let v = ProbeVerdict::from_shelf(&r, &probe_criteria(&p));
     assert!(v.passed(), "{}", v.summary());
     assert!((v.achieved_rps - 500.0).abs() < 1e-9);
 
@@ -826,51 +826,74 @@ fn probes_for_the_search() {
         ));
     }
     let a = acc.finish();
-    let v = ProbeVerdict::from_shelf(&a.shelves[0]);
+    let v = ProbeVerdict::from_shelf(&a.shelves[0], &a.criteria);
     assert!(v.failed() && !v.generator_bound(), "{}", v.summary());
     assert_eq!(a.shelves[0].window.kept_s, 50.0);
 
-    let mut above = v.clone();
-    above.rate = 3500.0;
-    let out = SearchOutcome::new(vec![
-        SearchRepeat {
-            probes: vec![above],
-            confirm: None,
-            ceiling_rps: 2900.0,
-            stopped: None,
-        },
-        SearchRepeat {
-            probes: vec![],
-            confirm: None,
-            ceiling_rps: 3000.0,
-            stopped: None,
-        },
-        SearchRepeat {
-            probes: vec![],
-            confirm: None,
-            ceiling_rps: 3100.0,
-            stopped: None,
-        },
-    ]);
-    // As the stack's analysis: ceiling = mean of the repeats, bracketed by the failed probe.
-    let mut with_confirm = out.clone();
-    with_confirm.repeats[0].confirm = Some(r.clone());
-    let sa = StackAnalysis::from_search("s", probe_criteria(&p), with_confirm);
-    assert!((sa.ceiling.rps - 3000.0).abs() < 1e-9);
+    // Its margins: p99 400 ms over a 350 ms limit is the binding term.
+    let b = v.binding().unwrap();
+    assert_eq!(b.term, "p99");
     assert!(
-        sa.ceiling.bracketed,
-        "a probe above the first repeat's ceiling failed"
+        v.margin > 1.0 && (v.margin - b.margin).abs() < 1e-12,
+        "{v:?}"
     );
+    let ok = ProbeVerdict::from_shelf(&r, &probe_criteria(&p));
+    assert!(ok.margin < 1.0, "{ok:?}");
+
+    // Concluded from probes at 1000 (pass ×2) and 2000 (fail ×2): bracketed 1000…2000, the
+    // estimate inside, p99 binding, and the confirming shelf becomes the analysis' shelf.
+    let mut pass = ok.clone();
+    pass.rate = 1000.0;
+    let mut fail = v.clone();
+    fail.rate = 2000.0;
+    let probes = vec![pass.clone(), fail.clone(), pass, fail];
+    let out = SearchOutcome::conclude(
+        probes,
+        vec![r.clone()],
+        None,
+        0.05,
+        StopReason::Budget,
+        60.0,
+    );
+    assert_eq!(out.status, SearchStatus::Bracketed, "{}", out.describe());
+    let i = out.interval.clone().unwrap();
+    assert_eq!((i.lo, i.hi), (1000.0, 2000.0));
+    assert!(out.ceiling_rps > 1000.0 && out.ceiling_rps < 2000.0);
+    assert_eq!(out.binding.as_deref(), Some("p99"));
+    let sa = StackAnalysis::from_search("s", probe_criteria(&p), out.clone());
+    assert!(sa.ceiling.bracketed);
     assert_eq!(sa.shelves.len(), 1);
+    assert!((sa.ceiling.rps - out.ceiling_rps).abs() < 1e-9);
     assert!(
-        sa.ceiling.summary.starts_with("3000 ± 248"),
-        "{}",
-        sa.ceiling.summary
+        sa.warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::SearchNotNarrowed),
+        "{:?}",
+        sa.warnings
     );
-    let e = out.estimate.unwrap();
-    assert!((e.mean - 3000.0).abs() < 1e-9);
-    assert!((e.ci95.unwrap() - 4.303 * 100.0 / 3f64.sqrt()).abs() < 1e-9);
-    assert_eq!(ceiling_estimate(&[2915.0]).unwrap().ci95, None);
+
+    // Only passes, stopped by the generator: a lower bound, never 0.
+    let mut pass = ok.clone();
+    pass.rate = 800.0;
+    let out = SearchOutcome::conclude(
+        vec![pass],
+        vec![],
+        None,
+        0.05,
+        StopReason::GeneratorLimit { rate: 1600.0 },
+        10.0,
+    );
+    assert_eq!(out.status, SearchStatus::GeneratorBound);
+    assert_eq!(out.ceiling_rps, 800.0);
+    assert!(
+        out.describe().starts_with("≥ 800 RPS"),
+        "{}",
+        out.describe()
+    );
+    // Checks and invalid probes carry no margin.
+    let mut chk = v.clone();
+    chk.kind = ProbeKind::Check;
+    assert!(observations(&[chk]).is_empty());
 }
 
 #[test]

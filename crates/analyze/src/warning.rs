@@ -19,8 +19,10 @@ pub enum WarningKind {
     GeneratorBound,
     /// Closed model: some repetitions of a level had errors (derived from the levels).
     RepetitionErrors,
-    /// A capacity search found no failing probe above its ceiling.
+    /// A capacity search found no failing probe above its ceiling (a lower bound), or no ceiling.
     SearchNotBracketed,
+    /// A capacity search bracketed the ceiling but its interval is wider than the tolerance.
+    SearchNotNarrowed,
     /// Seconds arrived out of order.
     SecondsOutOfOrder,
     /// No second was recorded at all.

@@ -93,49 +93,60 @@ fn dur(s: &str, what: &str) -> anyhow::Result<Duration> {
     parse_duration(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
 }
 
+/// A plan of one request to `url` (its path; method, headers and body as given), no stages yet:
+/// what `ceiling load` and `ceiling search` use when there is no plan file.
+pub fn url_plan(
+    url: &str,
+    method: &str,
+    header: &[String],
+    body: Option<&str>,
+) -> anyhow::Result<Plan> {
+    // Without a plan the URL's whole path (and query) is the one request's path.
+    let path = HttpUrl::parse(url)
+        .map_err(|e| anyhow::anyhow!("--url: {e}"))?
+        .path;
+    let mut headers = Vec::new();
+    for h in header {
+        let (k, v) = h
+            .split_once(':')
+            .with_context(|| format!("--header `{h}`: write `Name: value`"))?;
+        headers.push((
+            k.trim().to_string(),
+            Template {
+                segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())],
+            },
+        ));
+    }
+    let text = "name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n".to_string();
+    let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    p.requests = vec![RequestSpec {
+        name: "request".into(),
+        weight: 1,
+        method: method.to_ascii_uppercase(),
+        path: Template {
+            segments: vec![ceiling_plan::Segment::Literal(path)],
+        },
+        headers,
+        body: body.map(|b| Template {
+            segments: vec![ceiling_plan::Segment::Literal(b.to_string())],
+        }),
+        expect: vec![],
+    }];
+    p.stages.clear();
+    Ok(p)
+}
+
 /// Builds the plan from a file or from flags.
 fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
     let mut plan = match &a.plan {
         Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
         None => {
             let url = a.url.as_deref().context("give a plan file or --url")?;
-            // Without a plan the URL's whole path (and query) is the one request's path.
-            let path = HttpUrl::parse(url)
-                .map_err(|e| anyhow::anyhow!("--url: {e}"))?
-                .path;
-            let mut headers = Vec::new();
-            for h in &a.header {
-                let (k, v) = h
-                    .split_once(':')
-                    .with_context(|| format!("--header `{h}`: write `Name: value`"))?;
-                headers.push((
-                    k.trim().to_string(),
-                    Template {
-                        segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())],
-                    },
-                ));
-            }
             if a.rate.is_none() && a.connections.is_none() {
                 bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
             }
-            let text = "name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n".to_string();
-            let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>"))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            p.requests = vec![RequestSpec {
-                name: "request".into(),
-                weight: 1,
-                method: a.method.to_ascii_uppercase(),
-                path: Template {
-                    segments: vec![ceiling_plan::Segment::Literal(path)],
-                },
-                headers,
-                body: a.body.as_ref().map(|b| Template {
-                    segments: vec![ceiling_plan::Segment::Literal(b.clone())],
-                }),
-                expect: vec![],
-            }];
-            p.stages.clear();
-            p
+            url_plan(url, &a.method, &a.header, a.body.as_deref())?
         }
     };
     if a.quick {

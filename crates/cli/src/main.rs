@@ -49,6 +49,10 @@ enum Cmd {
     /// The database's own ceiling: pgbench (select-only by default) against the stand's
     /// PostgreSQL with a plan's settings, with PostgreSQL's CPU per transaction.
     Pgbench(pgbench_cmd::PgbenchArgs),
+    /// Internal: the control endpoint a run probes to tell a host stall from a stack stall
+    /// (serves and probes itself over loopback, one line per probe on stdout).
+    #[command(hide = true)]
+    ControlServer,
 }
 
 fn main() -> ExitCode {
@@ -65,6 +69,15 @@ fn main() -> ExitCode {
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Verify(a) => verify_cmd::run(a),
         Cmd::Pgbench(a) => pgbench_cmd::run(a),
+        Cmd::ControlServer => {
+            // runs until the parent stops reading (or kills us by pid)
+            let _ = ceiling_stand::control::serve_and_probe(
+                std::time::Duration::from_millis(100),
+                ceiling_stand::signals::CONTROL_TIMEOUT,
+                std::io::stdout().lock(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match res {
         Ok(code) => code,

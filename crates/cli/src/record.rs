@@ -2,7 +2,9 @@
 //! `timeseries.csv`, and the live one-line progress view. Every second is flushed, so a crash
 //! loses at most the second in flight.
 
-use ceiling_metrics::{HlogWriter, ResourceSample, Second, TimeseriesRow, TimeseriesWriter};
+use ceiling_metrics::{
+    HlogWriter, ResourceSample, Second, SignalRow, SignalsWriter, TimeseriesRow, TimeseriesWriter,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::BufWriter;
@@ -23,6 +25,11 @@ pub struct Recorder {
     pub resources: Vec<ResourceSample>,
     /// First I/O error, reported at the end instead of aborting the run.
     pub io_error: Option<String>,
+    /// `signals.csv` path (next to timeseries.csv), created with its first row.
+    signals_path: Option<std::path::PathBuf>,
+    signals_csv: Option<SignalsWriter<BufWriter<File>>>,
+    /// Signal rows of the run (one per second; small), for attribution.
+    pub signal_rows: Vec<SignalRow>,
 }
 
 impl Recorder {
@@ -35,6 +42,7 @@ impl Recorder {
         label: &str,
         quiet: bool,
     ) -> anyhow::Result<Self> {
+        let signals_path = dir.map(|d| d.join(format!("{prefix}signals.csv")));
         let (hlog, csv) = match dir {
             Some(d) => {
                 std::fs::create_dir_all(d)?;
@@ -77,7 +85,35 @@ impl Recorder {
             pending_resources: Vec::new(),
             resources: Vec::new(),
             io_error: None,
+            signals_path,
+            signals_csv: None,
+            signal_rows: Vec::new(),
         })
+    }
+
+    /// Records sealed signal rows (`signals.csv`, flushed per row).
+    pub fn signals(&mut self, rows: Vec<SignalRow>) {
+        for r in rows {
+            if self.signals_csv.is_none() {
+                if let Some(p) = &self.signals_path {
+                    match File::create(p) {
+                        Ok(f) => self.signals_csv = Some(SignalsWriter::new(BufWriter::new(f))),
+                        Err(e) => {
+                            self.io_error
+                                .get_or_insert(format!("creating {}: {e}", p.display()));
+                            self.signals_path = None;
+                        }
+                    }
+                }
+            }
+            if let Some(w) = self.signals_csv.as_mut() {
+                if let Err(e) = w.write(&r) {
+                    self.io_error
+                        .get_or_insert(format!("writing signals.csv: {e}"));
+                }
+            }
+            self.signal_rows.push(r);
+        }
     }
 
     /// Adds resource samples (joined to the second they fall in).

@@ -18,7 +18,7 @@ pub struct ReportArgs {
 /// Runs `ceiling report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = a.dir.join("run.json");
-    let report = ceiling_report::read_run_json(&path).with_context(|| {
+    let mut report = ceiling_report::read_run_json(&path).with_context(|| {
         format!(
             "reading {} (is {} a results directory?)",
             path.display(),
@@ -26,6 +26,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let series = ceiling_report::load_series(&a.dir, &report);
+    // attribution is a pure function of the stored series: recompute it, so run.json and the
+    // reports follow the current rules
+    let signals = ceiling_report::load_signals(&a.dir, &report);
+    ceiling_report::recompute_attribution(&mut report, &series, &signals);
     let files = ceiling_report::write_all(&a.dir, &report, &series)?;
     if a.markdown {
         println!("{}", ceiling_report::render_summary_md(&report));

@@ -262,6 +262,12 @@ pub fn measure_watched(
     let mut rec = Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?;
     let mut acc = RunAccumulator::with_passes(plan, stack_name, passes);
     let t0 = Instant::now();
+    // signals on the same clock (host, stack cgroup, PostgreSQL waits, control, runtime)
+    let mut sig_cfg = ceiling_stand::SignalConfig::from_targets(&sampler_targets, Some(url));
+    sig_cfg.control_command = std::env::current_exe()
+        .ok()
+        .map(ceiling_stand::signals::control_command_of);
+    let mut signals = ceiling_stand::SignalSampler::start(t0, sig_cfg);
     let (mut sampler, samples) = Sampler::with_channel(t0, Duration::from_secs(1), sampler_targets);
     let mut halt: Option<Halt> = None;
     // The last second after which the watch still found everything alive.
@@ -271,6 +277,8 @@ pub fn measure_watched(
         for r in &fresh {
             acc.push_resource(r.clone());
         }
+        signals.push_resources(&fresh);
+        rec.signals(signals.take_sealed());
         rec.add_resources(fresh);
         rec.second(s);
         acc.push_second(s);
@@ -305,10 +313,30 @@ pub fn measure_watched(
     for r in &rest {
         acc.push_resource(r.clone());
     }
+    signals.push_resources(&rest);
+    rec.signals(signals.stop());
+    let mut signal_notes = signals.notes();
+    let cost = signals.cost();
+    signal_notes.push(format!(
+        "the signal sampler used {:.2}% of a core ({:.2} s in its threads, {:.2} s in the control, {:.2} s in its PostgreSQL backend over {:.0} s)",
+        cost.cpu_pct(),
+        cost.threads_cpu_s,
+        cost.control_cpu_s,
+        cost.postgres_cpu_s,
+        cost.wall_s
+    ));
     rec.add_resources(rest);
     rec.finish();
     let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut analysis = acc.finish();
+    // why each failed shelf failed, from the same per-second rows the report shows
+    ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
+    for n in signal_notes {
+        analysis.warnings.push(ceiling_analyze::Warning::new(
+            ceiling_analyze::WarningKind::Other,
+            format!("signals: {n}"),
+        ));
+    }
     match &halt {
         Some(Halt::StackDied(m)) => analysis.warnings.push(Warning::new(
             WarningKind::StackDied,

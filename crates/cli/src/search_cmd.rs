@@ -1,13 +1,15 @@
-//! `ceiling search`: RPS@p99≤SLO found automatically (bracket, bisect, confirm, repeat → mean with
-//! a 95% confidence interval), for one or several stacks on the stand, or for any URL.
+//! `ceiling search`: RPS@p99≤SLO found automatically, as an estimate with a 95% interval (baseline,
+//! bracket, narrow on the fitted SLO margin, replicate, confirm; recovery after every overload),
+//! for one or several stacks on the stand, or for any URL with or without a plan.
 
 use crate::load_cmd::install_ctrlc;
 use crate::run_cmd::{measure, now_iso, repo_root, run_id, write_and_print, StandArgs};
 use anyhow::{bail, Context};
+use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
-use ceiling_search::{search, ProbeRunner};
+use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -19,12 +21,27 @@ use std::time::Instant;
 /// Arguments of `ceiling search`.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
+  ceiling search --url http://127.0.0.1:8080/ping --slo 'p99<=50ms,errors<1%'
+  ceiling search --url http://127.0.0.1:8080/ping --slo 'p99<=20ms' --json
   ceiling search plans/000-status-mixed.toml --stacks go-pgx
-  ceiling search plans/000-status-mixed.toml --stacks go-pgx,ktor-jdbc --repeat 3 --max-time 40m
+  ceiling search plans/000-status-mixed.toml --stacks go-pgx,ktor-jdbc --max-time 40m
   ceiling search plans/000-status-mixed.toml --url http://127.0.0.1:8080 --data-dir .ceiling/data/seed-1 --slo 'p99<=200ms,errors<0.5%'")]
 pub struct SearchArgs {
-    /// Plan whose request mix, SLO and [search] settings to use.
-    pub plan: PathBuf,
+    /// Plan whose request mix, SLO and [search] settings to use. Without it, --url is searched
+    /// alone (GET unless -m) with --slo and the defaults below.
+    pub plan: Option<PathBuf>,
+    /// HTTP method for --url without a plan.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Header `Name: value` for --url without a plan (repeatable).
+    #[arg(short = 'H', long)]
+    pub header: Vec<String>,
+    /// Request body for --url without a plan.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Print the outcome as JSON on stdout (ceiling, interval, status, binding term, every probe).
+    #[arg(long)]
+    pub json: bool,
     /// Stacks to search on the embedded stand, comma separated (default: the plan's target.stacks).
     #[arg(long, value_delimiter = ',', conflicts_with = "url")]
     pub stacks: Vec<String>,
@@ -37,7 +54,8 @@ pub struct SearchArgs {
     /// SLO override, e.g. `p99<=350ms,p95<=200ms,errors<1%`.
     #[arg(long)]
     pub slo: Option<String>,
-    /// Repetitions of the whole search (default: the plan's search.repeat).
+    /// Probes at each end of the final bracket, with fresh seeds, before the interval may be
+    /// called narrow (default: the plan's search.repeat).
     #[arg(long)]
     pub repeat: Option<u32>,
     /// Time budget per stack (default: the plan's search.max_time).
@@ -46,7 +64,7 @@ pub struct SearchArgs {
     /// First probe rate.
     #[arg(long)]
     pub start_rate: Option<f64>,
-    /// Bisection tolerance as a fraction (0.05 = ±5%).
+    /// Target half-width of the 95% interval as a fraction of the ceiling (0.05 = ±5%).
     #[arg(long)]
     pub tolerance: Option<f64>,
     /// Length of each probe shelf (default: the plan's search.probe).
@@ -55,8 +73,9 @@ pub struct SearchArgs {
     /// Dropped from the start of each probe (default: the plan's search.probe_trim).
     #[arg(long)]
     pub probe_trim: Option<String>,
-    /// Length of the confirming shelf (default: the plan's search.confirm); it is judged with the
-    /// plan's [analysis] trimming, scaled down when the shelf is shorter than trim + min_window.
+    /// Length of the confirming shelf at the interval's lower end (default: the plan's
+    /// search.confirm; 0s = none); judged with the plan's [analysis] trimming, scaled down when
+    /// the shelf is shorter than trim + min_window.
     #[arg(long)]
     pub confirm: Option<String>,
     /// Multiply the search's durations (probe, confirm, drain, budget) by the plan's quick_scale.
@@ -70,9 +89,14 @@ pub struct SearchArgs {
     /// Allow a non-loopback --url.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Generator threads.
+    /// Generator threads to start with (a generator-bound probe is retried with more).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
+    /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
+    /// the other).
+    #[arg(long)]
+    pub round: Option<usize>,
 }
 
 /// Parses `p99<=350ms,errors<1%` into the plan's SLO.
@@ -119,7 +143,6 @@ struct Runner<'a> {
     data_dir: Option<PathBuf>,
     dir: PathBuf,
     targets: Box<dyn Fn() -> Vec<SampleTarget> + 'a>,
-    threads: usize,
     stop: Arc<AtomicBool>,
     alive: Box<dyn FnMut() -> Option<String> + 'a>,
     last_rows: Vec<ceiling_metrics::TimeseriesRow>,
@@ -127,11 +150,15 @@ struct Runner<'a> {
 }
 
 impl ProbeRunner for Runner<'_> {
-    fn run(&mut self, plan: &Plan, label: &str) -> Result<StackAnalysis, String> {
+    fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String> {
         if let Some(m) = (self.alive)() {
             return Err(format!("the stack is not running: {m}"));
         }
-        let out = self.dir.join("probes").join(label);
+        let sub = match spec.kind {
+            ProbeKind::Check => "checks",
+            _ => "probes",
+        };
+        let out = self.dir.join(sub).join(&spec.label);
         let offset = self.t0.elapsed().as_secs() as u32;
         let alive = &mut self.alive;
         let m = measure(
@@ -141,27 +168,85 @@ impl ProbeRunner for Runner<'_> {
             self.data_dir.as_deref(),
             &out,
             (self.targets)(),
-            self.threads,
+            spec.threads,
             self.stop.clone(),
             true,
             alive,
         )
         .map_err(|e| format!("{e:#}"))?;
         // One time axis for the whole search: each probe's seconds placed where the probe ran.
-        self.last_rows.extend(m.rows.into_iter().map(|mut r| {
-            r.t += offset;
-            r
-        }));
+        if spec.kind != ProbeKind::Check {
+            self.last_rows.extend(m.rows.into_iter().map(|mut r| {
+                r.t += offset;
+                r
+            }));
+        }
         Ok(m.analysis)
     }
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
+    fn idle(&mut self, d: std::time::Duration) {
+        // Sleep in slices so Ctrl-C is seen within 100 ms.
+        let end = Instant::now() + d;
+        while !self.stopped() && Instant::now() < end {
+            std::thread::sleep((end - Instant::now()).min(std::time::Duration::from_millis(100)));
+        }
+    }
+    fn now_s(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+}
+
+/// The plan of a bare-URL search: one request, the given SLO, and search settings sized for an
+/// interactive question (10-s probes, a 30-s confirming shelf, a 15-minute budget).
+fn bare_plan(a: &SearchArgs, url: &str) -> anyhow::Result<Plan> {
+    if a.slo.is_none() {
+        bail!("a bare --url has no SLO: pass one, e.g. --slo 'p99<=50ms,errors<1%' (or give a plan file)");
+    }
+    let mut p = crate::load_cmd::url_plan(url, &a.method, &a.header, a.body.as_deref())?;
+    p.name = "url".into();
+    p.stages = vec![ceiling_plan::Stage::Hold {
+        rate: 1.0,
+        duration: std::time::Duration::from_secs(1),
+    }];
+    let s = &mut p.search;
+    s.start_rate = 100.0;
+    s.probe = std::time::Duration::from_secs(10);
+    s.probe_trim = std::time::Duration::from_secs(2);
+    s.confirm = std::time::Duration::from_secs(30);
+    s.drain = std::time::Duration::from_secs(2);
+    s.max_time = std::time::Duration::from_secs(15 * 60);
+    p.analysis.trim_head = std::time::Duration::from_secs(5);
+    p.analysis.trim_tail = std::time::Duration::ZERO;
+    p.analysis.min_window = std::time::Duration::from_secs(20);
+    Ok(p)
+}
+
+/// What `--json` prints per searched target.
+#[derive(serde::Serialize)]
+struct JsonOut<'a> {
+    target: &'a str,
+    ceiling_rps: f64,
+    lower_bound: bool,
+    interval: Option<&'a ceiling_analyze::CapacityInterval>,
+    status: ceiling_analyze::SearchStatus,
+    binding: Option<&'a str>,
+    cause: Option<&'a str>,
+    stop: String,
+    summary: String,
+    elapsed_s: f64,
+    baseline: Option<&'a ceiling_analyze::Baseline>,
+    probes: &'a [ceiling_analyze::ProbeVerdict],
 }
 
 /// Runs `ceiling search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
-    let mut plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut plan = match (&a.plan, &a.url) {
+        (Some(p), _) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+        (None, Some(u)) => bare_plan(&a, u)?,
+        (None, None) => bail!("give a plan file, or --url with --slo"),
+    };
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
@@ -207,6 +292,9 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(c) = d(&a.confirm, "confirm")? {
         plan.search.confirm = c;
+    }
+    let c = plan.search.confirm;
+    if !c.is_zero() {
         // Judge a shorter confirming shelf proportionally: keep the plan's trims and window as
         // fractions of a shelf of source length (20 min in plan 000).
         let a_ = &mut plan.analysis;
@@ -237,15 +325,20 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     report.started = now_iso();
     let mut series = Series::new();
     eprintln!(
-        "ceiling search {} → {}  SLO {}; start {:.0} RPS, ×{} until a probe fails, bisect to ±{}%, confirm {}, {} repeat(s), budget {} per stack",
+        "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then narrowed on the fitted SLO margin until the 95% interval is within ±{}% with {} probes at each end; confirm {}; budget {} per stack",
         plan.name,
         dir.display(),
         plan.slo.describe(),
+        ceiling_plan::format_duration(plan.search.probe),
         plan.search.start_rate,
         plan.search.growth,
         plan.search.tolerance * 100.0,
-        ceiling_plan::format_duration(plan.search.confirm),
         plan.search.repeat,
+        if plan.search.confirm.is_zero() {
+            "none".to_string()
+        } else {
+            ceiling_plan::format_duration(plan.search.confirm)
+        },
         ceiling_plan::format_duration(plan.search.max_time)
     );
     if plan.scaled_by != 1.0 {
@@ -255,23 +348,35 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut log = |m: &str| eprintln!("{m}");
+    let opts = SearchOptions {
+        threads: a.threads.max(1),
+        ..Default::default()
+    };
 
     if let Some(url) = &a.url {
         let name = "url".to_string();
+        ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+        report.environment = serde_json::to_value(ceiling_stand::fingerprint(
+            None,
+            &ceiling_stand::CgroupSystem::detect(),
+        ))?;
         let mut runner = Runner {
             url: url.clone(),
             stack: name.clone(),
             data_dir: a.data_dir.clone(),
             dir: dir.join(&name),
-            targets: Box::new(Vec::new),
-            threads: a.threads,
+            targets: Box::new(|| {
+                vec![SampleTarget::process(
+                    ceiling_metrics::Role::Generator,
+                    std::process::id(),
+                )]
+            }),
             stop: stop.clone(),
             alive: Box::new(|| None),
             last_rows: Vec::new(),
             t0: Instant::now(),
         };
-        ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let out = search(&plan, &mut runner, &mut log);
+        let out = search(&plan, &mut runner, &opts, &mut log);
         series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
         report.stacks.push(StackAnalysis::from_search(
             &name,
@@ -286,41 +391,121 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         if plan.target.stacks.is_empty() {
             bail!("no stacks: pass --stacks or --url");
         }
-        let opts = a.stand.options(&root, &dir);
-        let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let stand_opts = a.stand.options(&root, &dir);
+        let mut stand =
+            Stand::start(&stand_opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
         stand
             .prepare_data(plan.stand.seed)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = serde_json::to_value(stand.fingerprint())?;
         let data_dir = stand.data_dir().map(Path::to_path_buf);
-        for name in plan.target.stacks.clone() {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            match search_stack(
-                &plan,
-                &a,
-                &stand,
-                &name,
-                &dir,
-                data_dir.as_deref(),
-                &stop,
-                &mut log,
-            ) {
-                Ok((analysis, rows, lim)) => {
-                    report.limits.insert(name.clone(), lim);
-                    series.insert(name.clone(), rows);
-                    report.stacks.push(analysis);
+        let names = plan.target.stacks.clone();
+        // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
+        // search falls on every stack alike. One stack: one round to the end.
+        let per_round = match a.round {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if names.len() > 1 => Some(4),
+            None => None,
+        };
+        if names.len() > 1 {
+            eprintln!(
+                "stacks interleaved: {}",
+                match per_round {
+                    Some(n) => format!("rounds of {n} probes per stack, each round on a freshly started stack (verify on the first)"),
+                    None => "no (--round 0): each stack searched to the end in turn".into(),
                 }
-                Err(e) => report
-                    .warnings
-                    .push(format!("stack `{name}` was not searched: {e:#}")),
+            );
+        }
+        let t0 = Instant::now();
+        let mut jobs: Vec<StackJob> = names
+            .iter()
+            .map(|n| StackJob {
+                name: n.clone(),
+                search: Search::new(&plan, &opts),
+                rows: Vec::new(),
+                warnings: Vec::new(),
+                error: None,
+                rounds: 0,
+            })
+            .collect();
+        loop {
+            let mut ran = false;
+            for job in jobs.iter_mut() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if job.search.finished() || job.error.is_some() {
+                    continue;
+                }
+                let max_steps = per_round;
+                ran = true;
+                match stack_round(
+                    &plan,
+                    &a,
+                    &stand,
+                    job,
+                    &dir,
+                    data_dir.as_deref(),
+                    &stop,
+                    t0,
+                    max_steps,
+                    &mut log,
+                ) {
+                    Ok(lim) => {
+                        report.limits.insert(job.name.clone(), lim);
+                    }
+                    Err(e) => job.error = Some(format!("{e:#}")),
+                }
+            }
+            // Results so far, after every round: an interrupted search keeps what it measured.
+            report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
+            report.warnings = jobs
+                .iter()
+                .filter_map(|j| {
+                    j.error
+                        .as_ref()
+                        .filter(|_| j.rounds == 0)
+                        .map(|e| format!("stack `{}` was not searched: {e}", j.name))
+                })
+                .collect();
+            for j in &jobs {
+                series.insert(j.name.clone(), j.rows.clone());
             }
             ceiling_report::write_all(&dir, &report, &series)?;
+            if !ran || stop.load(Ordering::Relaxed) {
+                break;
+            }
         }
         stand.stop();
     }
-    write_and_print(&dir, &report, &series)?;
+    if a.json {
+        ceiling_report::write_all(&dir, &report, &series)?;
+        let outs: Vec<JsonOut> = report
+            .stacks
+            .iter()
+            .filter_map(|st| {
+                let s = st.search.as_ref()?;
+                Some(JsonOut {
+                    target: &st.stack,
+                    ceiling_rps: s.ceiling_rps,
+                    lower_bound: s.status.is_lower_bound(),
+                    interval: s.interval.as_ref(),
+                    status: s.status,
+                    binding: s.binding.as_deref(),
+                    cause: s.cause.as_deref(),
+                    stop: s.stop.to_string(),
+                    summary: s.describe(),
+                    elapsed_s: s.elapsed_s,
+                    baseline: s.baseline.as_ref(),
+                    probes: &s.probes,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&outs)?);
+    } else {
+        write_and_print(&dir, &report, &series)?;
+    }
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else if report.stacks.is_empty() {
@@ -330,36 +515,73 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// One stack's search across rounds.
+struct StackJob {
+    name: String,
+    search: Search,
+    rows: Vec<ceiling_metrics::TimeseriesRow>,
+    warnings: Vec<ceiling_analyze::Warning>,
+    /// Why the stack could not run a round (build, start, verify, death).
+    error: Option<String>,
+    rounds: u32,
+}
+
+impl StackJob {
+    /// The analysis so far (None when no round ran).
+    fn analysis(&self) -> Option<StackAnalysis> {
+        if self.rounds == 0 {
+            return None;
+        }
+        // Conclude a copy: the search may go on after this report is written.
+        let criteria = probe_criteria(self.search.plan());
+        let stop = self
+            .error
+            .as_ref()
+            .map(|e| ceiling_analyze::StopReason::Error { message: e.clone() });
+        let mut a =
+            StackAnalysis::from_search(&self.name, criteria, self.search.clone().finish(stop));
+        a.warnings.extend(self.warnings.iter().cloned());
+        Some(a)
+    }
+}
+
+/// Starts the stack (verifying it on its first round), runs its plan's warm-up if any, one round
+/// of its search, and stops it.
 #[allow(clippy::too_many_arguments)]
-fn search_stack(
+fn stack_round(
     plan: &Plan,
     a: &SearchArgs,
     stand: &Stand,
-    name: &str,
+    job: &mut StackJob,
     dir: &Path,
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
+    t0: Instant,
+    max_steps: Option<usize>,
     log: &mut dyn FnMut(&str),
-) -> anyhow::Result<(
-    StackAnalysis,
-    Vec<ceiling_metrics::TimeseriesRow>,
-    ceiling_stand::LimitsApplied,
-)> {
-    let (spec, mut stack, warnings) =
-        crate::run_cmd::start_verified(plan, stand, name, dir, a.allow_unverified, false)?;
+) -> anyhow::Result<ceiling_stand::LimitsApplied> {
+    let name = job.name.clone();
+    let mut p = plan.clone();
+    if job.rounds > 0 {
+        p.stand.verify = false; // verified on the first round; the build is cached
+    }
+    let (_spec, mut stack, warnings) =
+        crate::run_cmd::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
+    if job.rounds == 0 {
+        job.warnings.extend(warnings);
+    }
+    job.rounds += 1;
     let lim = stack.limits_applied().clone();
     let url = stack.url();
-    let t0 = Instant::now();
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let mut runner = Runner {
         url,
-        stack: name.to_string(),
+        stack: name.clone(),
         data_dir: data_dir.map(Path::to_path_buf),
-        dir: dir.join(name),
+        dir: dir.join(&name),
         targets: Box::new(|| {
             stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
         }),
-        threads: a.threads,
         stop: stop.clone(),
         alive: Box::new(|| {
             let mut s = stack_cell.borrow_mut();
@@ -372,13 +594,31 @@ fn search_stack(
         last_rows: Vec::new(),
         t0,
     };
-    log(&format!("[{name}] searching…"));
-    let out = search(plan, &mut runner, log);
-    let rows = std::mem::take(&mut runner.last_rows);
+    log(&format!("[{name}] round {}…", job.rounds));
+    if !plan.warmup.is_empty() {
+        // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does;
+        // recorded under checks/, never judged.
+        let mut wp = plan.clone();
+        wp.stages = wp.warmup.clone();
+        wp.warmup.clear();
+        let spec = ProbeSpec {
+            label: format!("warmup-{}", job.rounds),
+            threads: a.threads.max(1),
+            kind: ProbeKind::Check,
+        };
+        log(&format!(
+            "  warm-up: {}",
+            ceiling_plan::format_duration(wp.total_duration())
+        ));
+        if let Err(e) = runner.run(&wp, &spec) {
+            drop(runner);
+            stack.stop();
+            bail!("warm-up failed: {e}");
+        }
+    }
+    job.search.run_round(&mut runner, max_steps, log);
+    job.rows.extend(std::mem::take(&mut runner.last_rows));
     drop(runner);
-    let _ = spec;
     stack.stop();
-    let mut analysis = StackAnalysis::from_search(name, probe_criteria(plan), out);
-    analysis.warnings.extend(warnings);
-    Ok((analysis, rows, lim))
+    Ok(lim)
 }

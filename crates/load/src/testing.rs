@@ -10,7 +10,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// port. `respond_at(arrival)` returns when to send the response for a request that arrived at
 /// `arrival`.
 pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'static) -> u16 {
-    let respond_at = Arc::new(respond_at);
+    spawn_server_with(move |now| (respond_at(now), 200))
+}
+
+/// As [`spawn_server`], with the status chosen per request too: `respond(arrival)` returns when
+/// to answer and with which status (200 or 503; any other value answers 500).
+pub fn spawn_server_with(
+    respond: impl Fn(Instant) -> (Instant, u16) + Send + Sync + 'static,
+) -> u16 {
+    let respond_at = Arc::new(respond);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
     listener
@@ -46,11 +54,14 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
                         };
                         buf.copy_within(end..filled, 0);
                         filled -= end;
-                        let at = respond_at(Instant::now());
+                        let (at, status) = respond_at(Instant::now());
                         tokio::time::sleep_until(at.into()).await;
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .await
-                            .is_err()
+                        let resp: &[u8] = match status {
+                            200 => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                            503 => b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+                            _ => b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr",
+                        };
+                        if s.write_all(resp).await.is_err()
                         {
                             return;
                         }

@@ -7,10 +7,12 @@
 
 mod hlog;
 mod parts;
+mod signals;
 mod timeseries;
 
 pub use hlog::{read_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
+pub use signals::{read_signals, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 
 use hdrhistogram::Histogram;

@@ -309,19 +309,28 @@ pub struct SearchSettings {
     /// Dropped from the start of each probe.
     #[serde(with = "duration_ms")]
     pub probe_trim: Duration,
-    /// Length of the confirming shelf.
+    /// Length of the confirming shelf (0 = no confirming shelf).
     #[serde(with = "duration_ms")]
     pub confirm: Duration,
-    /// Idle time between probes so queues drain.
+    /// Idle time after a failed or invalid probe before each recovery check.
     #[serde(with = "duration_ms")]
     pub drain: Duration,
-    /// Repetitions of the whole search.
+    /// Probes at each end of the final bracket (fresh seeds) before the interval may be called
+    /// narrow: replicates are what let the interval see the service's own noise.
     pub repeat: u32,
     /// Hard bound on the search's total time.
     #[serde(with = "duration_ms")]
     pub max_time: Duration,
     /// Never probe above this rate.
     pub max_rate: f64,
+    /// Length of a low-rate health check (baseline at the start, recovery after an overload).
+    #[serde(with = "duration_ms")]
+    pub check: Duration,
+    /// Rate of the checks (default: a tenth of `start_rate`, within 10…200 RPS).
+    pub check_rate: Option<f64>,
+    /// Longest wait for the service to return to baseline after an overload.
+    #[serde(with = "duration_ms")]
+    pub recovery_max: Duration,
 }
 
 impl Plan {

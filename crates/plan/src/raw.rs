@@ -139,6 +139,9 @@ struct RawSearch {
     repeat: Option<S<i64>>,
     max_time: Option<S<String>>,
     max_rate: Option<S<f64>>,
+    check: Option<S<String>>,
+    check_rate: Option<S<f64>>,
+    recovery_max: Option<S<String>>,
 }
 
 /// Source 000's PostgreSQL settings (the stand's default).
@@ -685,7 +688,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             "search.probe_trim",
             Duration::from_secs(10),
         )?,
-        confirm: cx.pos_dur(&rsr.confirm, "search.confirm", Duration::from_secs(300))?,
+        confirm: cx.dur(&rsr.confirm, "search.confirm", Duration::from_secs(300))?,
         drain: cx.dur(&rsr.drain, "search.drain", Duration::from_secs(5))?,
         repeat: cx.int(&rsr.repeat, "search.repeat", 1, 100)?.unwrap_or(3) as u32,
         max_time: cx.pos_dur(&rsr.max_time, "search.max_time", Duration::from_secs(3600))?,
@@ -695,6 +698,22 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             1_000_000.0,
             1.0,
             10_000_000.0,
+        )?,
+        check: cx.pos_dur(&rsr.check, "search.check", Duration::from_secs(2))?,
+        check_rate: match &rsr.check_rate {
+            Some(c) if !(1.0..=1_000_000.0).contains(c.get_ref()) => {
+                return Err(cx.err(
+                    Some(c.span()),
+                    "search.check_rate",
+                    "must be between 1 and 1000000",
+                ))
+            }
+            c => c.as_ref().map(|c| *c.get_ref()),
+        },
+        recovery_max: cx.pos_dur(
+            &rsr.recovery_max,
+            "search.recovery_max",
+            Duration::from_secs(60),
         )?,
     };
     if search.probe_trim >= search.probe {

@@ -3,9 +3,9 @@
 
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
 use crate::tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
-use crate::{fmt, RunReport, Series};
+use crate::{fmt, RunReport, Series, SignalSeries};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
-use ceiling_metrics::{Phase, TimeseriesRow};
+use ceiling_metrics::{Phase, SignalRow, TimeseriesRow};
 use serde::Serialize;
 
 /// Most points drawn per time series; longer series are bucketed (latency: max of the bucket,
@@ -148,8 +148,127 @@ fn slo_lines(a: &StackAnalysis) -> Vec<HLine> {
         .collect()
 }
 
+/// Freezes and tail seconds found by attribution, as dark bands (drawn over the shelves').
+fn why_bands(a: &StackAnalysis) -> Vec<Band> {
+    let mut v = Vec::new();
+    for s in &a.shelves {
+        let Some(at) = &s.attribution else { continue };
+        for f in &at.freezes {
+            v.push(Band {
+                x0: f.start as f64,
+                x1: (f.start + f.len) as f64,
+                fill: "#111827".into(),
+                opacity: 0.28,
+                label: None,
+                title: Some(format!(
+                    "freeze at {} s ({} s): achieved down to {:.0}% of offered, max {} ms{}",
+                    f.start,
+                    f.len,
+                    f.min_achieved_ratio * 100.0,
+                    fmt_ms(f.max_ms),
+                    at.top()
+                        .map(|c| format!(" — likely {}", c.kind.phrase()))
+                        .unwrap_or_default()
+                )),
+            });
+        }
+    }
+    v
+}
+
+/// Signals on the latency chart's time axis: PostgreSQL backends by wait, and the stalls
+/// (throttling, other processes, the control, GC pauses). Empty without signals.
+fn why_charts(a: &StackAnalysis, sig: &[SignalRow], bands: &[Band]) -> Vec<String> {
+    if sig.is_empty() {
+        return vec![];
+    }
+    let x_label = "time since run start (s)";
+    let pts = |f: &dyn Fn(&SignalRow) -> Option<f64>| -> Vec<(f64, f64)> {
+        let k = sig.len().div_ceil(MAX_POINTS).max(1);
+        sig.chunks(k)
+            .map(|c| {
+                let v: Vec<f64> = c.iter().filter_map(f).filter(|x| x.is_finite()).collect();
+                let y = if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                };
+                (c[0].t as f64, y)
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    if sig.iter().any(|s| s.pg_samples.is_some()) {
+        let mut c = Chart::new(
+            format!(
+                "{} — PostgreSQL: active backends by what they wait on",
+                a.stack
+            ),
+            x_label,
+            "backends (mean per 100 ms sample)",
+        );
+        c.subtitle = "pg_stat_activity sampled every 100 ms (client backends, state active). Dark bands: freezes found by attribution.".into();
+        c.series = vec![
+            Line::line("on CPU", PALETTE[2], pts(&|s| s.pg_cpu)),
+            Line::line("Lock", PALETTE[1], pts(&|s| s.pg_lock)),
+            Line::line("WAL (IO + LWLock)", PALETTE[4], pts(&|s| s.pg_wal)),
+            Line::line(
+                "data-file & other IO",
+                PALETTE[3],
+                pts(&|s| Some(s.pg_io_datafileread? + s.pg_io_other.unwrap_or(0.0))),
+            ),
+            Line::line("other LWLock", PALETTE[5], pts(&|s| s.pg_lwlock)),
+            Line::line("Client", PALETTE[7], pts(&|s| s.pg_client)),
+        ];
+        c.bands = bands.to_vec();
+        out.push(svg::render(&c));
+    }
+    let mut c = Chart::new(
+        format!("{} — stalls: stack, host, control, runtime", a.stack),
+        x_label,
+        "% or ms (see legend)",
+    );
+    c.subtitle = "Per second: CFS periods throttled (%), CPU of processes outside the run (% of a core), the control's slowest probe (ms, 2000 = missed), GC pause (ms), host iowait (% of a core).".into();
+    c.series = vec![
+        Line::line(
+            "stack throttled (% of periods)",
+            PALETTE[1],
+            pts(&|s| {
+                let p = s.stack_periods? as f64;
+                Some(if p > 0.0 {
+                    s.stack_throttled_periods? as f64 / p * 100.0
+                } else {
+                    0.0
+                })
+            }),
+        ),
+        Line::line(
+            "other processes (% of a core)",
+            PALETTE[3],
+            pts(&|s| s.other_cpu_pct),
+        ),
+        Line::line(
+            "control slowest (ms)",
+            "#111827",
+            pts(&|s| s.control_max_ms),
+        ),
+        Line::line("GC pause (ms)", PALETTE[4], pts(&|s| s.gc_pause_ms)),
+        Line::line(
+            "iowait (% of a core)",
+            PALETTE[5],
+            pts(&|s| s.host_iowait_pct),
+        ),
+    ];
+    c.series
+        .retain(|l| l.points.iter().any(|p| p.1.is_finite()));
+    c.bands = bands.to_vec();
+    out.push(svg::render(&c));
+    out
+}
+
 fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<String> {
-    let bands = shelf_bands(r, a, rows);
+    let mut bands = shelf_bands(r, a, rows);
+    bands.extend(why_bands(a));
     let x_label = "time since run start (s)";
     let mut out = Vec::new();
 
@@ -338,10 +457,9 @@ fn curve_chart(a: &StackAnalysis) -> String {
     }
     if let Some(se) = &a.search {
         let probes: Vec<_> = se
-            .repeats
+            .probes
             .iter()
-            .flat_map(|r| r.probes.iter())
-            .filter(|p| p.achieved_rps > 0.0)
+            .filter(|p| p.kind != ceiling_analyze::ProbeKind::Check && p.achieved_rps > 0.0)
             .collect();
         if !probes.is_empty() {
             let mut l = Line::line(
@@ -373,7 +491,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let est = a.search.as_ref().and_then(|s| s.estimate.as_ref());
+            let est = a.search.as_ref().and_then(|s| s.interval.as_ref());
             let note = if a.ceiling.found {
                 format!(
                     "{} RPS · p99 {}{}{}",
@@ -395,7 +513,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
             Bar {
                 label: a.stack.clone(),
                 value: a.ceiling.rps,
-                range: est.and_then(|e| e.ci95.map(|_| (e.ci_low(), e.ci_high()))),
+                range: est.and_then(|i| i.hi.is_finite().then_some((i.lo, i.hi))),
                 color: PALETTE[i % PALETTE.len()].into(),
                 note,
                 marker: a.ceiling.found.then_some(a.ceiling.working_load_rps),
@@ -405,7 +523,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
     out.push(svg::bar_chart(
         &format!("Ceiling by stack: {metric}"),
         &format!(
-            "Mean throughput of the last valid shelf; dashed tick = working load ({}); whiskers = 95% CI of repeated searches.",
+            "Mean throughput of the last valid shelf; dashed tick = working load ({}); whiskers = 95% interval of a capacity search.",
             fmt::frac_pct(r.plan.criteria.working_load)
         ),
         "requests per second",
@@ -460,6 +578,8 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
 
 #[derive(Serialize)]
 struct StackView {
+    why: Vec<String>,
+    why_charts: Vec<String>,
     name: String,
     anchor: String,
     summary: String,
@@ -483,12 +603,30 @@ struct KV {
 /// Renders the page. `series` maps stack names to their per-second rows; a stack without rows
 /// gets no time charts (its tables and latency–throughput curve are still drawn).
 pub fn render_html(r: &RunReport, series: &Series) -> Result<String, String> {
+    render_html_with(r, series, &SignalSeries::new())
+}
+
+/// [`render_html`] with each stack's signals drawn on the latency chart's time axis.
+pub fn render_html_with(
+    r: &RunReport,
+    series: &Series,
+    signals: &SignalSeries,
+) -> Result<String, String> {
     let stacks: Vec<StackView> = r
         .stacks
         .iter()
         .map(|a| {
             let rows = series.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
+            let sig = signals.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
+            let mut wb = shelf_bands(r, a, rows);
+            wb.extend(why_bands(a));
             StackView {
+                why: crate::why_lines(a),
+                why_charts: if rows.is_empty() {
+                    vec![]
+                } else {
+                    why_charts(a, sig, &wb)
+                },
                 name: a.stack.clone(),
                 anchor: format!(
                     "stack-{}",
@@ -720,6 +858,8 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   {{ s.charts[1]|safe }}
   <div class="grid2">{{ s.charts[2]|safe }}{{ s.charts[3]|safe }}</div>
   {% endif %}
+  {% if s.why %}<h3>Why</h3><ul>{% for w in s.why %}<li>{{ w }}</li>{% endfor %}</ul>{% endif %}
+  {% for c in s.why_charts %}{{ c|safe }}{% endfor %}
   {{ s.curve|safe }}
   <h3>Shelves</h3>
   {{ table(s.shelves, true) }}

@@ -18,11 +18,11 @@ mod html;
 pub mod svg;
 mod tables;
 
-pub use html::render_html;
+pub use html::{render_html, render_html_with};
 pub use tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
-use ceiling_metrics::{read_timeseries, LimitsApplied, TimeseriesRow};
+use ceiling_metrics::{read_signals, read_timeseries, LimitsApplied, SignalRow, TimeseriesRow};
 use ceiling_plan::{Plan, Segment};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +38,9 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Per-second series of each stack, keyed by stack name (rows of its `timeseries.csv`).
 pub type Series = BTreeMap<String, Vec<TimeseriesRow>>;
+
+/// Per-second signals of each stack, keyed by stack name (rows of its `signals.csv`).
+pub type SignalSeries = BTreeMap<String, Vec<SignalRow>>;
 
 /// The tool that wrote the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -332,6 +335,52 @@ pub fn load_series(dir: &Path, report: &RunReport) -> Series {
     out
 }
 
+/// Reads each stack's `DIR/<stack>/signals.csv` (missing or unreadable files are skipped: runs
+/// recorded before signals existed, or stacks measured without them).
+pub fn load_signals(dir: &Path, report: &RunReport) -> SignalSeries {
+    let mut out = SignalSeries::new();
+    for a in &report.stacks {
+        if let Ok(f) = std::fs::File::open(dir.join(&a.stack).join("signals.csv")) {
+            if let Ok(rows) = read_signals(f) {
+                out.insert(a.stack.clone(), rows);
+            }
+        }
+    }
+    out
+}
+
+/// Recomputes every stack's attribution from its per-second rows and signals (what
+/// `ceiling report DIR` does, so a changed attribution rule applies to old runs). Stacks without
+/// per-second rows keep what run.json holds.
+pub fn recompute_attribution(report: &mut RunReport, series: &Series, signals: &SignalSeries) {
+    for a in &mut report.stacks {
+        let Some(rows) = series.get(&a.stack) else {
+            continue;
+        };
+        let sig = signals.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
+        ceiling_analyze::attribute_analysis(a, rows, sig);
+    }
+}
+
+/// One line per failed or invalid shelf that has an attribution: `hold 3000 failed: p99 714 ms
+/// — 2 freezes of ~1 s at 183 s, 220 s; … — likely …`.
+pub fn why_lines(a: &StackAnalysis) -> Vec<String> {
+    a.shelves
+        .iter()
+        .filter_map(|s| {
+            let at = s.attribution.as_ref()?;
+            Some(format!(
+                "{} {}: p99 {} ms, errors {} — {}",
+                s.label,
+                s.verdict,
+                ceiling_analyze::fmt_ms(s.latency.p99_ms),
+                fmt::frac_pct(s.error_rate),
+                at.summary
+            ))
+        })
+        .collect()
+}
+
 /// The terminal report: notices, the summary table, each stack's ceiling sentence and shelf
 /// table, and warnings.
 pub fn render_terminal(r: &RunReport) -> String {
@@ -353,6 +402,9 @@ pub fn render_terminal(r: &RunReport) -> String {
     for a in &r.stacks {
         s.push_str(&format!("\n{} — {}\n", a.stack, a.ceiling.summary));
         s.push_str(&shelf_table(a).to_text());
+        for w in why_lines(a) {
+            s.push_str(&format!("why: {w}\n"));
+        }
         if !a.levels.is_empty() {
             s.push('\n');
             s.push_str(&closed_table(a).to_text());
@@ -413,6 +465,25 @@ pub fn render_summary_md(r: &RunReport) -> String {
         }
         s.push_str("### Shelves\n\n");
         s.push_str(&shelf_table(a).to_markdown());
+        let why = why_lines(a);
+        if !why.is_empty() {
+            s.push_str("\n### Why\n\n");
+            for w in &why {
+                s.push_str(&format!("- {w}\n"));
+            }
+            s.push_str("\n| shelf | cause | score | evidence |\n|---|---|---:|---|\n");
+            for sh in &a.shelves {
+                for c in sh.attribution.iter().flat_map(|x| &x.causes) {
+                    s.push_str(&format!(
+                        "| {} | {} | {:.2} | {} |\n",
+                        sh.label,
+                        c.kind.phrase(),
+                        c.score,
+                        c.evidence.join("; ").replace('|', "/")
+                    ));
+                }
+            }
+        }
         if !a.levels.is_empty() {
             s.push_str("\n### Levels (closed model)\n\n");
             s.push_str(&closed_table(a).to_markdown());
@@ -544,15 +615,18 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
 
 /// Writes `run.json`, `summary.md`, `shelves.csv` and `report.html` into `dir` (created if
 /// needed); returns the paths written.
+///
+/// `report.html` draws each stack's signals from `DIR/<stack>/signals.csv` when present.
 pub fn write_all(dir: &Path, report: &RunReport, series: &Series) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
+    let signals = load_signals(dir, report);
     let files = [
         ("run.json", report.to_json()),
         ("summary.md", render_summary_md(report)),
         ("shelves.csv", render_shelves_csv(report)),
         (
             "report.html",
-            render_html(report, series).map_err(io::Error::other)?,
+            render_html_with(report, series, &signals).map_err(io::Error::other)?,
         ),
     ];
     let mut out = Vec::new();

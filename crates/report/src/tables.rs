@@ -86,21 +86,31 @@ pub fn summary_table(r: &RunReport) -> Table {
     for a in &r.stacks {
         let c = &a.ceiling;
         let mut rps_cell = rps(c.rps);
-        if let Some(e) = a.search.as_ref().and_then(|s| s.estimate.as_ref()) {
+        if let Some(se) = a.search.as_ref() {
             let from_search = c.label.as_deref() == Some("search");
-            rps_cell = match e.ci95 {
-                Some(h) if from_search => {
-                    format!("{} ± {} (95% CI, n={})", rps(e.mean), rps(h), e.n)
-                }
-                None if from_search => format!("{} (n=1)", rps(e.mean)),
-                Some(h) => format!(
-                    "{} (search {} ± {}, n={})",
-                    rps_cell,
-                    rps(e.mean),
-                    rps(h),
-                    e.n
+            let what = match (&se.interval, se.status) {
+                (Some(i), _) => format!(
+                    "{} (95% CI {}–{}{})",
+                    rps(se.ceiling_rps),
+                    rps(i.lo),
+                    if i.hi.is_finite() {
+                        rps(i.hi)
+                    } else {
+                        "∞".into()
+                    },
+                    if se.status == ceiling_analyze::SearchStatus::Narrowed {
+                        ""
+                    } else {
+                        ", not narrowed"
+                    }
                 ),
-                None => format!("{} (search {}, n=1)", rps_cell, rps(e.mean)),
+                (None, st) if st.is_lower_bound() => format!("≥ {}", rps(se.ceiling_rps)),
+                (None, _) => "0".into(),
+            };
+            rps_cell = if from_search {
+                what
+            } else {
+                format!("{rps_cell} (search {what})")
             };
         }
         if !c.found {
@@ -362,61 +372,88 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
 pub fn search_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
         header: h(&[
-            "repeat",
-            "probe rate",
-            "achieved",
-            "p50",
-            "p90",
-            "p99",
-            "errors",
-            "verdict",
-            "reasons",
+            "#", "kind", "rate", "achieved", "p50", "p99", "errors", "margin", "binding",
+            "verdict", "recovery", "reasons",
         ]),
         ..Default::default()
     };
     if let Some(s) = &a.search {
-        for (i, r) in s.repeats.iter().enumerate() {
-            for p in &r.probes {
-                t.rows.push(vec![
-                    format!("#{}", i + 1),
-                    rps(p.rate),
-                    rps(p.achieved_rps),
-                    fmt_ms(p.p50_ms),
-                    fmt_ms(p.p90_ms),
-                    fmt_ms(p.p99_ms),
-                    pct(p.error_rate),
-                    p.verdict.to_string(),
-                    p.reasons
-                        .iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ]);
-                t.classes.push(p.verdict.to_string());
-            }
-            t.notes.push(format!(
-                "repeat #{}: ceiling {} RPS{}",
-                i + 1,
-                rps(r.ceiling_rps),
-                r.stopped
+        for (i, p) in s.probes.iter().enumerate() {
+            let kind = match p.kind {
+                ceiling_analyze::ProbeKind::Probe => "probe",
+                ceiling_analyze::ProbeKind::Confirm => "confirm",
+                ceiling_analyze::ProbeKind::Check => "check",
+            };
+            let is_check = p.kind == ceiling_analyze::ProbeKind::Check;
+            t.rows.push(vec![
+                format!("{}", i + 1),
+                kind.into(),
+                rps(p.rate),
+                rps(p.achieved_rps),
+                fmt_ms(p.p50_ms),
+                fmt_ms(p.p99_ms),
+                pct(p.error_rate),
+                if is_check {
+                    "–".into()
+                } else {
+                    ceiling_analyze::fmt_margin(p.margin)
+                },
+                if is_check {
+                    "–".into()
+                } else {
+                    p.binding().map(|b| b.term.clone()).unwrap_or_default()
+                },
+                if is_check {
+                    "check".into()
+                } else {
+                    p.verdict.to_string()
+                },
+                p.recovery
                     .as_ref()
-                    .map(|s| format!(" (stopped: {s})"))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(e) = &s.estimate {
-            t.notes.push(match e.ci95 {
-                Some(h) => format!(
-                    "ceiling {} ± {} RPS (95% CI, Student t, n={}), range {}–{}",
-                    rps(e.mean),
-                    rps(h),
-                    e.n,
-                    rps(e.min),
-                    rps(e.max)
-                ),
-                None => format!("ceiling {} RPS (n=1: no confidence interval)", rps(e.mean)),
+                    .map(|r| {
+                        format!(
+                            "{} {:.1} s",
+                            if r.recovered {
+                                "back in"
+                            } else {
+                                "NOT back after"
+                            },
+                            r.waited_s
+                        )
+                    })
+                    .unwrap_or_default(),
+                p.reasons
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ]);
+            t.classes.push(if is_check {
+                "invalid".into()
+            } else {
+                p.verdict.to_string()
             });
         }
+        if let Some(b) = &s.baseline {
+            t.notes.push(format!(
+                "baseline at {} RPS: p50 {} ms, p99 {} ms; after a failed or invalid probe, low-rate checks run until p99 ≤ {} ms",
+                rps(b.rate),
+                fmt_ms(b.p50_ms),
+                fmt_ms(b.p99_ms),
+                fmt_ms(b.threshold_ms())
+            ));
+        }
+        t.notes.push(format!(
+            "ceiling {} — {:.1} min; stopped because {}",
+            s.describe(),
+            s.elapsed_s / 60.0,
+            s.stop
+        ));
+        if let Some(c) = &s.cause {
+            t.notes
+                .push(format!("why the lowest failing rate failed: {c}"));
+        }
+        t.notes.push("margin = measured / limit of each SLO term (p99 / limit, errors / max, throughput shortfall / stability); the ceiling is where the isotonic fit of the margins crosses 1; the interval is a bootstrap over the probes (docs/architecture.md)".into());
     }
     t
 }

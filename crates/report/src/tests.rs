@@ -2,7 +2,7 @@
 
 use crate::*;
 use ceiling_analyze::{
-    ProbeVerdict, RunAccumulator, SearchOutcome, SearchRepeat, Warning, WarningKind,
+    ProbeVerdict, RunAccumulator, SearchOutcome, StopReason, Warning, WarningKind,
 };
 use ceiling_metrics::{Limits, LimitsApplied, ResourceSample, Role, Second, TimeseriesRow};
 use ceiling_plan::parse_plan;
@@ -200,21 +200,19 @@ fn simulate_demo() -> (RunReport, Series) {
     series.insert("spring-mvc-jdbc".into(), rows);
     rep.stacks.push(mvc);
     let (mut wf, rows) = simulate(&plan, "webflux-r2dbc", 3, |r| (6.0 + r / 900.0, 1.0, 0.0));
-    let probes: Vec<ProbeVerdict> = wf.shelves.iter().map(ProbeVerdict::from_shelf).collect();
-    wf.search = Some(SearchOutcome::new(vec![
-        SearchRepeat {
-            probes,
-            confirm: None,
-            ceiling_rps: 4480.0,
-            stopped: None,
-        },
-        SearchRepeat {
-            probes: vec![],
-            confirm: None,
-            ceiling_rps: 4530.0,
-            stopped: Some("max_rate reached".into()),
-        },
-    ]));
+    let probes: Vec<ProbeVerdict> = wf
+        .shelves
+        .iter()
+        .map(|sh| ProbeVerdict::from_shelf(sh, &wf.criteria))
+        .collect();
+    wf.search = Some(SearchOutcome::conclude(
+        probes,
+        vec![],
+        None,
+        0.05,
+        StopReason::Budget,
+        600.0,
+    ));
     series.insert("webflux-r2dbc".into(), rows);
     rep.stacks.push(wf);
     (rep, series)
@@ -429,7 +427,8 @@ fn summary_tables_follow_source_000() {
     assert_eq!(t.rows.len(), 3);
     assert_eq!(t.rows[1][1], "0");
     assert!(t.rows[1][3].ends_with('†'), "{:?}", t.rows[1]);
-    assert!(t.rows[2][1].contains("search 4505 ± "), "{}", t.rows[2][1]);
+    // The search beside the plan's shelves: its estimate and 95% interval (or its lower bound).
+    assert!(t.rows[2][1].contains("(search "), "{}", t.rows[2][1]);
     let md = render_summary_md(&rep);
     assert!(md.contains("| Stack | RPS@p99≤350ms | p95 | p99 | errors |"));
     assert!(

@@ -1,32 +1,62 @@
-//! `ceiling search`: find RPS@p99≤SLO automatically.
+//! `ceiling search`: find RPS@p99≤SLO automatically, as an estimate with a 95% interval.
 //!
-//! Method, per repetition: **bracket** by growing the offered rate (×`growth`, default doubling)
-//! until a probe shelf fails, **bisect** between the last pass and the first fail until the bracket
-//! is within ±`tolerance` of its midpoint, then **confirm** the last passing rate with a
-//! full-length shelf (stepping down by twice the tolerance, up to 5 times, if it fails). The bracket is
-//! narrowed until the lowest failing rate is within `tolerance` of the highest passing one, so the
-//! true ceiling lies in [ceiling, ceiling·(1+tolerance)]. Each probe is a
-//! short open-model shelf, trimmed and judged by the plan's own SLO rules; between probes the
-//! system drains. A probe where the generator was the bottleneck stops the search with that reason
-//! instead of reporting a wrong ceiling. The whole search is repeated and reported as a mean with
-//! a 95% confidence interval (Student t), with every repetition's value.
+//! Every probe is a short open-model shelf judged by the plan's own rules, and a measurement of
+//! the SLO **margin** at its rate (`ceiling_analyze::margin_terms`). The loop:
+//!
+//! 1. **Baseline.** A short check at a low rate records the service's unloaded latency.
+//! 2. **Bracket.** Probes grow the rate (×`growth`) until one fails (or shrink it until one
+//!    passes).
+//! 3. **Narrow.** The next rate is where the isotonic fit of all probes' log margins crosses 1,
+//!    kept inside the middle 60% of the bracket so the bracket always shrinks (a safeguarded
+//!    regula falsi: fast on a smooth knee, never slower than bisection on a cliff).
+//! 4. **Replicate.** Once the bracket is narrow, its two ends are probed again with fresh seeds
+//!    until each has `repeat` probes; the bootstrap interval (`ceiling_analyze::capacity_interval`)
+//!    then includes the service's own noise. The loop stops when the interval's half-width is
+//!    within `tolerance` of the estimate, or the budget ends — the outcome says which.
+//! 5. **Confirm.** When `search.confirm` is set, a full-length shelf at the interval's lower end
+//!    must pass; a failing confirmation is one more (longer) measurement of the margin, and the
+//!    search goes on below it.
+//!
+//! **Recovery.** After a probe that failed or was invalid, no probe runs until low-rate checks
+//! see baseline latency again (bounded by `search.recovery_max`, each wait recorded): a probe never
+//! inherits another probe's backlog. A service that never recovers ends the search with what was
+//! established. **Invalid probes** are retried after recovery, with one more generator thread when
+//! the generator was the limit; a rate the generator cannot drive caps the search, and what the
+//! service held below it is reported as a lower bound — never as 0.
 
 use ceiling_analyze::{
-    confirm_plan, probe_plan, ProbeVerdict, SearchOutcome, SearchRepeat, ShelfResult,
-    StackAnalysis, Verdict,
+    check_plan, confirm_plan, observations, probe_plan, Baseline, Bracket, Fit, ProbeKind,
+    ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason, Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
 
+/// What to run: a label for files and progress, the generator threads, and the purpose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeSpec {
+    /// `probe-1200-3`, `check-7`, `confirm-950-1`.
+    pub label: String,
+    /// Generator threads for this run.
+    pub threads: usize,
+    /// Probe, confirming shelf or check.
+    pub kind: ProbeKind,
+}
+
 /// Runs one shelf (a one-stage plan) and returns its analysis. Implemented by the CLI (with the
 /// stand's sampling and files) and by [`LoadRunner`] (plain engine, for `--url` and tests).
 pub trait ProbeRunner {
-    /// Runs `plan` (one hold stage); `label` names the probe for files and progress.
-    fn run(&mut self, plan: &Plan, label: &str) -> Result<StackAnalysis, String>;
+    /// Runs `plan` (one hold stage) as `spec` says.
+    fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String>;
     /// True once the user asked to stop.
     fn stopped(&self) -> bool {
         false
     }
+    /// Sleeps for `d` (a simulated runner advances its clock instead).
+    fn idle(&mut self, d: Duration) {
+        std::thread::sleep(d);
+    }
+    /// Seconds since the runner was made (a simulated runner returns its virtual clock).
+    fn now_s(&self) -> f64;
 }
 
 /// A probe runner on the bare load engine.
@@ -35,23 +65,36 @@ pub struct LoadRunner {
     pub url: String,
     /// Directory for `@data/` sources.
     pub data_dir: Option<std::path::PathBuf>,
-    /// Generator threads.
-    pub threads: usize,
     /// Stop flag (Ctrl-C).
     pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Allow a non-loopback target.
     pub allow_remote: bool,
+    /// When the runner was made.
+    pub t0: Instant,
+}
+
+impl LoadRunner {
+    /// A runner for `url` (loopback unless `allow_remote`).
+    pub fn new(url: impl Into<String>) -> LoadRunner {
+        LoadRunner {
+            url: url.into(),
+            data_dir: None,
+            stop: Default::default(),
+            allow_remote: false,
+            t0: Instant::now(),
+        }
+    }
 }
 
 impl ProbeRunner for LoadRunner {
-    fn run(&mut self, plan: &Plan, label: &str) -> Result<StackAnalysis, String> {
+    fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String> {
         let target =
             ceiling_load::parse_target(&self.url, self.allow_remote).map_err(|e| e.to_string())?;
         let mut cfg = ceiling_load::LoadConfig::from_plan(plan, target, self.data_dir.as_deref())
             .map_err(|e| e.to_string())?;
-        cfg.threads = self.threads.max(1);
+        cfg.threads = spec.threads.max(1);
         cfg.stop = self.stop.clone();
-        let mut acc = ceiling_analyze::RunAccumulator::new(plan, label);
+        let mut acc = ceiling_analyze::RunAccumulator::new(plan, &spec.label);
         ceiling_load::run(cfg, |s| {
             acc.push_second(s);
         })
@@ -61,235 +104,562 @@ impl ProbeRunner for LoadRunner {
     fn stopped(&self) -> bool {
         self.stop.load(std::sync::atomic::Ordering::Relaxed)
     }
+    fn now_s(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
 }
 
 /// Progress messages for the terminal.
 pub type Log<'a> = &'a mut dyn FnMut(&str);
 
-fn shelf_of(a: &StackAnalysis) -> Option<&ShelfResult> {
-    a.shelves.first()
+/// Confirming shelves tried before giving up.
+pub const CONFIRM_ATTEMPTS: u32 = 3;
+/// Runs of one probe rate when the generator or the window made it invalid.
+pub const INVALID_ATTEMPTS: u32 = 3;
+/// Never probe below this rate when bracketing downwards.
+pub const MIN_RATE: f64 = 1.0;
+
+/// The request-stream seed of the `k`-th run of a search (deterministic, distinct per run: the
+/// same seed would replay the same POSTed ids, and later probes would collide with rows the
+/// earlier ones created).
+pub fn probe_seed(plan: &Plan, k: u64) -> u64 {
+    plan.load.seed.wrapping_add(1_000 + k)
 }
 
-/// Confirming shelves tried (each 2×tolerance lower than the last) before giving up.
-pub const CONFIRM_ATTEMPTS: u32 = 5;
-
-/// The request-stream seed of probe `k` of repetition `rep` (deterministic, distinct per probe).
-pub fn probe_seed(plan: &Plan, rep: u32, k: u64) -> u64 {
-    plan.load.seed.wrapping_add(1_000 * (rep as u64 + 1) + k)
+/// Settings of one search beyond the plan's `[search]` table.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Generator threads to start with.
+    pub threads: usize,
+    /// Most generator threads a retry may use (the machine's cores by default).
+    pub max_threads: usize,
 }
 
-/// One repetition of the search.
-pub fn search_once(
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            threads: 1,
+            max_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}
+
+/// The low rate used for baseline and recovery checks: the plan's `search.check_rate`, else a
+/// tenth of the start rate within 10…200 RPS.
+pub fn check_rate(plan: &Plan) -> f64 {
+    plan.search
+        .check_rate
+        .unwrap_or((plan.search.start_rate / 10.0).clamp(10.0, 200.0))
+}
+
+struct Searcher<'a> {
+    plan: &'a Plan,
+    runner: &'a mut dyn ProbeRunner,
+    log: Log<'a>,
+    probe_criteria: ShelfCriteria,
+    deadline_s: f64,
+    t0: f64,
+    threads: usize,
+    max_threads: usize,
+    runs: u64,
+    probes: Vec<ProbeVerdict>,
+    confirms: Vec<ceiling_analyze::ShelfResult>,
+    baseline: Option<Baseline>,
+    /// Lowest rate the generator could not drive.
+    gen_cap: Option<f64>,
+    confirms_tried: u32,
+}
+
+/// One step's result: go on, or stop with a reason.
+type Flow = Result<(), StopReason>;
+
+impl Searcher<'_> {
+    fn left_s(&self) -> f64 {
+        self.deadline_s - self.runner.now_s()
+    }
+
+    fn guard(&self, cost: Duration) -> Flow {
+        if self.runner.stopped() {
+            return Err(StopReason::Signal);
+        }
+        if cost.as_secs_f64() > self.left_s() {
+            return Err(StopReason::Budget);
+        }
+        Ok(())
+    }
+
+    /// Runs one shelf and judges it.
+    fn run_one(
+        &mut self,
+        plan: &Plan,
+        kind: ProbeKind,
+        rate: f64,
+    ) -> Result<ProbeVerdict, StopReason> {
+        self.runs += 1;
+        let label = match kind {
+            ProbeKind::Probe => format!("probe-{rate:.0}-{}", self.runs),
+            ProbeKind::Confirm => format!("confirm-{rate:.0}-{}", self.runs),
+            ProbeKind::Check => format!("check-{}", self.runs),
+        };
+        let mut plan = plan.clone();
+        plan.load.seed = probe_seed(self.plan, self.runs);
+        let spec = ProbeSpec {
+            label,
+            threads: self.threads,
+            kind,
+        };
+        let started_s = self.runner.now_s() - self.t0;
+        let a = self
+            .runner
+            .run(&plan, &spec)
+            .map_err(|e| StopReason::Error {
+                message: format!("{} at {rate:.0} RPS could not run: {e}", spec.label),
+            })?;
+        if self.runner.stopped() {
+            return Err(StopReason::Signal);
+        }
+        let Some(shelf) = a.shelves.first() else {
+            return Err(StopReason::Error {
+                message: format!("{} at {rate:.0} RPS produced no shelf", spec.label),
+            });
+        };
+        let crit = match kind {
+            ProbeKind::Probe => &self.probe_criteria,
+            _ => &a.criteria,
+        };
+        let mut v = ProbeVerdict::from_shelf(shelf, crit);
+        v.rate = rate;
+        v.kind = kind;
+        v.threads = self.threads;
+        v.seed = plan.load.seed;
+        v.started_s = started_s;
+        if kind == ProbeKind::Confirm {
+            self.confirms.push(shelf.clone());
+        }
+        Ok(v)
+    }
+
+    /// A low-rate check: its p99 and error rate.
+    fn check(&mut self) -> Result<ProbeVerdict, StopReason> {
+        let rate = check_rate(self.plan);
+        let plan = check_plan(self.plan, rate, self.plan.search.check);
+        self.guard(self.plan.search.check)?;
+        let v = self.run_one(&plan, ProbeKind::Check, rate)?;
+        self.probes.push(v.clone());
+        Ok(v)
+    }
+
+    fn measure_baseline(&mut self) -> Flow {
+        // The lowest p99 of up to three checks: a check disturbed by the machine (the generator
+        // fell behind, or a hiccup put its p99 over half the SLO) is tried again, so one bad
+        // second does not loosen every later recovery threshold.
+        let half_slo = self
+            .plan
+            .slo
+            .limits
+            .iter()
+            .map(|l| l.limit.as_secs_f64() * 1000.0)
+            .fold(f64::INFINITY, f64::min)
+            / 2.0;
+        let mut best: Option<ProbeVerdict> = None;
+        for _ in 0..3 {
+            let v = self.check()?;
+            let disturbed = v.generator_bound() || v.p99_ms > half_slo;
+            if best.as_ref().is_none_or(|b| v.p99_ms < b.p99_ms) {
+                best = Some(v);
+            }
+            if !disturbed {
+                break;
+            }
+        }
+        let v = best.expect("at least one check ran");
+        let b = Baseline {
+            rate: v.rate,
+            p50_ms: v.p50_ms,
+            p99_ms: v.p99_ms,
+            error_rate: v.error_rate,
+        };
+        (self.log)(&format!(
+            "  baseline at {:.0} RPS: p50 {:.2} ms, p99 {:.2} ms, errors {:.2}% (recovered means p99 ≤ {:.2} ms)",
+            b.rate,
+            b.p50_ms,
+            b.p99_ms,
+            b.error_rate * 100.0,
+            b.threshold_ms()
+        ));
+        if v.achieved_rps <= 0.0 || b.error_rate >= self.plan.slo.max_error_rate.max(1e-9) {
+            return Err(StopReason::Error {
+                message: format!(
+                    "the service is not healthy at a low rate before any probe ({:.0} RPS: {:.1}% errors, achieved {:.0}/s)",
+                    b.rate,
+                    b.error_rate * 100.0,
+                    v.achieved_rps
+                ),
+            });
+        }
+        self.baseline = Some(b);
+        Ok(())
+    }
+
+    /// Waits until a low-rate check sees baseline latency again.
+    fn recover(&mut self, after: f64) -> Result<Recovery, StopReason> {
+        let s = &self.plan.search;
+        let (drain, max) = (s.drain, s.recovery_max);
+        let threshold = self
+            .baseline
+            .as_ref()
+            .map(|b| b.threshold_ms())
+            .unwrap_or(f64::INFINITY);
+        let t = self.runner.now_s();
+        let mut checks = 0;
+        loop {
+            self.runner.idle(drain);
+            let c = self.check()?;
+            checks += 1;
+            let ok = c.achieved_rps > 0.0
+                && c.p99_ms <= threshold
+                && c.error_rate < self.plan.slo.max_error_rate.max(1e-9);
+            let waited_s = self.runner.now_s() - t;
+            if ok || waited_s >= max.as_secs_f64() {
+                let r = Recovery {
+                    waited_s,
+                    checks,
+                    recovered: ok,
+                    check_p99_ms: c.p99_ms,
+                    threshold_ms: threshold,
+                };
+                (self.log)(&format!(
+                    "    {} after {:.1} s ({} check{}, last p99 {:.2} ms, threshold {:.2} ms)",
+                    if ok { "recovered" } else { "NOT recovered" },
+                    waited_s,
+                    checks,
+                    if checks == 1 { "" } else { "s" },
+                    c.p99_ms,
+                    threshold
+                ));
+                if !ok {
+                    return Err(StopReason::NotRecovered { after, waited_s });
+                }
+                return Ok(r);
+            }
+        }
+    }
+
+    /// Probes `rate` (with retries when invalid) and records it. `Ok(true)` when a judged
+    /// observation was added.
+    fn probe(&mut self, rate: f64, kind: ProbeKind) -> Result<bool, StopReason> {
+        let dur = match kind {
+            ProbeKind::Confirm => self.plan.search.confirm,
+            _ => self.plan.search.probe,
+        };
+        for attempt in 0..INVALID_ATTEMPTS {
+            self.guard(dur)?;
+            let plan = match kind {
+                ProbeKind::Confirm => confirm_plan(self.plan, rate),
+                _ => probe_plan(self.plan, rate),
+            };
+            let mut v = self.run_one(&plan, kind, rate)?;
+            (self.log)(&format!("  {}", v.summary()));
+            if let Some(w) = v.why.as_ref().filter(|_| !v.passed()) {
+                (self.log)(&format!("    why: {w}"));
+            }
+            if v.passed() {
+                self.probes.push(v);
+                return Ok(true);
+            }
+            let gen = v.generator_bound();
+            let invalid = v.verdict == Verdict::Invalid;
+            let idx = self.probes.len();
+            self.probes.push(v.clone());
+            let rec = self.recover(rate);
+            if let Ok(r) = &rec {
+                v.recovery = Some(r.clone());
+                self.probes[idx] = v;
+            }
+            rec?;
+            if !invalid {
+                return Ok(true);
+            }
+            if gen && self.threads < self.max_threads {
+                self.threads += 1;
+                (self.log)(&format!(
+                    "    the generator was the limit: retrying with {} threads",
+                    self.threads
+                ));
+            } else if attempt + 1 < INVALID_ATTEMPTS {
+                (self.log)("    invalid probe: retrying after recovery");
+            }
+            if gen && attempt + 1 == INVALID_ATTEMPTS {
+                self.gen_cap = Some(self.gen_cap.map_or(rate, |c| c.min(rate)));
+            }
+        }
+        Ok(false)
+    }
+
+    /// The next rate to probe, or `None` when the interval is narrow enough.
+    fn next(&self) -> Result<Option<(f64, ProbeKind)>, StopReason> {
+        let s = &self.plan.search;
+        let obs = observations(&self.probes);
+        let fit = Fit::of(&obs);
+        let cap = self.gen_cap.unwrap_or(f64::INFINITY);
+        let reps = s.repeat.max(1) as usize;
+        let round = |r: f64| r.round().max(MIN_RATE);
+        match fit.bracket() {
+            Bracket::Empty => Ok(Some((
+                round(s.start_rate.min(s.max_rate).min(cap * 0.5)),
+                ProbeKind::Probe,
+            ))),
+            Bracket::AllPass { highest } => {
+                if highest >= s.max_rate {
+                    return Err(StopReason::MaxRate { rate: s.max_rate });
+                }
+                let mut next = (highest * s.growth).min(s.max_rate);
+                if next >= cap {
+                    // The generator cannot drive `cap`: probe between, while that still narrows.
+                    if cap <= highest * (1.0 + s.tolerance) {
+                        return Err(StopReason::GeneratorLimit { rate: cap });
+                    }
+                    next = (highest * cap).sqrt();
+                }
+                Ok(Some((round(next), ProbeKind::Probe)))
+            }
+            Bracket::AllFail { lowest } => {
+                let next = lowest / s.growth;
+                if next < MIN_RATE {
+                    return Err(StopReason::BelowMinimum);
+                }
+                Ok(Some((round(next), ProbeKind::Probe)))
+            }
+            Bracket::Between { lo, hi } => {
+                let est = fit.crossing().unwrap_or((lo + hi) / 2.0);
+                // The bracket itself is the interval's floor: narrow it first.
+                if (hi - lo) / 2.0 > s.tolerance * est {
+                    let (a, b) = (lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo));
+                    let r = round(est.clamp(a, b));
+                    if r > lo && r < hi {
+                        return Ok(Some((r, ProbeKind::Probe)));
+                    }
+                }
+                // Replicate the ends until each has `repeat` probes.
+                let (nlo, nhi) = (fit.count_at(lo), fit.count_at(hi));
+                if nlo < reps || nhi < reps {
+                    return Ok(Some((if nlo <= nhi { lo } else { hi }, ProbeKind::Probe)));
+                }
+                let iv = ceiling_analyze::capacity_interval(&obs, 0x5EED);
+                match iv {
+                    Some(i) if i.half_width_rel() <= s.tolerance => Ok(None),
+                    Some(i) => {
+                        // Replicates disagree. Probe again where the sign of the margin is least
+                        // certain: among the rates inside the interval, the one whose fitted log
+                        // margin is nearest 0 relative to its standard error (∝ 1/√n).
+                        let r = fit
+                            .rates
+                            .iter()
+                            .zip(&fit.fitted)
+                            .zip(&fit.counts)
+                            .filter(|((r, _), _)| **r >= i.lo && **r <= i.hi && **r < cap)
+                            .min_by(|((_, fa), na), ((_, fb), nb)| {
+                                let za = fa.abs() * (**na as f64).sqrt();
+                                let zb = fb.abs() * (**nb as f64).sqrt();
+                                za.total_cmp(&zb)
+                            })
+                            .map(|((r, _), _)| *r)
+                            .unwrap_or(lo);
+                        Ok(Some((r, ProbeKind::Probe)))
+                    }
+                    None => Ok(Some((lo, ProbeKind::Probe))),
+                }
+            }
+        }
+    }
+}
+
+/// A search that can run in rounds (several stacks interleaved A B A B …, each round on a freshly
+/// started service): the state between rounds is every probe, the generator's cap and threads.
+#[derive(Debug, Clone)]
+pub struct Search {
+    plan: Plan,
+    threads: usize,
+    max_threads: usize,
+    runs: u64,
+    probes: Vec<ProbeVerdict>,
+    confirms: Vec<ceiling_analyze::ShelfResult>,
+    baseline: Option<Baseline>,
+    gen_cap: Option<f64>,
+    confirms_tried: u32,
+    /// Search time spent so far (sum of the rounds), seconds.
+    used_s: f64,
+    /// Runner clock when the first round began (probe start times are relative to it).
+    t0: Option<f64>,
+    rounds: u32,
+    stop: Option<StopReason>,
+}
+
+impl Search {
+    /// A search of `plan`'s service with `opts`.
+    pub fn new(plan: &Plan, opts: &SearchOptions) -> Search {
+        Search {
+            plan: plan.clone(),
+            threads: opts.threads.max(1),
+            max_threads: opts.max_threads.max(opts.threads).max(1),
+            runs: 0,
+            probes: Vec::new(),
+            confirms: Vec::new(),
+            baseline: None,
+            gen_cap: None,
+            confirms_tried: 0,
+            used_s: 0.0,
+            t0: None,
+            rounds: 0,
+            stop: None,
+        }
+    }
+
+    /// True once the search has ended (converged, budget, a stop…).
+    pub fn finished(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Runs one round on `runner`: a baseline check (the service may be freshly started), then
+    /// at most `max_steps` probes (`None`: until the search ends). Returns true when the search
+    /// has ended. Runners of one search should share a clock (`ProbeRunner::now_s`).
+    pub fn run_round(
+        &mut self,
+        runner: &mut dyn ProbeRunner,
+        max_steps: Option<usize>,
+        log: Log,
+    ) -> bool {
+        if self.stop.is_some() {
+            return true;
+        }
+        let start = runner.now_s();
+        let t0 = *self.t0.get_or_insert(start);
+        self.rounds += 1;
+        let plan = self.plan.clone();
+        let mut st = Searcher {
+            plan: &plan,
+            deadline_s: start + plan.search.max_time.as_secs_f64() - self.used_s,
+            t0,
+            runner,
+            log,
+            probe_criteria: ceiling_analyze::probe_criteria(&plan),
+            threads: self.threads,
+            max_threads: self.max_threads,
+            runs: self.runs,
+            probes: std::mem::take(&mut self.probes),
+            confirms: std::mem::take(&mut self.confirms),
+            baseline: self.baseline.take(),
+            gen_cap: self.gen_cap,
+            confirms_tried: self.confirms_tried,
+        };
+        let r = run_loop(&mut st, max_steps);
+        if let Some(stop) = &r {
+            (st.log)(&format!("  search ended: {stop}"));
+        }
+        let end = st.runner.now_s();
+        self.threads = st.threads;
+        self.runs = st.runs;
+        self.probes = st.probes;
+        self.confirms = st.confirms;
+        self.baseline = st.baseline;
+        self.gen_cap = st.gen_cap;
+        self.confirms_tried = st.confirms_tried;
+        self.used_s += end - start;
+        self.stop = r;
+        self.stop.is_some()
+    }
+
+    /// The plan searched.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Rounds run so far.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// Concludes the search (`stop` says why when it ended early, e.g. the stack died between
+    /// rounds).
+    pub fn finish(self, stop: Option<StopReason>) -> SearchOutcome {
+        SearchOutcome::conclude(
+            self.probes,
+            self.confirms,
+            self.baseline,
+            self.plan.search.tolerance,
+            stop.or(self.stop).unwrap_or(StopReason::Budget),
+            self.used_s,
+        )
+    }
+}
+
+/// Runs the whole search on one service within `plan.search.max_time`.
+pub fn search(
     plan: &Plan,
     runner: &mut dyn ProbeRunner,
-    deadline: Instant,
-    rep: u32,
+    opts: &SearchOptions,
     log: Log,
-) -> SearchRepeat {
-    let s = &plan.search;
-    let mut probes: Vec<ProbeVerdict> = Vec::new();
-    let mut stopped: Option<String> = None;
-    let mut lo: Option<f64> = None; // highest rate that passed
-    let mut hi: Option<f64> = None; // lowest rate that failed
-    let probe_cost = s.probe + s.drain;
-
-    // Runs a probe; None when the search must stop (reason in `stopped`).
-    let mut probe = |rate: f64,
-                     probes: &mut Vec<ProbeVerdict>,
-                     stopped: &mut Option<String>,
-                     log: Log|
-     -> Option<bool> {
-        if runner.stopped() {
-            *stopped = Some("stopped by signal".into());
-            return None;
-        }
-        if Instant::now() + probe_cost > deadline {
-            *stopped = Some("time budget (--max-time) ran out".into());
-            return None;
-        }
-        let label = format!("r{}-probe-{:.0}", rep + 1, rate);
-        let mut pp = probe_plan(plan, rate);
-        // A seed of its own per probe: the same seed would replay the same POSTed ids, and every
-        // probe after the first would collide with rows the earlier ones created (409s).
-        pp.load.seed = probe_seed(plan, rep, probes.len() as u64 + 1);
-        let a = match runner.run(&pp, &label) {
-            Ok(a) => a,
-            Err(e) => {
-                *stopped = Some(format!("probe at {rate:.0} RPS could not run: {e}"));
-                return None;
-            }
-        };
-        let Some(shelf) = shelf_of(&a) else {
-            *stopped = Some(format!(
-                "probe at {rate:.0} RPS produced no shelf (stopped early?)"
-            ));
-            return None;
-        };
-        let mut v = ProbeVerdict::from_shelf(shelf);
-        v.rate = rate;
-        log(&format!("  repeat {} probe {}", rep + 1, v.summary()));
-        let gen = v.generator_bound();
-        let passed = v.passed();
-        probes.push(v);
-        if gen {
-            let held = probes
-                .iter()
-                .filter(|v| v.passed())
-                .map(|v| v.rate)
-                .fold(0.0, f64::max);
-            *stopped = Some(format!(
-                "generator-bound at {rate:.0} RPS: the generator, not the service, limited this probe, so no ceiling is reported (the SLO held at {held:.0} RPS, the last valid probe: the ceiling is at least that)"
-            ));
-            return None;
-        }
-        std::thread::sleep(s.drain);
-        // Invalid for other reasons (unstable throughput…) counts as not holding the SLO.
-        Some(passed)
-    };
-
-    // 1. Bracket.
-    let mut rate = s.start_rate.min(s.max_rate);
-    loop {
-        match probe(rate, &mut probes, &mut stopped, log) {
-            None => break,
-            Some(true) => {
-                lo = Some(rate);
-                if hi.is_some() {
-                    break; // bracketed from above
-                }
-                if rate >= s.max_rate {
-                    stopped = Some(format!(
-                        "the SLO still held at search.max_rate = {:.0} RPS",
-                        s.max_rate
-                    ));
-                    break;
-                }
-                rate = (rate * s.growth).min(s.max_rate);
-            }
-            Some(false) => {
-                hi = Some(rate);
-                if lo.is_some() {
-                    break;
-                }
-                // Failed at the first rate: bracket downwards.
-                rate /= s.growth;
-                if rate < 1.0 {
-                    stopped = Some("the SLO failed even at 1 RPS".into());
-                    break;
-                }
-            }
-        }
-    }
-    // 2. Bisect.
-    if stopped.is_none() {
-        while let (Some(l), Some(h)) = (lo, hi) {
-            // Stop once the lowest failing rate is within the tolerance of the highest passing
-            // one: the ceiling then lies in [lo, lo·(1+tolerance)], and lo is what gets confirmed.
-            if h - l <= s.tolerance * l {
-                break;
-            }
-            let mid = (l + h) / 2.0;
-            match probe(mid, &mut probes, &mut stopped, log) {
-                None => break,
-                Some(true) => lo = Some(mid),
-                Some(false) => hi = Some(mid),
-            }
-        }
-    }
-    // 3. Confirm the last passing rate with a full-length shelf.
-    let mut confirm: Option<ShelfResult> = None;
-    let mut ceiling = 0.0;
-    if let (Some(mut l), None) = (lo, &stopped) {
-        for attempt in 0..CONFIRM_ATTEMPTS {
-            if runner.stopped() || Instant::now() + s.confirm > deadline {
-                stopped = Some(format!("time budget ran out before the confirming shelf; unconfirmed bracket {:.0}…{} RPS", l, hi.map(|h| format!("{h:.0}")).unwrap_or("?".into())));
-                break;
-            }
-            log(&format!(
-                "  repeat {} confirming {:.0} RPS for {}",
-                rep + 1,
-                l,
-                ceiling_plan::format_duration(s.confirm)
-            ));
-            let mut cp = confirm_plan(plan, l);
-            cp.load.seed = probe_seed(plan, rep, 900 + attempt as u64);
-            match runner.run(&cp, &format!("r{}-confirm-{:.0}", rep + 1, l)) {
-                Ok(a) => {
-                    let shelf = shelf_of(&a).cloned();
-                    let ok = shelf.as_ref().is_some_and(|x| x.verdict == Verdict::Valid);
-                    if let Some(x) = &shelf {
-                        log(&format!(
-                            "  repeat {} confirm {}",
-                            rep + 1,
-                            ProbeVerdict::from_shelf(x).summary()
-                        ));
-                    }
-                    let gen = shelf
-                        .as_ref()
-                        .is_some_and(|x| ProbeVerdict::from_shelf(x).generator_bound());
-                    confirm = shelf;
-                    if ok {
-                        ceiling = confirm.as_ref().map(|x| x.achieved_rps).unwrap_or(l);
-                        break;
-                    }
-                    if gen {
-                        stopped = Some(format!(
-                            "generator-bound on the confirming shelf at {l:.0} RPS"
-                        ));
-                        break;
-                    }
-                    // Short probes can overstate what a full-length shelf sustains (a loaded
-                    // system degrades over minutes): step down by twice the tolerance and confirm
-                    // again; the ceiling then lies between the passing and the last failed rate.
-                    hi = Some(l);
-                    l *= 1.0 - 2.0 * s.tolerance;
-                    if attempt + 1 == CONFIRM_ATTEMPTS {
-                        stopped = Some(format!("the confirming shelf failed {CONFIRM_ATTEMPTS} times; no ceiling confirmed"));
-                    }
-                    std::thread::sleep(s.drain);
-                }
-                Err(e) => {
-                    stopped = Some(format!("confirming shelf could not run: {e}"));
-                    break;
-                }
-            }
-        }
-    } else if lo.is_none() && stopped.is_none() {
-        stopped = Some("no probe passed".into());
-    }
-    SearchRepeat {
-        probes,
-        confirm,
-        ceiling_rps: ceiling,
-        stopped,
-    }
+) -> SearchOutcome {
+    let mut s = Search::new(plan, opts);
+    s.run_round(runner, None, log);
+    s.finish(None)
 }
 
-/// The whole search: `plan.search.repeat` repetitions within `plan.search.max_time`.
-pub fn search(plan: &Plan, runner: &mut dyn ProbeRunner, log: Log) -> SearchOutcome {
-    let deadline = Instant::now() + plan.search.max_time;
-    let mut repeats = Vec::new();
-    for rep in 0..plan.search.repeat.max(1) {
-        let r = search_once(plan, runner, deadline, rep, log);
-        let hard_stop = r
-            .stopped
-            .as_deref()
-            .is_some_and(|m| m.contains("generator-bound") || m.contains("signal"));
-        log(&format!(
-            "  repeat {}: ceiling {:.0} RPS{}",
-            rep + 1,
-            r.ceiling_rps,
-            r.stopped
-                .as_ref()
-                .map(|m| format!(" — {m}"))
-                .unwrap_or_default()
-        ));
-        repeats.push(r);
-        if hard_stop || Instant::now() >= deadline {
-            break;
+/// One round: baseline, then probes until the search ends (`Some`) or `max_steps` ran (`None`).
+fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
+    if let Err(e) = s.measure_baseline() {
+        return Some(e);
+    }
+    let mut steps = 0;
+    loop {
+        if max_steps.is_some_and(|m| steps >= m) {
+            return None;
+        }
+        steps += 1;
+        let next = match s.next() {
+            Ok(n) => n,
+            Err(e) => return Some(e),
+        };
+        let step = match next {
+            Some((rate, kind)) => s.probe(rate, kind).map(|_| ()),
+            None => {
+                if s.plan.search.confirm.is_zero() {
+                    return Some(StopReason::Converged);
+                }
+                if s.confirms_tried == CONFIRM_ATTEMPTS {
+                    return Some(StopReason::ConfirmFailed);
+                }
+                s.confirms_tried += 1;
+                let obs = observations(&s.probes);
+                let lo = ceiling_analyze::capacity_interval(&obs, 0x5EED)
+                    .map(|i| i.lo)
+                    .unwrap_or(0.0)
+                    .round();
+                if lo < MIN_RATE {
+                    return Some(StopReason::Converged);
+                }
+                (s.log)(&format!(
+                    "  confirming {lo:.0} RPS (the interval's lower end) for {}",
+                    ceiling_plan::format_duration(s.plan.search.confirm)
+                ));
+                match s.probe(lo, ProbeKind::Confirm) {
+                    Ok(_)
+                        if s.probes
+                            .last()
+                            .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()) =>
+                    {
+                        return Some(StopReason::Converged)
+                    }
+                    r => r.map(|_| ()),
+                }
+            }
+        };
+        if let Err(e) = step {
+            return Some(e);
         }
     }
-    SearchOutcome::new(repeats)
 }
 
 /// Wall time a search may take at most (for messages): the budget.

@@ -293,7 +293,7 @@ impl Db {
             {
                 break st;
             }
-            if crate::signals::cancelled() {
+            if crate::interrupt::cancelled() {
                 stop_child(&mut child);
                 let _ = (out_t.join(), err_t.join());
                 return Err(StandError::Cancelled {

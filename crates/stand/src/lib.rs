@@ -37,14 +37,17 @@
 #![warn(missing_docs)]
 
 mod cgroup;
+pub mod control;
 mod db;
 mod env;
 mod error;
+pub mod hostprobe;
+mod interrupt;
 mod pg;
 mod process;
 pub mod procfs;
 mod sampler;
-mod signals;
+pub mod signals;
 mod stack;
 
 pub use ceiling_metrics::{Limits, LimitsApplied, Role};
@@ -56,6 +59,7 @@ pub use db::{
 };
 pub use env::{fingerprint, Environment};
 pub use error::{Result, StandError};
+pub use interrupt::{cancel, cancel_flag, cancelled, install_signal_cleanup, interrupted, link};
 pub use pg::{
     default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user,
     EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
@@ -64,7 +68,7 @@ pub use process::{
     cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,
 };
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
-pub use signals::{cancel, cancel_flag, cancelled, install_signal_cleanup, interrupted, link};
+pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
     build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
     Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,
@@ -340,12 +344,14 @@ impl Stand {
                 s.cgroup().map(|c| c.probe()),
             ));
         }
-        if let Some(pg) = &self.pg {
-            v.push(SampleTarget::tree(
-                Role::Postgres,
-                pg.pid(),
-                pg.cgroup().map(|c| c.probe()),
-            ));
+        // the admin connection lets the signal sampler read every backend's wait events
+        let admin = self.admin.config.clone();
+        match &self.pg {
+            Some(pg) => v.push(
+                SampleTarget::tree(Role::Postgres, pg.pid(), pg.cgroup().map(|c| c.probe()))
+                    .with_db(admin),
+            ),
+            None => v.push(SampleTarget::process(Role::Postgres, 0).with_db(admin)),
         }
         if let Some(g) = generator_pid {
             v.push(SampleTarget::process(Role::Generator, g));

@@ -714,7 +714,7 @@ fn wait_ready(
         bins.psql.clone(),
     );
     loop {
-        if crate::signals::cancelled() {
+        if crate::interrupt::cancelled() {
             return Err(StandError::Cancelled {
                 what: "waiting for PostgreSQL to start".into(),
             });

@@ -160,7 +160,7 @@ impl Managed {
                 self.stop(Duration::from_secs(5));
                 return Some(st);
             }
-            if crate::signals::cancelled() {
+            if crate::interrupt::cancelled() {
                 self.stop(grace);
                 return None;
             }

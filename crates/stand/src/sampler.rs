@@ -30,6 +30,8 @@ pub struct CgroupProbe {
     memory: Option<PathBuf>,
     cpu_v1: Option<PathBuf>,
     cpu_v2: Option<PathBuf>,
+    /// Directories the signal sampler reads (throttling, limits, OOM kills, major faults).
+    files: crate::hostprobe::CgroupFiles,
 }
 
 impl CgroupProbe {
@@ -37,16 +39,30 @@ impl CgroupProbe {
     pub fn new(dirs: &[CgDir]) -> CgroupProbe {
         let mut p = CgroupProbe::default();
         for d in dirs {
+            let has = |c: &str| d.controllers.iter().any(|x| x == c);
             match d.version {
                 CgroupVersion::V2 => {
-                    if d.controllers.iter().any(|c| c == "memory") {
+                    if has("memory") {
                         p.memory = Some(d.path.join("memory.current"));
+                        p.files.memory_dir = Some(d.path.clone());
+                        p.files.memory_v2 = true;
                     }
                     p.cpu_v2 = Some(d.path.join("cpu.stat"));
+                    // an accounting-only v2 group has no throttling counters
+                    if has("cpu") {
+                        p.files.cpu_dir = Some(d.path.clone());
+                        p.files.cpu_v2 = true;
+                    }
                 }
                 CgroupVersion::V1 => {
-                    if d.controllers.iter().any(|c| c == "memory") {
+                    if has("memory") {
                         p.memory = Some(d.path.join("memory.usage_in_bytes"));
+                        p.files.memory_dir = Some(d.path.clone());
+                        p.files.memory_v2 = false;
+                    }
+                    if has("cpu") {
+                        p.files.cpu_dir = Some(d.path.clone());
+                        p.files.cpu_v2 = false;
                     }
                     if d.path.join("cpuacct.usage").exists() {
                         p.cpu_v1 = Some(d.path.join("cpuacct.usage"));
@@ -55,6 +71,11 @@ impl CgroupProbe {
             }
         }
         p
+    }
+
+    /// The files the signal sampler reads.
+    pub fn files(&self) -> crate::hostprobe::CgroupFiles {
+        self.files.clone()
     }
 
     fn memory_bytes(&self, buf: &mut String) -> Option<u64> {
@@ -101,6 +122,9 @@ pub struct SampleTarget {
     pub tree: bool,
     /// The target's cgroup, for exact CPU and memory usage.
     pub cgroup: Option<CgroupProbe>,
+    /// For `postgres`: a superuser connection, so the signal sampler can read wait events.
+    /// A target with pid 0 carries only this (an external server: no process to sample).
+    pub db: Option<crate::db::DbConfig>,
 }
 
 impl SampleTarget {
@@ -111,6 +135,7 @@ impl SampleTarget {
             pid,
             tree: true,
             cgroup,
+            db: None,
         }
     }
     /// A single process with all its threads (the generator: usually `std::process::id()`).
@@ -120,7 +145,13 @@ impl SampleTarget {
             pid,
             tree: false,
             cgroup: None,
+            db: None,
         }
+    }
+    /// Adds the database connection (the `postgres` target).
+    pub fn with_db(mut self, db: crate::db::DbConfig) -> SampleTarget {
+        self.db = Some(db);
+        self
     }
 }
 
@@ -170,6 +201,9 @@ impl Measurer {
         let t = now.saturating_duration_since(run_start).as_secs_f64();
         let mut out = Vec::new();
         for (i, target) in self.targets.iter().enumerate() {
+            if target.pid == 0 {
+                continue; // a connection-only target (external PostgreSQL)
+            }
             let st = &mut self.state[i];
             // processes
             let stats: Vec<procfs::ProcStat> = if target.tree {
@@ -247,7 +281,9 @@ pub struct Sampler {
 impl Sampler {
     /// Starts sampling `targets` every `interval` (1 s in runs), calling `sink` with each sample
     /// (`t` = seconds since `run_start`). Ticks are scheduled on absolute times, so they do not
-    /// drift.
+    /// drift, and fall slightly before each multiple of `interval` (by interval/20, at most
+    /// 50 ms): the sample taken at 0.95 s, 1.95 s… then covers almost exactly one second of the
+    /// run's clock (second 0, 1, …) and is ready before the generator delivers that second.
     pub fn start(
         run_start: Instant,
         interval: Duration,
@@ -261,7 +297,9 @@ impl Sampler {
             .spawn(move || {
                 let mut m = Measurer::new(targets);
                 m.tick(run_start);
-                let mut next = Instant::now() + interval;
+                let lead = (interval / 20).min(Duration::from_millis(50));
+                let mut n: u32 = 1;
+                let mut next = run_start + interval - lead;
                 while !stop2.load(Ordering::Relaxed) {
                     let now = Instant::now();
                     if now < next {
@@ -272,9 +310,13 @@ impl Sampler {
                     for s in m.tick(run_start) {
                         sink(s);
                     }
-                    next += interval;
-                    if next < Instant::now() {
-                        next = Instant::now() + interval;
+                    // the next multiple of `interval` still ahead (skips ticks missed in a stall)
+                    loop {
+                        n += 1;
+                        next = run_start + interval * n - lead;
+                        if next > Instant::now() {
+                            break;
+                        }
                     }
                 }
             })

@@ -1,140 +1,1085 @@
-//! Ctrl-C, SIGTERM and SIGHUP for the whole program — the one place they are handled.
+//! The signal sampler: what explains a second's latency, sampled on the run's clock and joined
+//! into one [`SignalRow`] per second (`signals.csv`).
 //!
-//! * The first signal cancels: [`cancelled`] turns true and [`cancel_flag`] (and every flag given
-//!   to [`link`]) is set. Every blocking step of the stand polls it — a stack build, `initdb`,
-//!   PostgreSQL's start-up, a `psql` call (the seeding), a stack's health wait — and stops its own
-//!   child process group at once, returning [`crate::StandError::Cancelled`]; the load engine
-//!   and the conformance suite stop on the flag too. The caller then writes what it has, and the
-//!   owners stop what they started (stacks, PostgreSQL, cgroups) as they are dropped.
-//! * The second signal forces: a helper thread stops everything still registered
-//!   ([`crate::cleanup_all`] with a short grace) and exits with status 128 + signal.
-//! * A third signal exits at once from the handler, in case even that hangs.
+//! Three threads and one child process, all started by [`SignalSampler::start`]:
+//! * `signals-host` (1 Hz, ticking 50 ms before each whole second of the run so a tick covers
+//!   almost exactly one second): `/proc/stat` (busy, iowait, steal), `/proc/diskstats`,
+//!   `/proc/net/netstat` + `/proc/net/snmp`, the stack's cgroup (`cpu.stat` throttling, quota,
+//!   memory limit, OOM kills, major faults), and one scrape of the stack's `/metrics` (GC pauses,
+//!   DB pool, event-loop lag — whatever that stack's standard exporter publishes);
+//! * `signals-pg` (10 Hz): one persistent tokio-postgres connection reading `pg_stat_activity`
+//!   (active client backends by wait event) every 100 ms, and once a second `pg_stat_wal`,
+//!   `pg_stat_bgwriter`, `pg_stat_database`; plus `/proc/loadavg`'s runnable count (run queue);
+//! * `signals-control`: reads the control child's probe lines ([`crate::control`]).
 //!
-//! Children never see the terminal's Ctrl-C themselves: each runs in its own process group, so
-//! only ceiling decides how they stop.
+//! Rows are sealed 3 s after their second ended (control probes time out after 2 s) and handed
+//! out by [`SignalSampler::take_sealed`]; [`SignalSampler::stop`] seals the rest.
+//!
+//! Attribution of counters to seconds: a delta between ticks at `a` and `b` belongs to the second
+//! holding `(a+b)/2`; 100 ms samples and probes belong to the second they were taken/intended in.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use crate::control;
+use crate::db::DbConfig;
+use crate::hostprobe::{self, CgroupFiles, CpuTicks, DiskTotals, NetCounters, Throttling};
+use crate::procfs;
+use ceiling_metrics::{ResourceSample, Role, SignalRow};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-static LINKED: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
-static COUNT: AtomicU32 = AtomicU32::new(0);
-static LAST: AtomicI32 = AtomicI32::new(0);
-static PIPE_W: AtomicI32 = AtomicI32::new(-1);
-
-/// The process-wide cancel flag: set by the first signal (or [`cancel`]). Hand it to the load
-/// engine as its stop flag.
-pub fn cancel_flag() -> Arc<AtomicBool> {
-    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone()
+/// What the signal sampler watches besides the host.
+#[derive(Debug, Clone, Default)]
+pub struct SignalConfig {
+    /// The stack's cgroup (throttling, quota, memory limit, OOM kills, major faults).
+    pub stack_cgroup: Option<CgroupFiles>,
+    /// The stack's base URL (`http://127.0.0.1:PORT`) for its `/metrics`.
+    pub stack_url: Option<String>,
+    /// PostgreSQL as a superuser (wait events of every backend).
+    pub postgres: Option<DbConfig>,
+    /// Command that runs the control (`[ceiling, control-server]`); `None`: no control.
+    pub control_command: Option<Vec<String>>,
 }
 
-/// True once the run was cancelled.
-pub fn cancelled() -> bool {
-    FLAG.get().is_some_and(|f| f.load(Ordering::Relaxed))
-}
-
-/// Cancels the run as a first Ctrl-C would (also sets every [`link`]ed flag).
-pub fn cancel() {
-    cancel_flag().store(true, Ordering::SeqCst);
-    set_linked();
-}
-
-/// Also sets `flag` when the run is cancelled (at once if it already was): for code that keeps a
-/// stop flag of its own.
-pub fn link(flag: Arc<AtomicBool>) {
-    if cancelled() {
-        flag.store(true, Ordering::SeqCst);
-    }
-    LINKED.lock().unwrap_or_else(|e| e.into_inner()).push(flag);
-}
-
-/// The signal that cancelled the run (2 = SIGINT, 15 = SIGTERM), if a signal did.
-pub fn interrupted() -> Option<i32> {
-    match LAST.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
-}
-
-fn set_linked() {
-    for f in LINKED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        f.store(true, Ordering::SeqCst);
-    }
-}
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
-    LAST.store(sig, Ordering::SeqCst);
-    if let Some(f) = FLAG.get() {
-        f.store(true, Ordering::SeqCst);
-    }
-    if n >= 3 {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(128 + sig) };
-    }
-    let fd = PIPE_W.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let b = [n.min(255) as u8];
-        // SAFETY: write(2) on our own pipe is async-signal-safe.
-        unsafe { libc::write(fd, b.as_ptr() as *const libc::c_void, 1) };
-    }
-}
-
-/// Installs the handlers (idempotent). `force_grace` is how long the second signal lets each
-/// process still running shut down gracefully before SIGKILL.
-pub fn install_signal_cleanup(force_grace: Duration) -> std::io::Result<()> {
-    if PIPE_W.load(Ordering::SeqCst) >= 0 {
-        return Ok(());
-    }
-    cancel_flag();
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let rfd = fds[0];
-    std::thread::Builder::new()
-        .name("ceiling-signals".into())
-        .spawn(move || {
-            let mut b = [0u8; 1];
-            loop {
-                // SAFETY: read(2) into a local buffer from our pipe.
-                let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, 1) };
-                if n == 1 {
-                    if b[0] == 1 {
-                        set_linked();
-                        eprintln!("\nceiling: stopping — writing what was measured (press Ctrl-C again to force)");
-                    } else {
-                        eprintln!("\nceiling: forced — stopping everything ceiling started");
-                        for l in crate::cleanup_all(force_grace) {
-                            eprintln!("ceiling: {l}");
-                        }
-                        std::process::exit(128 + LAST.load(Ordering::SeqCst));
-                    }
-                } else if n < 0
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                    continue;
-                } else {
-                    break;
-                }
+impl SignalConfig {
+    /// Builds the configuration from the resource sampler's targets (the stack's cgroup, the
+    /// database's connection) and the stack's URL.
+    pub fn from_targets(targets: &[crate::SampleTarget], stack_url: Option<&str>) -> Self {
+        let mut c = SignalConfig {
+            stack_url: stack_url.map(str::to_string),
+            ..Default::default()
+        };
+        for t in targets {
+            if t.who == Role::Stack {
+                c.stack_cgroup = t.cgroup.as_ref().map(|p| p.files());
             }
-        })?;
-    PIPE_W.store(fds[1], Ordering::SeqCst);
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that only does async-signal-safe work (atomics, write(2),
-        // _exit).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
+            if t.who == Role::Postgres && t.db.is_some() {
+                c.postgres = t.db.clone();
+            }
+        }
+        c
+    }
+}
+
+/// One wait-event group of a 100 ms sample: `(wait_event_type, wait_event, backends)`; `None`
+/// type = not waiting (on CPU).
+pub type WaitCount = (Option<String>, Option<String>, i64);
+
+/// Mean-per-sample accumulation of PostgreSQL wait-event counts in one second.
+#[derive(Debug, Clone, Default)]
+struct PgAcc {
+    samples: u32,
+    failed: u32,
+    active: f64,
+    cpu: f64,
+    lock: f64,
+    wal: f64,
+    walsync: f64,
+    walwrite: f64,
+    datafileread: f64,
+    io_other: f64,
+    lwlock: f64,
+    client: f64,
+    other: f64,
+}
+
+/// One second being assembled.
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    row: SignalRow,
+    pg: PgAcc,
+    rq: Vec<u32>,
+    control: Vec<Option<u64>>,
+    cpu: BTreeMap<String, f64>,
+}
+
+/// Joins samples from the sampler's threads (and the resource sampler) into per-second rows.
+/// Pure bookkeeping: no I/O, so it is tested on its own.
+#[derive(Debug, Default)]
+pub struct Joiner {
+    seconds: BTreeMap<u32, Acc>,
+    /// Rows below this second were sealed.
+    sealed_below: u32,
+}
+
+fn second_of(t: f64) -> Option<u32> {
+    (t >= 0.0).then(|| t.floor() as u32)
+}
+
+/// (cgroup/host) counter delta that survived a reset as `None`.
+fn delta(now: u64, prev: u64) -> Option<u64> {
+    now.checked_sub(prev)
+}
+
+impl Joiner {
+    /// An empty joiner.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn at(&mut self, t: f64) -> Option<&mut SignalRow> {
+        self.acc(t).map(|a| &mut a.row)
+    }
+
+    fn acc(&mut self, t: f64) -> Option<&mut Acc> {
+        let s = second_of(t)?;
+        if s < self.sealed_below {
+            return None; // too late: that row is already out
+        }
+        Some(self.seconds.entry(s).or_insert_with(|| Acc {
+            row: SignalRow::new(s),
+            ..Default::default()
+        }))
+    }
+
+    /// A resource sample (stack, postgres, generator CPU) taken at `r.t`, covering the second
+    /// before it.
+    pub fn push_resource(&mut self, r: &ResourceSample) {
+        if let Some(a) = self.acc(r.t - 0.5) {
+            a.cpu.insert(r.who.as_str().to_string(), r.cpu_pct);
+        }
+    }
+
+    /// One 100 ms wait-event sample at `t`: `(wait_event_type, wait_event, count)` of active
+    /// client backends; `None` when PostgreSQL could not be reached.
+    pub fn push_pg_sample(&mut self, t: f64, rows: Option<&[WaitCount]>) {
+        let Some(a) = self.acc(t) else { return };
+        let Some(rows) = rows else {
+            a.pg.failed += 1;
+            return;
+        };
+        let p = &mut a.pg;
+        p.samples += 1;
+        for (ty, ev, n) in rows {
+            let n = *n as f64;
+            p.active += n;
+            let ev = ev.as_deref().unwrap_or("");
+            match ty.as_deref() {
+                None => p.cpu += n,
+                Some("Lock") => p.lock += n,
+                Some("IO") if ev == "WALSync" => {
+                    p.wal += n;
+                    p.walsync += n
+                }
+                Some("IO") if ev == "WALWrite" => {
+                    p.wal += n;
+                    p.walwrite += n
+                }
+                Some("IO") if ev.starts_with("WAL") => p.wal += n,
+                Some("IO") if ev == "DataFileRead" => p.datafileread += n,
+                Some("IO") => p.io_other += n,
+                Some("LWLock") if matches!(ev, "WALWrite" | "WALInsert" | "WALBufMapping") => {
+                    p.wal += n
+                }
+                Some("LWLock") => p.lwlock += n,
+                Some("Client") => p.client += n,
+                Some(_) => p.other += n,
             }
         }
     }
-    Ok(())
+
+    /// Once-a-second PostgreSQL counters (deltas between two reads at `a` and `b`).
+    pub fn push_pg_counters(
+        &mut self,
+        a: f64,
+        b: f64,
+        syncs: u64,
+        sync_ms: f64,
+        checkpoints: u64,
+        commits: u64,
+    ) {
+        if let Some(r) = self.at((a + b) / 2.0) {
+            r.pg_wal_syncs = Some(r.pg_wal_syncs.unwrap_or(0) + syncs);
+            r.pg_wal_sync_ms = Some(r.pg_wal_sync_ms.unwrap_or(0.0) + sync_ms);
+            r.pg_checkpoints = Some(r.pg_checkpoints.unwrap_or(0) + checkpoints);
+            r.pg_commits = Some(r.pg_commits.unwrap_or(0) + commits);
+        }
+    }
+
+    /// Runnable tasks at `t`.
+    pub fn push_run_queue(&mut self, t: f64, running: u32) {
+        if let Some(a) = self.acc(t) {
+            a.rq.push(running);
+        }
+    }
+
+    /// A control probe intended at `t`, with its latency (µs) or `None` for a miss.
+    pub fn push_control(&mut self, t: f64, latency_us: Option<u64>) {
+        if let Some(a) = self.acc(t) {
+            a.control.push(latency_us);
+        }
+    }
+
+    /// Fills fields of the row holding the midpoint of `(a, b)` (1 Hz counters).
+    pub fn with_interval(&mut self, a: f64, b: f64, f: impl FnOnce(&mut SignalRow)) {
+        if let Some(r) = self.at((a + b) / 2.0) {
+            f(r);
+        }
+    }
+
+    /// Seals and returns every row whose second ended more than `grace` seconds before `now`
+    /// (all rows when `now` is `None`), in order.
+    pub fn seal(&mut self, now: Option<f64>, grace: f64) -> Vec<SignalRow> {
+        let limit = match now {
+            Some(n) => (n - grace - 1.0).floor(),
+            None => f64::INFINITY,
+        };
+        let keys: Vec<u32> = self
+            .seconds
+            .keys()
+            .copied()
+            .filter(|&k| (k as f64) <= limit)
+            .collect();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let a = self.seconds.remove(&k).expect("key listed above");
+            out.push(finish(a));
+            self.sealed_below = self.sealed_below.max(k + 1);
+        }
+        out
+    }
+}
+
+fn finish(a: Acc) -> SignalRow {
+    let mut r = a.row;
+    let p = a.pg;
+    if p.samples + p.failed > 0 {
+        r.pg_up = Some(p.samples > 0);
+        r.pg_samples = Some(p.samples);
+    }
+    if p.samples > 0 {
+        let n = p.samples as f64;
+        r.pg_active = Some(p.active / n);
+        r.pg_cpu = Some(p.cpu / n);
+        r.pg_lock = Some(p.lock / n);
+        r.pg_wal = Some(p.wal / n);
+        r.pg_io_walsync = Some(p.walsync / n);
+        r.pg_io_walwrite = Some(p.walwrite / n);
+        r.pg_io_datafileread = Some(p.datafileread / n);
+        r.pg_io_other = Some(p.io_other / n);
+        r.pg_lwlock = Some(p.lwlock / n);
+        r.pg_client = Some(p.client / n);
+        r.pg_other = Some(p.other / n);
+    }
+    if !a.rq.is_empty() {
+        r.run_queue_max = a.rq.iter().max().map(|&m| m as f64);
+        r.run_queue_mean = Some(a.rq.iter().sum::<u32>() as f64 / a.rq.len() as f64);
+    }
+    if !a.control.is_empty() {
+        r.control_probes = Some(a.control.len() as u32);
+        r.control_misses = Some(a.control.iter().filter(|c| c.is_none()).count() as u32);
+        r.control_max_ms = a
+            .control
+            .iter()
+            .flatten()
+            .max()
+            .map(|&us| us as f64 / 1000.0);
+        if r.control_misses.unwrap_or(0) > 0 {
+            // a miss took at least the control's timeout
+            r.control_max_ms = Some(
+                r.control_max_ms
+                    .unwrap_or(0.0)
+                    .max(CONTROL_TIMEOUT.as_secs_f64() * 1000.0),
+            );
+        }
+    }
+    if let Some(host) = r.host_busy_pct {
+        if let (Some(stack), Some(gen)) = (a.cpu.get("stack"), a.cpu.get("generator")) {
+            let pg = a.cpu.get("postgres").copied().unwrap_or(0.0);
+            r.other_cpu_pct = Some((host - stack - gen - pg).max(0.0));
+        }
+    }
+    r
+}
+
+/// A control probe slower than this counts as a miss.
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Prometheus text → sum of every sample per metric name (labels summed over).
+pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        if l.starts_with('#') || l.trim().is_empty() {
+            continue;
+        }
+        let name_end = l.find(['{', ' ']).unwrap_or(l.len());
+        let name = &l[..name_end];
+        let rest = match l[name_end..].rfind('}') {
+            Some(i) if l[name_end..].starts_with('{') => &l[name_end + i + 1..],
+            _ => &l[name_end..],
+        };
+        let Some(v) = rest
+            .split_ascii_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        if v.is_finite() {
+            *m.entry(name.to_string()).or_insert(0.0) += v;
+        }
+    }
+    m
+}
+
+/// Runtime figures from one scrape (cumulative counters and gauges).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RuntimeScrape {
+    /// Cumulative GC pause seconds.
+    pub gc_pause_s: Option<f64>,
+    /// Cumulative GC count.
+    pub gc_count: Option<f64>,
+    /// Event-loop lag max, seconds.
+    pub loop_lag_s: Option<f64>,
+    /// Pool size.
+    pub pool_max: Option<f64>,
+    /// In use.
+    pub pool_in_use: Option<f64>,
+    /// Waiting.
+    pub pool_pending: Option<f64>,
+    /// Cumulative empty acquires.
+    pub pool_empty: Option<f64>,
+    /// Cumulative acquire seconds.
+    pub pool_wait_s: Option<f64>,
+}
+
+/// Picks the runtime figures each stack's standard exporter publishes (Go client_golang + the
+/// go-pgx pool collector, Micrometer for the JVM stacks, prom-client for Node).
+pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
+    let first = |names: &[&str]| names.iter().find_map(|n| m.get(*n).copied());
+    RuntimeScrape {
+        gc_pause_s: first(&[
+            "go_gc_duration_seconds_sum",
+            "jvm_gc_pause_seconds_sum",
+            "nodejs_gc_duration_seconds_sum",
+        ]),
+        gc_count: first(&[
+            "go_gc_duration_seconds_count",
+            "jvm_gc_pause_seconds_count",
+            "nodejs_gc_duration_seconds_count",
+        ]),
+        loop_lag_s: first(&["nodejs_eventloop_lag_max_seconds"]),
+        pool_max: first(&[
+            "pgxpool_max_conns",
+            "hikaricp_connections_max",
+            "r2dbc_pool_max_allocated_connections",
+        ]),
+        pool_in_use: first(&[
+            "pgxpool_acquired_conns",
+            "hikaricp_connections_active",
+            "r2dbc_pool_acquired_connections",
+        ]),
+        pool_pending: first(&[
+            "hikaricp_connections_pending",
+            "r2dbc_pool_pending_connections",
+        ]),
+        pool_empty: first(&["pgxpool_empty_acquire_count_total"]),
+        pool_wait_s: first(&[
+            "pgxpool_acquire_duration_seconds_total",
+            "hikaricp_connections_acquire_seconds_sum",
+        ]),
+    }
+}
+
+/// GET `http://127.0.0.1:port/path` with `Connection: close`; the body on a 200.
+fn http_get(port: u16, path: &str, timeout: Duration) -> Option<String> {
+    let mut s =
+        std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), timeout).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAccept: text/plain\r\n\r\n"
+    )
+    .ok()?;
+    let deadline = Instant::now() + timeout;
+    let mut buf = Vec::with_capacity(32 * 1024);
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if Instant::now() > deadline || buf.len() > 8 << 20 {
+            return None;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => return None,
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return None;
+    }
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Some(dechunk(body));
+    }
+    Some(body.to_string())
+}
+
+/// Decodes a chunked body (lenient: stops at the first malformed size line).
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn url_port(url: &str) -> Option<u16> {
+    let rest = url.strip_prefix("http://")?;
+    let hostport = rest.split('/').next()?;
+    hostport.rsplit(':').next()?.parse().ok()
+}
+
+struct Shared {
+    joiner: Mutex<Joiner>,
+    sealed: Mutex<Vec<SignalRow>>,
+    stop: AtomicBool,
+    notes: Mutex<Vec<String>>,
+    /// CPU time of the sampler's own threads, ns (each adds its own at exit).
+    threads_cpu_ns: AtomicU64,
+    /// CPU time of the PostgreSQL backend serving the sampler, ns (read at exit, same host).
+    pg_backend_cpu_ns: AtomicU64,
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A process's CPU time (utime + stime), ns; `None` when it is gone or not visible.
+fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let st = procfs::read_stat(pid)?;
+    Some(st.cpu_ticks() * 1_000_000_000 / procfs::clk_tck())
+}
+
+/// What the signal sampler itself cost, measured at [`SignalSampler::stop`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SamplerCost {
+    /// Wall time sampled, s.
+    pub wall_s: f64,
+    /// CPU of the sampler's threads in this process, s.
+    pub threads_cpu_s: f64,
+    /// CPU of the control child (serving and probing itself), s.
+    pub control_cpu_s: f64,
+    /// CPU of the PostgreSQL backend answering the wait-event queries, s.
+    pub postgres_cpu_s: f64,
+}
+
+impl SamplerCost {
+    /// Total CPU, % of one core over the wall time.
+    pub fn cpu_pct(&self) -> f64 {
+        if self.wall_s <= 0.0 {
+            return 0.0;
+        }
+        (self.threads_cpu_s + self.control_cpu_s + self.postgres_cpu_s) / self.wall_s * 100.0
+    }
+}
+
+impl Shared {
+    fn note(&self, s: String) {
+        let mut n = self.notes.lock().expect("notes lock");
+        if !n.contains(&s) {
+            n.push(s);
+        }
+    }
+}
+
+/// A running signal sampler. Stop it with [`SignalSampler::stop`] (or drop it).
+pub struct SignalSampler {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    control: Option<Child>,
+    run_start: Instant,
+    cost: SamplerCost,
+}
+
+impl SignalSampler {
+    /// Starts sampling; `run_start` is the run's clock (second 0 of `timeseries.csv`).
+    pub fn start(run_start: Instant, cfg: SignalConfig) -> SignalSampler {
+        let shared = Arc::new(Shared {
+            joiner: Mutex::new(Joiner::new()),
+            sealed: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            notes: Mutex::new(Vec::new()),
+            threads_cpu_ns: AtomicU64::new(0),
+            pg_backend_cpu_ns: AtomicU64::new(0),
+        });
+        let mut threads = Vec::new();
+        let mut control = None;
+        // control
+        if let Some(cmd) = cfg.control_command.as_ref().filter(|c| !c.is_empty()) {
+            match spawn_control(cmd) {
+                Ok(mut child) => {
+                    let out = child.stdout.take().expect("piped stdout");
+                    let sh = shared.clone();
+                    let base = control::monotonic_ns_of(run_start);
+                    threads.push(
+                        std::thread::Builder::new()
+                            .name("signals-control".into())
+                            .spawn(move || {
+                                for line in BufReader::new(out).lines() {
+                                    let Ok(line) = line else { break };
+                                    if let Some((ns, lat)) = control::parse_line(&line) {
+                                        let t = (ns as f64 - base as f64) / 1e9;
+                                        sh.joiner.lock().expect("joiner").push_control(t, lat);
+                                    }
+                                }
+                                sh.threads_cpu_ns
+                                    .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                            })
+                            .expect("spawning a thread"),
+                    );
+                    control = Some(child);
+                }
+                Err(e) => shared.note(format!("control not sampled: {e}")),
+            }
+        } else {
+            shared.note("control not sampled: no control command".into());
+        }
+        // host + cgroup + runtime, 1 Hz
+        {
+            let sh = shared.clone();
+            let cfg = cfg.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("signals-host".into())
+                    .spawn(move || {
+                        host_loop(run_start, cfg, sh.clone());
+                        sh.threads_cpu_ns
+                            .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                    })
+                    .expect("spawning a thread"),
+            );
+        }
+        // PostgreSQL + run queue, 10 Hz
+        {
+            let sh = shared.clone();
+            let db = cfg.postgres.clone();
+            if db.is_none() {
+                shared.note("PostgreSQL wait events not sampled: no database connection".into());
+            }
+            threads.push(
+                std::thread::Builder::new()
+                    .name("signals-pg".into())
+                    .spawn(move || {
+                        fast_loop(run_start, db, sh.clone());
+                        sh.threads_cpu_ns
+                            .fetch_add(thread_cpu_ns(), Ordering::Relaxed);
+                    })
+                    .expect("spawning a thread"),
+            );
+        }
+        SignalSampler {
+            shared,
+            threads,
+            control,
+            run_start,
+            cost: SamplerCost::default(),
+        }
+    }
+
+    /// The sampler's own CPU (valid after [`SignalSampler::stop`]). The stack's side of the
+    /// `/metrics` scrapes is inside the stack's CPU and not separated here.
+    pub fn cost(&self) -> SamplerCost {
+        self.cost
+    }
+
+    /// Feeds the resource sampler's samples (CPU of the stack, PostgreSQL and generator), so
+    /// rows can say how much CPU went to processes outside the run.
+    pub fn push_resources<'a>(&self, rs: impl IntoIterator<Item = &'a ResourceSample>) {
+        let mut j = self.shared.joiner.lock().expect("joiner");
+        for r in rs {
+            j.push_resource(r);
+        }
+    }
+
+    /// Rows sealed since the last call, in order.
+    pub fn take_sealed(&self) -> Vec<SignalRow> {
+        std::mem::take(&mut *self.shared.sealed.lock().expect("sealed"))
+    }
+
+    /// What could not be sampled and why (for the report).
+    pub fn notes(&self) -> Vec<String> {
+        self.shared.notes.lock().expect("notes").clone()
+    }
+
+    /// Stops every thread and the control child; returns the rows not yet taken.
+    pub fn stop(&mut self) -> Vec<SignalRow> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(mut c) = self.control.take() {
+            self.cost.control_cpu_s = process_cpu_ns(c.id()).unwrap_or(0) as f64 / 1e9;
+            // our own child, by its handle (pid)
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.cost.wall_s = self.run_start.elapsed().as_secs_f64();
+        self.cost.threads_cpu_s = self.shared.threads_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        self.cost.postgres_cpu_s =
+            self.shared.pg_backend_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let mut rows = self.take_sealed();
+        rows.extend(self.shared.joiner.lock().expect("joiner").seal(None, 0.0));
+        rows
+    }
+}
+
+impl Drop for SignalSampler {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() || self.control.is_some() {
+            self.stop();
+        }
+    }
+}
+
+fn spawn_control(cmd: &[String]) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: prctl is async-signal-safe; the child dies with us instead of lingering.
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    c.spawn()
+}
+
+/// Sleeps until `due` unless stopped; false when stopped.
+fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(Duration::from_millis(50)));
+    }
+}
+
+struct HostPrev {
+    t: f64,
+    cpu: Option<CpuTicks>,
+    disk: Option<DiskTotals>,
+    net: NetCounters,
+    thr: Option<Throttling>,
+    oom: Option<u64>,
+    majflt: Option<u64>,
+    rt: Option<RuntimeScrape>,
+}
+
+fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
+    let clk = procfs::clk_tck() as f64;
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get() as f64)
+        .unwrap_or(1.0);
+    let disks = hostprobe::whole_disks();
+    let mut buf = String::with_capacity(8192);
+    let port = cfg.stack_url.as_deref().and_then(url_port);
+    if port.is_none() {
+        sh.note("runtime (GC, DB pool) not sampled: no stack URL".into());
+    }
+    let cg = cfg.stack_cgroup.clone();
+    if cg.as_ref().map(|c| c.cpu_dir.is_none()).unwrap_or(true) {
+        sh.note("stack throttling not sampled: the stack has no CPU cgroup".into());
+    }
+    if cg.as_ref().map(|c| c.memory_dir.is_none()).unwrap_or(true) {
+        sh.note(
+            "stack major faults and OOM kills not sampled: the stack has no memory cgroup".into(),
+        );
+    }
+    let read_all = |buf: &mut String| {
+        let t = run_start.elapsed().as_secs_f64();
+        let cpu = procfs::read_into("/proc/stat", buf)
+            .then(|| hostprobe::parse_proc_stat(buf))
+            .flatten();
+        let disk = procfs::read_into("/proc/diskstats", buf)
+            .then(|| hostprobe::parse_diskstats(buf, &disks));
+        let net = hostprobe::read_net(buf);
+        let thr = cg.as_ref().and_then(|c| c.throttling(buf));
+        let oom = cg.as_ref().and_then(|c| c.oom_kills(buf));
+        let majflt = cg.as_ref().and_then(|c| c.major_faults(buf));
+        (t, cpu, disk, net, thr, oom, majflt)
+    };
+    let scrape = |port: Option<u16>| -> Option<RuntimeScrape> {
+        let body = http_get(port?, "/metrics", Duration::from_millis(300))?;
+        Some(runtime_of(&parse_prometheus(&body)))
+    };
+    let (t, cpu, disk, net, thr, oom, majflt) = read_all(&mut buf);
+    let mut prev = HostPrev {
+        t,
+        cpu,
+        disk,
+        net,
+        thr,
+        oom,
+        majflt,
+        rt: scrape(port),
+    };
+    let limit_pct = cg.as_ref().and_then(|c| c.cpu_limit_pct(&mut buf));
+    let mem_limit = cg.as_ref().and_then(|c| c.memory_limit(&mut buf));
+    let mut n: u32 = 1;
+    loop {
+        let due = run_start + Duration::from_secs(n as u64) - Duration::from_millis(50);
+        n += 1;
+        if !sleep_until(due, &sh.stop) {
+            return;
+        }
+        if Instant::now() > due + Duration::from_millis(500) {
+            // fell behind (the host is stalling us): keep the tick, deltas cover the longer span
+        }
+        let (t, cpu, disk, net, thr, oom, majflt) = read_all(&mut buf);
+        let rt = scrape(port);
+        let dt = (t - prev.t).max(1e-3);
+        {
+            let mut j = sh.joiner.lock().expect("joiner");
+            j.with_interval(prev.t, t, |r| {
+                r.host_cpus = Some(ncpu);
+                if let (Some(a), Some(b)) = (cpu, prev.cpu) {
+                    let p = |x: u64, y: u64| x.saturating_sub(y) as f64 / clk / dt * 100.0;
+                    r.host_busy_pct = Some(p(a.busy, b.busy));
+                    r.host_iowait_pct = Some(p(a.iowait, b.iowait));
+                    r.host_steal_pct = Some(p(a.steal, b.steal));
+                }
+                if let (Some(a), Some(b)) = (&disk, &prev.disk) {
+                    let ios = a.ios.saturating_sub(b.ios);
+                    let ms = a.io_ms.saturating_sub(b.io_ms);
+                    r.disk_await_ms = Some(if ios > 0 { ms as f64 / ios as f64 } else { 0.0 });
+                    let busiest = a
+                        .busy_ms
+                        .iter()
+                        .zip(&b.busy_ms)
+                        .map(|(x, y)| x.saturating_sub(*y))
+                        .max()
+                        .unwrap_or(0);
+                    r.disk_busy_pct = Some((busiest as f64 / (dt * 1000.0) * 100.0).min(100.0));
+                }
+                let d = |a: Option<u64>, b: Option<u64>| a.zip(b).and_then(|(a, b)| delta(a, b));
+                r.listen_overflows = d(net.listen_overflows, prev.net.listen_overflows);
+                r.listen_drops = d(net.listen_drops, prev.net.listen_drops);
+                r.retrans_segs = d(net.retrans_segs, prev.net.retrans_segs);
+                if let (Some(a), Some(b)) = (thr, prev.thr) {
+                    r.stack_periods = delta(a.periods, b.periods);
+                    r.stack_throttled_periods = delta(a.throttled, b.throttled);
+                    r.stack_throttled_ms =
+                        delta(a.throttled_us, b.throttled_us).map(|us| us as f64 / 1000.0);
+                }
+                r.stack_cpu_limit_pct = limit_pct;
+                r.stack_memory_limit_mb = mem_limit.map(|b| b as f64 / 1048576.0);
+                r.stack_oom_kills = d(oom, prev.oom);
+                r.stack_major_faults = d(majflt, prev.majflt);
+                if port.is_some() {
+                    r.runtime_scrape_ok = Some(rt.is_some());
+                }
+                if let (Some(a), Some(b)) = (rt, prev.rt) {
+                    let dd =
+                        |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| (x - y).max(0.0));
+                    r.gc_pause_ms = dd(a.gc_pause_s, b.gc_pause_s).map(|s| s * 1000.0);
+                    r.gc_count = dd(a.gc_count, b.gc_count).map(|c| c.round() as u64);
+                    r.pool_empty_acquires =
+                        dd(a.pool_empty, b.pool_empty).map(|c| c.round() as u64);
+                    r.pool_wait_ms = dd(a.pool_wait_s, b.pool_wait_s).map(|s| s * 1000.0);
+                }
+                if let Some(a) = rt {
+                    r.event_loop_lag_ms = a.loop_lag_s.map(|s| s * 1000.0);
+                    r.pool_max = a.pool_max;
+                    r.pool_in_use = a.pool_in_use;
+                    r.pool_pending = a.pool_pending;
+                }
+            });
+            let sealed = j.seal(Some(t), 3.0);
+            if !sealed.is_empty() {
+                sh.sealed.lock().expect("sealed").extend(sealed);
+            }
+        }
+        prev = HostPrev {
+            t,
+            cpu,
+            disk,
+            net,
+            thr,
+            oom,
+            majflt,
+            // a failed scrape keeps the last good counters, so the next delta spans both seconds
+            rt: rt.or(prev.rt),
+        };
+    }
+}
+
+const WAITS_SQL: &str = "select wait_event_type, wait_event, count(*) from pg_stat_activity \
+     where backend_type = 'client backend' and state = 'active' and pid <> pg_backend_pid() \
+     group by 1, 2";
+const COUNTERS_SQL: &str = "select w.wal_sync::bigint, w.wal_sync_time::float8, \
+     (b.checkpoints_timed + b.checkpoints_req)::bigint, \
+     (select sum(xact_commit) from pg_stat_database)::bigint \
+     from pg_stat_wal w, pg_stat_bgwriter b";
+
+fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            sh.note(format!(
+                "PostgreSQL wait events and run queue not sampled: {e}"
+            ));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let mut buf = String::with_capacity(128);
+        // prepared once per connection: planning the query 10 times a second would cost
+        // PostgreSQL more than executing it
+        let mut client: Option<(
+            tokio_postgres::Client,
+            tokio_postgres::Statement,
+            tokio_postgres::Statement,
+        )> = None;
+        let mut backend: Option<u32> = None;
+        let mut last_connect: Option<Instant> = None;
+        let mut prev_counters: Option<(f64, i64, f64, i64, i64)> = None;
+        let mut i: u64 = 1;
+        loop {
+            let due = run_start + Duration::from_millis(100 * i);
+            i += 1;
+            loop {
+                if sh.stop.load(Ordering::Relaxed) {
+                    if let Some(ns) = backend.and_then(process_cpu_ns) {
+                        sh.pg_backend_cpu_ns.fetch_add(ns, Ordering::Relaxed);
+                    }
+                    return;
+                }
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                tokio::time::sleep((due - now).min(Duration::from_millis(50))).await;
+            }
+            let t = run_start.elapsed().as_secs_f64();
+            if procfs::read_into("/proc/loadavg", &mut buf) {
+                if let Some(n) = hostprobe::parse_loadavg_running(&buf) {
+                    // the sampler itself is running while it reads
+                    sh.joiner
+                        .lock()
+                        .expect("joiner")
+                        .push_run_queue(t, n.saturating_sub(1));
+                }
+            }
+            let Some(cfg) = &db else { continue };
+            if client.as_ref().map(|c| c.0.is_closed()).unwrap_or(true) {
+                client = None;
+                if last_connect
+                    .map(|l| l.elapsed() >= Duration::from_secs(1))
+                    .unwrap_or(true)
+                {
+                    last_connect = Some(Instant::now());
+                    match connect(cfg).await {
+                        Ok(c) => {
+                            // its CPU is the sampler's cost on PostgreSQL's side (same host)
+                            if let Some(ns) = backend.and_then(process_cpu_ns) {
+                                sh.pg_backend_cpu_ns.fetch_add(ns, Ordering::Relaxed);
+                            }
+                            backend = c
+                                .query_one("select pg_backend_pid()", &[])
+                                .await
+                                .ok()
+                                .map(|r| r.get::<_, i32>(0) as u32);
+                            match (c.prepare(WAITS_SQL).await, c.prepare(COUNTERS_SQL).await) {
+                                (Ok(w), Ok(k)) => client = Some((c, w, k)),
+                                (Err(e), _) | (_, Err(e)) => sh.note(format!(
+                                    "PostgreSQL sampler could not prepare its queries: {e}"
+                                )),
+                            }
+                        }
+                        Err(e) => sh.note(format!(
+                            "PostgreSQL sampler could not connect at least once: {e}"
+                        )),
+                    }
+                }
+            }
+            let Some((c, waits_stmt, counters_stmt)) = &client else {
+                sh.joiner.lock().expect("joiner").push_pg_sample(t, None);
+                continue;
+            };
+            let waits =
+                tokio::time::timeout(Duration::from_millis(500), c.query(waits_stmt, &[])).await;
+            match waits {
+                Ok(Ok(rows)) => {
+                    let v: Vec<WaitCount> = rows
+                        .iter()
+                        .map(|r| (r.get(0), r.get(1), r.get(2)))
+                        .collect();
+                    sh.joiner
+                        .lock()
+                        .expect("joiner")
+                        .push_pg_sample(t, Some(&v));
+                }
+                _ => {
+                    sh.joiner.lock().expect("joiner").push_pg_sample(t, None);
+                    continue;
+                }
+            }
+            if i.is_multiple_of(10) {
+                let q = tokio::time::timeout(
+                    Duration::from_millis(500),
+                    c.query_one(counters_stmt, &[]),
+                )
+                .await;
+                if let Ok(Ok(r)) = q {
+                    let now_c: (f64, i64, f64, i64, i64) = (
+                        t,
+                        r.get::<_, Option<i64>>(0).unwrap_or(0),
+                        r.get::<_, Option<f64>>(1).unwrap_or(0.0),
+                        r.get::<_, Option<i64>>(2).unwrap_or(0),
+                        r.get::<_, Option<i64>>(3).unwrap_or(0),
+                    );
+                    if let Some(p) = prev_counters {
+                        let d = |a: i64, b: i64| (a - b).max(0) as u64;
+                        sh.joiner.lock().expect("joiner").push_pg_counters(
+                            p.0,
+                            now_c.0,
+                            d(now_c.1, p.1),
+                            (now_c.2 - p.2).max(0.0),
+                            d(now_c.3, p.3),
+                            d(now_c.4, p.4),
+                        );
+                    }
+                    prev_counters = Some(now_c);
+                }
+            }
+        }
+    });
+}
+
+async fn connect(cfg: &DbConfig) -> Result<tokio_postgres::Client, String> {
+    let mut c = tokio_postgres::Config::new();
+    c.host(&cfg.host)
+        .port(cfg.port)
+        .user(&cfg.user)
+        .dbname(&cfg.dbname)
+        .application_name("ceiling-signals")
+        .connect_timeout(Duration::from_secs(2));
+    if !cfg.password.is_empty() {
+        c.password(&cfg.password);
+    }
+    let (client, conn) = c
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(client)
+}
+
+/// Where the control comes from: this executable's hidden `control-server` subcommand.
+pub fn control_command_of(exe: PathBuf) -> Vec<String> {
+    vec![exe.display().to_string(), "control-server".into()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joiner_assigns_and_seals() {
+        let mut j = Joiner::new();
+        // 10 samples in second 2: 5 lock waiters in 4 of them, 1 on CPU in every one
+        for k in 0..10 {
+            let t = 2.0 + k as f64 / 10.0 + 0.01;
+            let mut rows = vec![(None, None, 1)];
+            if k < 4 {
+                rows.push((Some("Lock".into()), Some("relation".into()), 5));
+            }
+            rows.push((Some("LWLock".into()), Some("WALWrite".into()), 1));
+            j.push_pg_sample(t, Some(&rows));
+        }
+        j.push_pg_sample(3.5, None);
+        j.push_control(2.1, Some(1500));
+        j.push_control(2.2, None);
+        j.with_interval(1.95, 2.95, |r| r.host_busy_pct = Some(150.0));
+        j.push_resource(&ResourceSample {
+            t: 2.95,
+            who: Role::Stack,
+            cpu_pct: 60.0,
+            rss_bytes: 0,
+            cgroup_memory_bytes: None,
+        });
+        j.push_resource(&ResourceSample {
+            t: 2.95,
+            who: Role::Generator,
+            cpu_pct: 20.0,
+            rss_bytes: 0,
+            cgroup_memory_bytes: None,
+        });
+        assert!(
+            j.seal(Some(5.5), 3.0).is_empty(),
+            "second 2 ends at 3, sealed after 6"
+        );
+        let rows = j.seal(Some(6.1), 3.0);
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(r.t, 2);
+        assert_eq!(r.pg_samples, Some(10));
+        assert!((r.pg_lock.unwrap() - 2.0).abs() < 1e-9, "{r:?}");
+        assert!((r.pg_cpu.unwrap() - 1.0).abs() < 1e-9);
+        assert!((r.pg_wal.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(r.control_probes, Some(2));
+        assert_eq!(r.control_misses, Some(1));
+        assert_eq!(r.control_max_ms, Some(2000.0));
+        assert_eq!(r.other_cpu_pct, Some(70.0));
+        // late samples for a sealed second are dropped, not misplaced
+        j.push_pg_sample(2.5, None);
+        let rest = j.seal(None, 0.0);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].t, 3);
+        assert_eq!(rest[0].pg_up, Some(false));
+    }
+
+    #[test]
+    fn prometheus_and_runtime() {
+        let text = "# HELP go_gc_duration_seconds x\n# TYPE go_gc_duration_seconds summary\ngo_gc_duration_seconds{quantile=\"0.5\"} 0.0001\ngo_gc_duration_seconds_sum 0.25\ngo_gc_duration_seconds_count 12\npgxpool_max_conns 64\npgxpool_acquired_conns 3\npgxpool_empty_acquire_count_total 7\njvm_gc_pause_seconds_sum{action=\"end of minor GC\",cause=\"G1 Evacuation Pause\"} 1.5\njvm_gc_pause_seconds_sum{action=\"end of major GC\",cause=\"x\"} 0.5\nweird line\n";
+        let m = parse_prometheus(text);
+        assert_eq!(m.get("go_gc_duration_seconds_sum"), Some(&0.25));
+        assert_eq!(m.get("jvm_gc_pause_seconds_sum"), Some(&2.0));
+        let r = runtime_of(&m);
+        assert_eq!(r.gc_pause_s, Some(0.25));
+        assert_eq!(r.gc_count, Some(12.0));
+        assert_eq!(r.pool_max, Some(64.0));
+        assert_eq!(r.pool_in_use, Some(3.0));
+        assert_eq!(r.pool_empty, Some(7.0));
+        assert_eq!(r.pool_pending, None);
+        assert_eq!(url_port("http://127.0.0.1:8080"), Some(8080));
+        assert_eq!(dechunk("5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n"), "helloabc");
+    }
 }

@@ -895,7 +895,7 @@ impl RunningStack {
         let start = Instant::now();
         let mut last = None;
         loop {
-            if crate::signals::cancelled() {
+            if crate::interrupt::cancelled() {
                 return Err(StandError::Cancelled {
                     what: format!("waiting for {} to become healthy", self.name),
                 });

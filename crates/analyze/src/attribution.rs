@@ -1,0 +1,1399 @@
+//! Why a shelf (or a search probe) failed: a pure function over the recorded per-second series
+//! (`timeseries.csv` rows and `signals.csv` rows) of its window.
+//!
+//! 1. **Suspect seconds.** *Freezes*: seconds where completions collapse while load is still
+//!    offered (achieved < 50 % of offered) or whose slowest request is far above the window's
+//!    normal (max ≥ 10 × the median per-second p99 and ≥ 100 ms); consecutive ones are merged.
+//!    *Tail seconds*: the fewest seconds that hold 80 % of the window's bad requests (errors, plus
+//!    requests over the SLO estimated from each second's percentiles — p99 > SLO means ≥ 1 % of
+//!    that second's requests were over it, p90 > SLO ≥ 10 %, and so on).
+//! 2. **Levels.** For every cause a level in [0, 1] per second (e.g. the share of active
+//!    PostgreSQL backends waiting on a lock; the share of CFS periods throttled), averaged over
+//!    the suspect seconds (`S`, each weighted by its bad requests + 1, so the seconds where most
+//!    requests went wrong count most) and over the rest of the window (`R`, unweighted).
+//! 3. **Score** = ½·level(S) + ½·max(0, level(S) − level(R)): half "how strongly is it there when
+//!    things go wrong", half "how much more than when they do not". A cause that is present all
+//!    the time (a stack saturated at its quota for the whole shelf) still scores through the
+//!    first half; one that is always there but harmless is discounted by the second.
+//!    `R` counts only with ≥ 3 seconds; with fewer, the score is level(S).
+//! 4. Causes scoring ≥ [`MIN_SCORE`] are reported, best first, with evidence strings and the
+//!    seconds where their signal was present; when none does, the answer is
+//!    [`CauseKind::Unexplained`] with the best near-miss as evidence.
+//!
+//! Other processes' CPU counts toward a host stall only in proportion to the scheduling delay the
+//! control saw (≥ 25 ms = full), so a host busy with other work that still answers promptly is
+//! not blamed.
+//!
+//! Generator-bound and database-down are absolute (a fact, not a contrast): their level in `S`
+//! is their score. A second is generator-bound when its schedule lag p99 exceeds the plan's limit
+//! *and* is at least half its latency p99 (the generator's lateness accounts for the latency;
+//! during a service freeze sends are delayed a little too, while connections are opened), or the
+//! generator's CPU exceeded its limit, or requests were refused for a full backlog.
+
+use ceiling_metrics::{SignalRow, TimeseriesRow};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Causes below this score are not reported.
+pub const MIN_SCORE: f64 = 0.2;
+
+/// What made a window slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// The stack used (nearly) all the CPU it could get: its quota, or the host's CPUs.
+    StackCpu,
+    /// The stack's cgroup CPU quota throttled it (CFS periods with the quota exhausted).
+    StackThrottled,
+    /// Stop-the-world GC or event-loop stalls in the stack's runtime.
+    RuntimePause,
+    /// Every connection of the stack's DB pool was in use, requests queued for one.
+    DbPoolExhausted,
+    /// PostgreSQL backends waited on heavyweight locks.
+    DbLockWait,
+    /// PostgreSQL backends waited on WAL flushes/writes or data-file I/O.
+    DbIo,
+    /// The host itself: other processes' CPU, steal, or the control endpoint froze too.
+    HostStall,
+    /// The kernel dropped connections at the stack's listen queue.
+    ListenOverflow,
+    /// The generator fell behind its schedule (the measurement, not the stack).
+    GeneratorBound,
+    /// PostgreSQL could not be reached.
+    DatabaseDown,
+    /// No recorded signal explains the suspect seconds.
+    Unexplained,
+}
+
+impl CauseKind {
+    /// Every kind, in report order.
+    pub const ALL: [CauseKind; 11] = [
+        CauseKind::StackCpu,
+        CauseKind::StackThrottled,
+        CauseKind::RuntimePause,
+        CauseKind::DbPoolExhausted,
+        CauseKind::DbLockWait,
+        CauseKind::DbIo,
+        CauseKind::HostStall,
+        CauseKind::ListenOverflow,
+        CauseKind::GeneratorBound,
+        CauseKind::DatabaseDown,
+        CauseKind::Unexplained,
+    ];
+
+    /// A short phrase for one-line verdicts.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            CauseKind::StackCpu => "the stack is CPU-bound",
+            CauseKind::StackThrottled => "the stack is throttled by its CPU quota",
+            CauseKind::RuntimePause => "runtime pauses (GC / event loop)",
+            CauseKind::DbPoolExhausted => "the stack's DB pool is exhausted",
+            CauseKind::DbLockWait => "PostgreSQL lock waits",
+            CauseKind::DbIo => "PostgreSQL WAL/disk I/O",
+            CauseKind::HostStall => "a host stall, not the stack",
+            CauseKind::ListenOverflow => "listen-queue overflow",
+            CauseKind::GeneratorBound => "the generator fell behind (measurement invalid)",
+            CauseKind::DatabaseDown => "PostgreSQL was unreachable",
+            CauseKind::Unexplained => "unexplained by the recorded signals",
+        }
+    }
+}
+
+/// One ranked cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// What.
+    pub kind: CauseKind,
+    /// Strength in [0, 1] (see the module documentation).
+    pub score: f64,
+    /// Human-readable evidence, strongest first.
+    pub evidence: Vec<String>,
+    /// Suspect seconds (run clock) where this cause's signal was present.
+    pub seconds: Vec<u32>,
+}
+
+/// A run of consecutive frozen seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Freeze {
+    /// First second (run clock).
+    pub start: u32,
+    /// Length, seconds.
+    pub len: u32,
+    /// Lowest achieved/offered ratio in it.
+    pub min_achieved_ratio: f64,
+    /// Slowest request in it, ms.
+    pub max_ms: f64,
+}
+
+/// The thresholds attribution needs from the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AttributionContext {
+    /// The SLO's latency limit over all requests, ms (the strictest when several).
+    pub slo_ms: f64,
+    /// Schedule lag p99 above this makes a second generator-bound, ms.
+    pub max_lag_ms: f64,
+    /// Generator CPU above this makes a second generator-bound, % of one core.
+    pub max_generator_cpu: f64,
+}
+
+/// Attribution of one window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// First second analysed (run clock).
+    pub start: u32,
+    /// One past the last second analysed.
+    pub end: u32,
+    /// Frozen stretches.
+    pub freezes: Vec<Freeze>,
+    /// Seconds holding 80 % of the bad requests, in time order.
+    pub tail_seconds: Vec<u32>,
+    /// Estimated bad requests (errors + over the SLO) in the window.
+    pub bad_requests: f64,
+    /// Seconds of the window with a signals row.
+    pub signal_seconds: u32,
+    /// Ranked causes (score ≥ [`MIN_SCORE`]), or one [`CauseKind::Unexplained`].
+    pub causes: Vec<Cause>,
+    /// Signals that were not recorded for this window (so a cause could not be checked).
+    pub not_sampled: Vec<String>,
+    /// One sentence: what froze, when, and the likely cause with its evidence.
+    pub summary: String,
+}
+
+impl Attribution {
+    /// The best cause.
+    pub fn top(&self) -> Option<&Cause> {
+        self.causes.first()
+    }
+}
+
+fn clamp01(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
+    }
+}
+
+/// Estimated requests over `slo_ms` in a second, from its percentiles (a lower bound of the
+/// bracket the SLO falls in).
+pub fn over_slo_estimate(r: &TimeseriesRow, slo_ms: f64) -> f64 {
+    let n = r.achieved_rps as f64;
+    if n == 0.0 {
+        return 0.0;
+    }
+    for (v, frac) in [
+        (r.p50_ms, 0.5),
+        (r.p90_ms, 0.10),
+        (r.p95_ms, 0.05),
+        (r.p99_ms, 0.01),
+        (r.p999_ms, 0.001),
+    ] {
+        if v > slo_ms {
+            return frac * n;
+        }
+    }
+    if r.max_ms > slo_ms {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn errors(r: &TimeseriesRow) -> u64 {
+    r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn secs_list(v: &[u32]) -> String {
+    let mut s: Vec<String> = v.iter().take(6).map(|x| format!("{x} s")).collect();
+    if v.len() > 6 {
+        s.push(format!("… ({} in all)", v.len()));
+    }
+    s.join(", ")
+}
+
+/// Per-second level of one cause: `Some(level)` where it could be measured.
+type LevelFn<'a> = Box<dyn Fn(&TimeseriesRow, Option<&SignalRow>) -> Option<f64> + 'a>;
+
+struct Probe<'a> {
+    kind: CauseKind,
+    level: LevelFn<'a>,
+    absolute: bool,
+    /// What must be recorded to check this cause.
+    needs: &'static str,
+}
+
+/// Mean of `f` over the seconds in `set` where it is measurable, each second weighted by
+/// `weight(t)`; `None` when nowhere. Also the seconds where the level is ≥ 0.5.
+fn mean_over(
+    set: &[u32],
+    rows: &BTreeMap<u32, &TimeseriesRow>,
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: &LevelFn,
+    weight: &dyn Fn(u32) -> f64,
+) -> Option<(f64, Vec<u32>)> {
+    let mut sum = 0.0;
+    let mut n = 0.0;
+    let mut present = Vec::new();
+    for t in set {
+        let Some(r) = rows.get(t) else { continue };
+        if let Some(l) = f(r, sig.get(t).copied()) {
+            let l = clamp01(l);
+            let w = weight(*t);
+            sum += w * l;
+            n += w;
+            if l >= 0.5 {
+                present.push(*t);
+            }
+        }
+    }
+    (n > 0.0).then(|| (sum / n, present))
+}
+
+/// Averages a signal over the suspect seconds (where recorded).
+fn avg(
+    set: &[u32],
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: impl Fn(&SignalRow) -> Option<f64>,
+) -> Option<f64> {
+    let v: Vec<f64> = set
+        .iter()
+        .filter_map(|t| sig.get(t).and_then(|s| f(s)))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn maxof(
+    set: &[u32],
+    sig: &BTreeMap<u32, &SignalRow>,
+    f: impl Fn(&SignalRow) -> Option<f64>,
+) -> Option<f64> {
+    set.iter()
+        .filter_map(|t| sig.get(t).and_then(|s| f(s)))
+        .reduce(f64::max)
+}
+
+/// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.
+fn capacity(s: &SignalRow) -> Option<f64> {
+    let host = s.host_cpus.map(|c| c * 100.0);
+    match (s.stack_cpu_limit_pct, host) {
+        (Some(l), Some(h)) => Some(l.min(h)),
+        (l, h) => l.or(h),
+    }
+}
+
+/// Attributes the seconds `[start, end)` of a run. `rows` and `signals` may hold the whole run
+/// (they are filtered by `t`); `signals` may be empty (old runs): then only the generator's own
+/// signals can be checked, and `not_sampled` says so.
+pub fn attribute(
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+    start: u32,
+    end: u32,
+    ctx: &AttributionContext,
+) -> Attribution {
+    let rows: BTreeMap<u32, &TimeseriesRow> = rows
+        .iter()
+        .filter(|r| r.t >= start && r.t < end)
+        .map(|r| (r.t, r))
+        .collect();
+    let sig: BTreeMap<u32, &SignalRow> = signals
+        .iter()
+        .filter(|r| r.t >= start && r.t < end)
+        .map(|r| (r.t, r))
+        .collect();
+    let all: Vec<u32> = rows.keys().copied().collect();
+
+    // 1. freezes
+    let base_p99 = median(rows.values().map(|r| r.p99_ms).collect());
+    let frozen: Vec<u32> = rows
+        .values()
+        .filter(|r| {
+            let collapse =
+                r.offered_rps >= 10 && (r.achieved_rps as f64) < 0.5 * r.offered_rps as f64;
+            let spike = r.max_ms >= (10.0 * base_p99).max(100.0);
+            collapse || spike
+        })
+        .map(|r| r.t)
+        .collect();
+    let mut freezes: Vec<Freeze> = Vec::new();
+    for t in &frozen {
+        let r = rows[t];
+        let ratio = if r.offered_rps > 0 {
+            r.achieved_rps as f64 / r.offered_rps as f64
+        } else {
+            1.0
+        };
+        match freezes.last_mut() {
+            Some(f) if f.start + f.len == *t => {
+                f.len += 1;
+                f.min_achieved_ratio = f.min_achieved_ratio.min(ratio);
+                f.max_ms = f.max_ms.max(r.max_ms);
+            }
+            _ => freezes.push(Freeze {
+                start: *t,
+                len: 1,
+                min_achieved_ratio: ratio,
+                max_ms: r.max_ms,
+            }),
+        }
+    }
+
+    // 2. tail seconds
+    let bad: Vec<(u32, f64)> = rows
+        .values()
+        .map(|r| (r.t, over_slo_estimate(r, ctx.slo_ms) + errors(r) as f64))
+        .collect();
+    let total_bad: f64 = bad.iter().map(|b| b.1).sum();
+    let mut sorted = bad.clone();
+    sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut tail = Vec::new();
+    let mut acc = 0.0;
+    for (t, b) in sorted {
+        if total_bad <= 0.0 || acc >= 0.8 * total_bad || b <= 0.0 {
+            break;
+        }
+        acc += b;
+        tail.push(t);
+    }
+    tail.sort_unstable();
+
+    // suspect seconds S and the rest R
+    let mut s_set: Vec<u32> = frozen.iter().chain(&tail).copied().collect();
+    s_set.sort_unstable();
+    s_set.dedup();
+    let r_set: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|t| s_set.binary_search(t).is_err())
+        .collect();
+
+    let mut not_sampled = Vec::new();
+    if sig.is_empty() {
+        not_sampled.push("no signals were recorded for this window (signals.csv missing): only the generator's own health could be checked".to_string());
+    }
+
+    // 3. levels per cause
+    let lag = ctx.max_lag_ms;
+    let gcpu = ctx.max_generator_cpu;
+    let probes: Vec<Probe> = vec![
+        Probe {
+            kind: CauseKind::GeneratorBound,
+            absolute: true,
+            needs: "",
+            // late beyond the limit *and* late enough to account for the second's latency (a
+            // service freeze also delays sends a little while connections are opened; then the
+            // latency is far above the lag), or out of CPU, or refusing requests
+            level: Box::new(move |r, _| {
+                let late = r.lag_p99_ms > lag && r.lag_p99_ms >= 0.5 * r.p99_ms;
+                Some(if late || r.generator_cpu_pct > gcpu || r.overflow > 0 {
+                    1.0
+                } else {
+                    0.0
+                })
+            }),
+        },
+        Probe {
+            kind: CauseKind::DatabaseDown,
+            absolute: true,
+            needs: "PostgreSQL sampler",
+            level: Box::new(|_, s| s?.pg_up.map(|up| if up { 0.0 } else { 1.0 })),
+        },
+        Probe {
+            kind: CauseKind::StackThrottled,
+            absolute: false,
+            needs: "the stack's cgroup cpu.stat",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let p = s.stack_periods? as f64;
+                let th = s.stack_throttled_periods? as f64;
+                Some(if p > 0.0 { th / p } else { 0.0 })
+            }),
+        },
+        Probe {
+            kind: CauseKind::StackCpu,
+            absolute: false,
+            needs: "host CPU and the stack's CPU",
+            level: Box::new(|r, s| {
+                let s = s?;
+                let cpu = r.stack_cpu_pct?;
+                let cap = capacity(s)?;
+                let quota_level = clamp01((cpu / cap - 0.8) / 0.15);
+                let host_level = match (s.host_busy_pct, s.host_cpus) {
+                    (Some(b), Some(c)) if b > 0.0 => {
+                        clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b)
+                    }
+                    _ => 0.0,
+                };
+                // at its quota, "throttled" is the sharper diagnosis: rank it first
+                let throttled = match (s.stack_periods, s.stack_throttled_periods) {
+                    (Some(p), Some(t)) if p > 0 => t as f64 / p as f64,
+                    _ => 0.0,
+                };
+                Some(quota_level.max(host_level) * (1.0 - 0.5 * clamp01(throttled)))
+            }),
+        },
+        Probe {
+            kind: CauseKind::RuntimePause,
+            absolute: false,
+            needs: "the stack's /metrics (GC pauses)",
+            level: Box::new(|r, s| {
+                let s = s?;
+                let pause = s
+                    .gc_pause_ms
+                    .unwrap_or(0.0)
+                    .max(s.event_loop_lag_ms.unwrap_or(0.0));
+                if s.gc_pause_ms.is_none() && s.event_loop_lag_ms.is_none() {
+                    return None;
+                }
+                Some(pause / (0.5 * r.max_ms).max(50.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbPoolExhausted,
+            absolute: false,
+            needs: "the stack's /metrics (DB pool)",
+            level: Box::new(|r, s| {
+                let s = s?;
+                // time spent acquiring (pgxpool, HikariCP) per completed request, against the
+                // second's p99: waiting for a connection accounts for the latency
+                let waited = match s.pool_wait_ms {
+                    Some(w) if r.achieved_rps > 0 => {
+                        clamp01(w / r.achieved_rps as f64 / (0.1 * r.p99_ms).max(1.0))
+                    }
+                    _ => 0.0,
+                };
+                let full = match (s.pool_in_use, s.pool_max) {
+                    (Some(u), Some(m)) if m > 0.0 => u >= 0.95 * m,
+                    _ => false,
+                };
+                let pending = s.pool_pending.map(|p| p >= 1.0).unwrap_or(false);
+                if s.pool_max.is_none() && s.pool_pending.is_none() && s.pool_wait_ms.is_none() {
+                    return None;
+                }
+                // a pool full of connections whose backends wait in PostgreSQL is a symptom of
+                // those waits: discount it by the share of active backends waiting there
+                let waiting = match s.pg_active {
+                    Some(a) if a > 0.0 => clamp01(
+                        (s.pg_lock.unwrap_or(0.0)
+                            + s.pg_wal.unwrap_or(0.0)
+                            + s.pg_io_datafileread.unwrap_or(0.0)
+                            + s.pg_io_other.unwrap_or(0.0)
+                            + s.pg_lwlock.unwrap_or(0.0))
+                            / a,
+                    ),
+                    _ => 0.0,
+                };
+                let flag: f64 = if full || pending { 1.0 } else { 0.0 };
+                Some(flag.max(waited) * (1.0 - waiting))
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbLockWait,
+            absolute: false,
+            needs: "PostgreSQL wait events",
+            level: Box::new(|_, s| {
+                let s = s?;
+                Some(s.pg_lock? / s.pg_active?.max(1.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::DbIo,
+            absolute: false,
+            needs: "PostgreSQL wait events",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let io =
+                    s.pg_wal? + s.pg_io_datafileread.unwrap_or(0.0) + s.pg_io_other.unwrap_or(0.0);
+                Some(io / s.pg_active?.max(1.0))
+            }),
+        },
+        Probe {
+            kind: CauseKind::HostStall,
+            absolute: false,
+            needs: "host CPU and the control",
+            // the control (a trivial process at the stack's priority) accounts for the second's
+            // latency: its slowest probe is comparable to the requests' p99, or it missed. Other
+            // processes' CPU counts in proportion to that delay, so a host busy with other work
+            // that still answers promptly is not blamed for a stack's own slowness.
+            level: Box::new(|r, s| {
+                let s = s?;
+                let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
+                // the control probes 10 times a second through one scheduling hop, the requests
+                // several hops 300+ times a second: its slowest probe sees a fraction of the
+                // delay the requests' tail sees, hence a quarter of their p99 (at least 10 ms)
+                let scale = (0.25 * r.p99_ms).max(10.0);
+                let control = s.control_probes.map(|_| {
+                    if s.control_misses.unwrap_or(0) > 0 {
+                        1.0
+                    } else {
+                        clamp01(s.control_max_ms.unwrap_or(0.0) / scale)
+                    }
+                });
+                let starved = match (control, s.run_queue_max, s.host_cpus) {
+                    (Some(c), _, _) => c,
+                    (None, Some(q), Some(n)) if n > 0.0 => clamp01((q / n - 1.0) / 2.0),
+                    _ => 0.0,
+                };
+                let other = s
+                    .other_cpu_pct
+                    .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
+                let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
+                [other, steal, control]
+                    .into_iter()
+                    .flatten()
+                    .reduce(f64::max)
+            }),
+        },
+        Probe {
+            kind: CauseKind::ListenOverflow,
+            absolute: false,
+            needs: "/proc/net/netstat",
+            level: Box::new(|_, s| {
+                let s = s?;
+                let n = s.listen_overflows? + s.listen_drops.unwrap_or(0);
+                Some(if n > 0 { 1.0 } else { 0.0 })
+            }),
+        },
+    ];
+
+    let mut causes: Vec<Cause> = Vec::new();
+    let mut near_miss: Option<(CauseKind, f64)> = None;
+    // suspect seconds weigh by their bad requests (+1, so a freeze with few completions counts):
+    // a cause present where most requests went wrong outranks one present at the edges
+    let bad_of: BTreeMap<u32, f64> = bad.iter().copied().collect();
+    let w_s = |t: u32| bad_of.get(&t).copied().unwrap_or(0.0) + 1.0;
+    let w_r = |_: u32| 1.0;
+    for p in &probes {
+        let Some((ls, present)) = mean_over(&s_set, &rows, &sig, &p.level, &w_s) else {
+            if !p.needs.is_empty() && !sig.is_empty() && !s_set.is_empty() {
+                not_sampled.push(format!(
+                    "{:?}: not checked ({} not recorded)",
+                    p.kind, p.needs
+                ));
+            }
+            continue;
+        };
+        let score = if p.absolute {
+            ls
+        } else {
+            let lr = if r_set.len() >= 3 {
+                mean_over(&r_set, &rows, &sig, &p.level, &w_r)
+                    .map(|x| x.0)
+                    .unwrap_or(0.0)
+            } else {
+                0.0
+            };
+            0.5 * ls + 0.5 * (ls - lr).max(0.0)
+        };
+        if score >= MIN_SCORE {
+            causes.push(Cause {
+                kind: p.kind,
+                score,
+                evidence: evidence(p.kind, &s_set, &r_set, &rows, &sig),
+                seconds: present,
+            });
+        } else if near_miss.map(|n| score > n.1).unwrap_or(true) && score > 0.0 {
+            near_miss = Some((p.kind, score));
+        }
+    }
+    causes.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.kind.cmp(&b.kind)));
+    if causes.is_empty() && !s_set.is_empty() {
+        let mut ev = vec![format!(
+            "no recorded signal stood out in the {} suspect second{}",
+            s_set.len(),
+            if s_set.len() == 1 { "" } else { "s" }
+        )];
+        if let Some((k, sc)) = near_miss {
+            ev.push(format!(
+                "closest: {} (score {sc:.2} < {MIN_SCORE})",
+                k.phrase()
+            ));
+        }
+        ev.extend(not_sampled.iter().cloned());
+        causes.push(Cause {
+            kind: CauseKind::Unexplained,
+            score: 0.0,
+            evidence: ev,
+            seconds: s_set.clone(),
+        });
+    }
+
+    let summary = summary_of(&freezes, &tail, &s_set, all.len(), &causes);
+    Attribution {
+        start,
+        end,
+        freezes,
+        tail_seconds: tail,
+        bad_requests: total_bad,
+        signal_seconds: sig.len() as u32,
+        causes,
+        not_sampled,
+        summary,
+    }
+}
+
+/// The thresholds for a stack analysed with `criteria`: the strictest latency limit over all
+/// requests (else the strictest per-request one; 1 s when the SLO has no latency limit), and the
+/// generator-bound limits.
+pub fn context_of(criteria: &crate::ShelfCriteria) -> AttributionContext {
+    let overall = criteria
+        .limits
+        .iter()
+        .filter(|l| l.request.is_none())
+        .map(|l| l.limit_ms)
+        .reduce(f64::min);
+    let any = criteria.limits.iter().map(|l| l.limit_ms).reduce(f64::min);
+    AttributionContext {
+        slo_ms: overall.or(any).unwrap_or(1000.0),
+        max_lag_ms: criteria.max_schedule_lag_ms,
+        max_generator_cpu: criteria.max_generator_cpu,
+    }
+}
+
+/// Attributes every shelf of `a` that is not valid (failed, or invalid but measured) over its
+/// kept window, from the run's per-second rows and signals (both for the whole run). Valid
+/// shelves and shelves without a kept window are left without attribution.
+pub fn attribute_analysis(
+    a: &mut crate::StackAnalysis,
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+) {
+    let ctx = context_of(&a.criteria);
+    for s in &mut a.shelves {
+        s.attribution = None;
+        if s.is_valid() || s.requests == 0 {
+            continue;
+        }
+        let (Some(k0), Some(k1)) = (s.window.kept_start_s, s.window.kept_end_s) else {
+            continue;
+        };
+        let (start, end) = (k0.floor().max(0.0) as u32, k1.ceil().max(0.0) as u32);
+        if end <= start {
+            continue;
+        }
+        s.attribution = Some(attribute(rows, signals, start, end, &ctx));
+    }
+}
+
+fn evidence(
+    kind: CauseKind,
+    s: &[u32],
+    r: &[u32],
+    rows: &BTreeMap<u32, &TimeseriesRow>,
+    sig: &BTreeMap<u32, &SignalRow>,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    let rs = |f: &dyn Fn(&TimeseriesRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
+        let x: Vec<f64> = set
+            .iter()
+            .filter_map(|t| rows.get(t).and_then(|r| f(r)))
+            .collect();
+        (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+    };
+    let share = |num: &dyn Fn(&SignalRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
+        let n: f64 = set
+            .iter()
+            .filter_map(|t| sig.get(t).and_then(|s| num(s)))
+            .sum();
+        let d: f64 = set
+            .iter()
+            .filter_map(|t| sig.get(t).and_then(|s| s.pg_active))
+            .sum();
+        (d > 0.0).then(|| n / d)
+    };
+    match kind {
+        CauseKind::GeneratorBound => {
+            if let Some(l) = rs(&|r| Some(r.lag_p99_ms), s) {
+                v.push(format!(
+                    "schedule lag p99 {l:.1} ms on average in those seconds"
+                ));
+            }
+            if let Some(c) = rs(&|r| Some(r.generator_cpu_pct), s) {
+                v.push(format!("generator CPU {c:.0}% of a core"));
+            }
+            let of: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.overflow)
+                .sum();
+            if of > 0 {
+                v.push(format!("{of} requests refused for a full backlog"));
+            }
+        }
+        CauseKind::DatabaseDown => {
+            let n = s
+                .iter()
+                .filter(|t| sig.get(t).and_then(|x| x.pg_up) == Some(false))
+                .count();
+            v.push(format!(
+                "PostgreSQL unreachable in {n} of {} suspect seconds",
+                s.len()
+            ));
+            let ce: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.err_5xx + r.err_connect)
+                .sum();
+            if ce > 0 {
+                v.push(format!("{ce} 5xx/connect errors"));
+            }
+        }
+        CauseKind::StackThrottled => {
+            let f = |set: &[u32]| {
+                let p: u64 = set
+                    .iter()
+                    .filter_map(|t| sig.get(t).and_then(|x| x.stack_periods))
+                    .sum();
+                let th: u64 = set
+                    .iter()
+                    .filter_map(|t| sig.get(t).and_then(|x| x.stack_throttled_periods))
+                    .sum();
+                (p > 0).then(|| th as f64 / p as f64)
+            };
+            if let Some(x) = f(s) {
+                v.push(format!(
+                    "throttled in {} of CFS periods (elsewhere {})",
+                    pct(x),
+                    f(r).map(pct).unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(ms) = avg(s, sig, |x| x.stack_throttled_ms) {
+                v.push(format!("{ms:.0} ms throttled per second"));
+            }
+            if let Some(l) = maxof(s, sig, |x| x.stack_cpu_limit_pct) {
+                v.push(format!("quota {l:.0}% of a core"));
+            }
+        }
+        CauseKind::StackCpu => {
+            if let Some(c) = rs(&|r| r.stack_cpu_pct, s) {
+                let cap = avg(s, sig, capacity);
+                v.push(format!(
+                    "stack CPU {c:.0}% of a core{}",
+                    cap.map(|k| format!(" of {k:.0}% available"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let (Some(b), Some(n)) = (
+                avg(s, sig, |x| x.host_busy_pct),
+                avg(s, sig, |x| x.host_cpus),
+            ) {
+                v.push(format!("host {}% busy", (b / n).round()));
+            }
+        }
+        CauseKind::RuntimePause => {
+            if let Some(g) = avg(s, sig, |x| x.gc_pause_ms) {
+                v.push(format!(
+                    "GC paused {g:.0} ms per second in those seconds (elsewhere {})",
+                    avg(r, sig, |x| x.gc_pause_ms)
+                        .map(|x| format!("{x:.0} ms"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(l) = maxof(s, sig, |x| x.event_loop_lag_ms) {
+                v.push(format!("event-loop lag up to {l:.0} ms"));
+            }
+        }
+        CauseKind::DbPoolExhausted => {
+            if let (Some(u), Some(m)) = (
+                avg(s, sig, |x| x.pool_in_use),
+                maxof(s, sig, |x| x.pool_max),
+            ) {
+                v.push(format!("pool {u:.0} of {m:.0} connections in use"));
+            }
+            if let Some(p) = maxof(s, sig, |x| x.pool_pending) {
+                v.push(format!("up to {p:.0} requests waiting for a connection"));
+            }
+            let (w, n): (f64, u64) = s
+                .iter()
+                .filter_map(|t| Some((sig.get(t)?.pool_wait_ms?, rows.get(t)?.achieved_rps)))
+                .fold((0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            if n > 0 && w > 0.0 {
+                v.push(format!(
+                    "requests waited {:.1} ms on average to acquire a connection",
+                    w / n as f64
+                ));
+            }
+            let empty: u64 = s
+                .iter()
+                .filter_map(|t| sig.get(t)?.pool_empty_acquires)
+                .sum();
+            if empty > 0 {
+                v.push(format!("{empty} acquires found the pool empty"));
+            }
+            v.push("often a symptom: see the database's waits".into());
+        }
+        CauseKind::DbLockWait => {
+            if let Some(x) = share(&|q| q.pg_lock, s) {
+                v.push(format!(
+                    "PostgreSQL backends waited on Lock {} of those seconds' active time (elsewhere {})",
+                    pct(x),
+                    share(&|q| q.pg_lock, r).map(pct).unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(a) = avg(s, sig, |x| x.pg_active) {
+                v.push(format!("{a:.1} active backends on average"));
+            }
+        }
+        CauseKind::DbIo => {
+            let parts = [
+                ("IO:WALSync", share(&|q| q.pg_io_walsync, s)),
+                ("IO:WALWrite", share(&|q| q.pg_io_walwrite, s)),
+                (
+                    "LWLock:WAL*",
+                    share(
+                        &|q| {
+                            Some(
+                                q.pg_wal?
+                                    - q.pg_io_walsync.unwrap_or(0.0)
+                                    - q.pg_io_walwrite.unwrap_or(0.0),
+                            )
+                        },
+                        s,
+                    ),
+                ),
+                ("IO:DataFileRead", share(&|q| q.pg_io_datafileread, s)),
+                ("other IO", share(&|q| q.pg_io_other, s)),
+            ];
+            let mut p: Vec<String> = parts
+                .iter()
+                .filter_map(|(n, x)| x.filter(|x| *x >= 0.05).map(|x| format!("{n} {}", pct(x))))
+                .collect();
+            if p.is_empty() {
+                p.push("I/O".into());
+            }
+            v.push(format!(
+                "PostgreSQL backends waited on {} of those seconds' active time",
+                p.join(", ")
+            ));
+            if let Some(a) = avg(s, sig, |x| x.disk_await_ms) {
+                v.push(format!("disk {a:.1} ms per I/O"));
+            }
+            if let Some(w) = avg(s, sig, |x| x.host_iowait_pct) {
+                v.push(format!("host iowait {w:.0}% of a core"));
+            }
+        }
+        CauseKind::HostStall => {
+            let froze = s
+                .iter()
+                .filter(|t| {
+                    sig.get(t).is_some_and(|x| {
+                        x.control_misses.unwrap_or(0) > 0
+                            || x.control_max_ms.unwrap_or(0.0) >= 200.0
+                    })
+                })
+                .count();
+            if froze > 0 {
+                v.push(format!(
+                    "the control froze too in {froze} of {} suspect seconds",
+                    s.len()
+                ));
+            } else if let Some(m) = maxof(s, sig, |x| x.control_max_ms) {
+                v.push(format!("control slowest probe {m:.0} ms"));
+            }
+            if let Some(o) = avg(s, sig, |x| x.other_cpu_pct) {
+                v.push(format!(
+                    "processes outside the run used {o:.0}% of a core (elsewhere {})",
+                    avg(r, sig, |x| x.other_cpu_pct)
+                        .map(|x| format!("{x:.0}%"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let Some(st) = avg(s, sig, |x| x.host_steal_pct).filter(|x| *x >= 1.0) {
+                v.push(format!("steal {st:.0}% of a core"));
+            }
+            if let Some(q) = maxof(s, sig, |x| x.run_queue_max) {
+                v.push(format!("run queue up to {q:.0}"));
+            }
+        }
+        CauseKind::ListenOverflow => {
+            let n: u64 = s
+                .iter()
+                .filter_map(|t| sig.get(t))
+                .map(|x| x.listen_overflows.unwrap_or(0) + x.listen_drops.unwrap_or(0))
+                .sum();
+            v.push(format!("{n} listen-queue overflows/drops in those seconds"));
+        }
+        CauseKind::Unexplained => {}
+    }
+    v
+}
+
+fn summary_of(
+    freezes: &[Freeze],
+    tail: &[u32],
+    s: &[u32],
+    window: usize,
+    causes: &[Cause],
+) -> String {
+    let mut parts = Vec::new();
+    if !freezes.is_empty() {
+        let mean_len = freezes.iter().map(|f| f.len as f64).sum::<f64>() / freezes.len() as f64;
+        let at: Vec<String> = freezes
+            .iter()
+            .take(4)
+            .map(|f| format!("{} s", f.start))
+            .collect();
+        let more = if freezes.len() > 4 { " …" } else { "" };
+        parts.push(format!(
+            "{} freeze{} of ~{:.0} s at {}{more}",
+            freezes.len(),
+            if freezes.len() == 1 { "" } else { "s" },
+            mean_len.max(1.0),
+            at.join(", ")
+        ));
+    }
+    if !tail.is_empty() {
+        parts.push(format!(
+            "80% of the slow/failed requests in {} of {window} s{}",
+            tail.len(),
+            if tail.len() <= 3 {
+                format!(" ({})", secs_list(tail))
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if s.is_empty() {
+        return "no freeze and no request over the SLO in the window".into();
+    }
+    let mut out = parts.join("; ");
+    match causes.first() {
+        Some(c) if c.kind == CauseKind::Unexplained => {
+            out.push_str(&format!(" — {}", c.kind.phrase()));
+            if let Some(e) = c.evidence.get(1) {
+                out.push_str(&format!(" ({e})"));
+            }
+        }
+        Some(c) => {
+            out.push_str(&format!(" — likely {}", c.kind.phrase()));
+            if !c.evidence.is_empty() {
+                out.push_str(&format!(
+                    ": {}",
+                    c.evidence[..c.evidence.len().min(2)].join(", ")
+                ));
+            }
+            let also: Vec<&str> = causes[1..]
+                .iter()
+                .take(2)
+                .map(|c| c.kind.phrase())
+                .collect();
+            if !also.is_empty() {
+                out.push_str(&format!("; also {}", also.join(", ")));
+            }
+        }
+        None => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: AttributionContext = AttributionContext {
+        slo_ms: 100.0,
+        max_lag_ms: 10.0,
+        max_generator_cpu: 90.0,
+    };
+
+    /// 60 healthy seconds at 1000 RPS and a healthy host, stack and database.
+    fn healthy() -> (Vec<TimeseriesRow>, Vec<SignalRow>) {
+        let rows = (0..60)
+            .map(|t| TimeseriesRow {
+                t,
+                phase: "measure".into(),
+                offered_rps: 1000,
+                achieved_rps: 1000,
+                ok: 1000,
+                p50_ms: 1.0,
+                p90_ms: 2.0,
+                p95_ms: 3.0,
+                p99_ms: 5.0,
+                p999_ms: 9.0,
+                max_ms: 15.0,
+                lag_p99_ms: 0.2,
+                generator_cpu_pct: 10.0,
+                stack_cpu_pct: Some(60.0),
+                postgres_cpu_pct: Some(30.0),
+                ..Default::default()
+            })
+            .collect();
+        let sig = (0..60)
+            .map(|t| SignalRow {
+                t,
+                host_cpus: Some(2.0),
+                host_busy_pct: Some(110.0),
+                host_iowait_pct: Some(0.0),
+                host_steal_pct: Some(0.0),
+                other_cpu_pct: Some(10.0),
+                run_queue_max: Some(2.0),
+                disk_await_ms: Some(0.5),
+                listen_overflows: Some(0),
+                listen_drops: Some(0),
+                stack_cpu_limit_pct: Some(200.0),
+                stack_periods: Some(10),
+                stack_throttled_periods: Some(0),
+                stack_throttled_ms: Some(0.0),
+                pg_up: Some(true),
+                pg_samples: Some(10),
+                pg_active: Some(2.0),
+                pg_cpu: Some(1.5),
+                pg_lock: Some(0.0),
+                pg_wal: Some(0.1),
+                pg_io_walsync: Some(0.1),
+                pg_io_walwrite: Some(0.0),
+                pg_io_datafileread: Some(0.0),
+                pg_io_other: Some(0.0),
+                pg_lwlock: Some(0.0),
+                pg_client: Some(0.4),
+                pg_other: Some(0.0),
+                control_probes: Some(10),
+                control_misses: Some(0),
+                control_max_ms: Some(1.0),
+                runtime_scrape_ok: Some(true),
+                gc_pause_ms: Some(1.0),
+                gc_count: Some(1),
+                pool_max: Some(64.0),
+                pool_in_use: Some(3.0),
+                ..Default::default()
+            })
+            .collect();
+        (rows, sig)
+    }
+
+    /// Two ~1 s freezes at 20 s and 40 s: completions collapse, the max is near a second.
+    fn freeze(rows: &mut [TimeseriesRow]) {
+        for t in [20usize, 40] {
+            let r = &mut rows[t];
+            r.achieved_rps = 300;
+            r.ok = 300;
+            r.p50_ms = 400.0;
+            r.p90_ms = 800.0;
+            r.p95_ms = 850.0;
+            r.p99_ms = 900.0;
+            r.p999_ms = 950.0;
+            r.max_ms = 980.0;
+            rows[t + 1].achieved_rps = 1700;
+            rows[t + 1].p99_ms = 300.0;
+            rows[t + 1].max_ms = 500.0;
+        }
+    }
+
+    fn top(rows: &[TimeseriesRow], sig: &[SignalRow]) -> Attribution {
+        attribute(rows, sig, 0, 60, &CTX)
+    }
+
+    fn at(sig: &mut [SignalRow], f: impl Fn(&mut SignalRow)) {
+        for t in [20usize, 21, 40, 41] {
+            f(&mut sig[t]);
+        }
+    }
+
+    fn assert_top(a: &Attribution, k: CauseKind) {
+        assert_eq!(a.top().map(|c| c.kind), Some(k), "{a:#?}");
+        assert!(a.top().unwrap().score >= MIN_SCORE || k == CauseKind::Unexplained);
+        assert!(!a.top().unwrap().evidence.is_empty(), "{a:#?}");
+    }
+
+    #[test]
+    fn healthy_window_has_nothing_to_explain() {
+        let (rows, sig) = healthy();
+        let a = top(&rows, &sig);
+        assert!(a.freezes.is_empty());
+        assert!(a.tail_seconds.is_empty());
+        assert!(a.causes.is_empty(), "{a:#?}");
+    }
+
+    #[test]
+    fn freezes_are_found_and_merged() {
+        let (mut rows, sig) = healthy();
+        freeze(&mut rows);
+        rows[22].achieved_rps = 100; // a third frozen second right after a catch-up second
+        let a = top(&rows, &sig);
+        let starts: Vec<(u32, u32)> = a.freezes.iter().map(|f| (f.start, f.len)).collect();
+        assert_eq!(starts, vec![(20, 3), (40, 2)], "{a:#?}");
+        assert!(a.tail_seconds.contains(&20) && a.tail_seconds.contains(&40));
+        assert!(a.summary.contains("2 freezes"), "{}", a.summary);
+    }
+
+    #[test]
+    fn lock_waits() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pg_active = Some(16.0);
+            s.pg_lock = Some(14.0);
+            s.pg_cpu = Some(1.0);
+            s.pool_in_use = Some(64.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbLockWait);
+        assert!(a.summary.contains("lock"), "{}", a.summary);
+    }
+
+    #[test]
+    fn wal_io_with_the_control_frozen_is_a_host_io_stall() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pg_active = Some(20.0);
+            s.pg_wal = Some(17.0);
+            s.pg_io_walsync = Some(17.0);
+            s.pg_cpu = Some(1.0);
+            s.disk_await_ms = Some(400.0);
+            s.host_iowait_pct = Some(80.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbIo);
+        assert!(
+            a.top().unwrap().evidence[0].contains("IO:WALSync"),
+            "{a:#?}"
+        );
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
+            "control fine: {a:#?}"
+        );
+        // the same with the control frozen: the host is named too
+        at(&mut sig, |s| {
+            s.control_misses = Some(3);
+            s.control_max_ms = Some(2000.0);
+        });
+        let a = top(&rows, &sig);
+        let kinds: Vec<CauseKind> = a.causes.iter().map(|c| c.kind).collect();
+        assert!(
+            kinds.contains(&CauseKind::DbIo) && kinds.contains(&CauseKind::HostStall),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn throttled_by_quota_all_window() {
+        let (mut rows, mut sig) = healthy();
+        for r in rows.iter_mut() {
+            r.p50_ms = 150.0;
+            r.p90_ms = 400.0;
+            r.p99_ms = 700.0;
+            r.max_ms = 900.0;
+            r.stack_cpu_pct = Some(19.5);
+        }
+        for s in sig.iter_mut() {
+            s.stack_cpu_limit_pct = Some(20.0);
+            s.stack_periods = Some(10);
+            s.stack_throttled_periods = Some(10);
+            s.stack_throttled_ms = Some(700.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackThrottled);
+        assert!(
+            a.causes.iter().any(|c| c.kind == CauseKind::StackCpu),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn cpu_bound_on_a_saturated_host_without_quota() {
+        let (mut rows, mut sig) = healthy();
+        for r in rows.iter_mut() {
+            r.p50_ms = 150.0;
+            r.p99_ms = 600.0;
+            r.max_ms = 800.0;
+            r.stack_cpu_pct = Some(150.0);
+        }
+        for s in sig.iter_mut() {
+            s.stack_cpu_limit_pct = None;
+            s.stack_periods = None;
+            s.stack_throttled_periods = None;
+            s.host_busy_pct = Some(199.0);
+            s.other_cpu_pct = Some(5.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackCpu);
+    }
+
+    #[test]
+    fn gc_pauses() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.gc_pause_ms = Some(700.0));
+        assert_top(&top(&rows, &sig), CauseKind::RuntimePause);
+    }
+
+    #[test]
+    fn pool_exhausted_without_database_waits() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.pool_in_use = Some(64.0);
+            s.pool_pending = Some(40.0);
+        });
+        assert_top(&top(&rows, &sig), CauseKind::DbPoolExhausted);
+    }
+
+    #[test]
+    fn pool_acquire_wait_accounts_for_the_latency() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for s in sig.iter_mut() {
+            s.pool_wait_ms = Some(200.0); // 0.2 ms per request normally
+        }
+        at(&mut sig, |s| {
+            s.pool_in_use = Some(42.0);
+            s.pool_wait_ms = Some(120_000.0); // 400 ms per request in the freeze
+            s.pool_empty_acquires = Some(1000);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbPoolExhausted);
+        assert!(
+            a.top()
+                .unwrap()
+                .evidence
+                .iter()
+                .any(|e| e.contains("to acquire")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn a_cpu_hog_outside_the_run() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.other_cpu_pct = Some(120.0);
+            s.host_busy_pct = Some(200.0);
+            s.run_queue_max = Some(8.0);
+            // the control, one scheduling hop, waited about half as long as the requests
+            s.control_max_ms = Some(400.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::HostStall);
+        assert!(
+            a.top()
+                .unwrap()
+                .evidence
+                .iter()
+                .any(|e| e.contains("outside the run")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn a_busy_host_that_answers_promptly_is_not_blamed() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for s in sig.iter_mut() {
+            s.other_cpu_pct = Some(150.0); // other work all along
+            s.host_busy_pct = Some(200.0);
+            s.control_max_ms = Some(5.0);
+        }
+        at(&mut sig, |s| {
+            s.pg_active = Some(16.0);
+            s.pg_lock = Some(14.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbLockWait);
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn steal() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.host_steal_pct = Some(90.0));
+        assert_top(&top(&rows, &sig), CauseKind::HostStall);
+    }
+
+    #[test]
+    fn listen_overflow() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| s.listen_overflows = Some(120));
+        assert_top(&top(&rows, &sig), CauseKind::ListenOverflow);
+    }
+
+    #[test]
+    fn generator_bound_wins_over_what_it_distorts() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].lag_p99_ms = 700.0;
+        }
+        at(&mut sig, |s| s.control_max_ms = Some(90.0));
+        assert_top(&top(&rows, &sig), CauseKind::GeneratorBound);
+    }
+
+    #[test]
+    fn database_down() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].err_5xx = 500;
+        }
+        at(&mut sig, |s| {
+            s.pg_up = Some(false);
+            s.pg_active = None;
+            s.pg_lock = None;
+            s.pg_wal = None;
+            s.pg_cpu = None;
+        });
+        assert_top(&top(&rows, &sig), CauseKind::DatabaseDown);
+    }
+
+    #[test]
+    fn unexplained_when_nothing_fits() {
+        let (mut rows, sig) = healthy();
+        freeze(&mut rows);
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::Unexplained);
+        assert!(a.summary.contains("unexplained"), "{}", a.summary);
+    }
+
+    #[test]
+    fn without_signals_only_the_generator_is_checked() {
+        let (mut rows, _) = healthy();
+        freeze(&mut rows);
+        let a = top(&rows, &[]);
+        assert_top(&a, CauseKind::Unexplained);
+        assert!(
+            a.not_sampled.iter().any(|n| n.contains("no signals")),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn over_slo_estimate_brackets() {
+        let (rows, _) = healthy();
+        let mut r = rows[0].clone();
+        assert_eq!(over_slo_estimate(&r, 100.0), 0.0);
+        r.max_ms = 150.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 1.0);
+        r.p99_ms = 120.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 10.0);
+        r.p50_ms = 101.0;
+        assert_eq!(over_slo_estimate(&r, 100.0), 500.0);
+    }
+
+    #[test]
+    fn every_kind_has_a_phrase_and_serialises() {
+        for k in CauseKind::ALL {
+            assert!(!k.phrase().is_empty());
+            let j = serde_json::to_string(&k).unwrap();
+            let back: CauseKind = serde_json::from_str(&j).unwrap();
+            assert_eq!(back, k);
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Truth tests for "why a shelf failed": `ceiling run` on go-pgx with a fault of known cause
+//! injected from outside, then the label in run.json is checked. Each run is ~30 s of load on a
+//! short plan (`tests/plans/why-*.toml`, SLO tight enough that the fault fails the shelf).
+//!
+//! Needs PostgreSQL server binaries and Go (skipped with a message otherwise, like the stand's
+//! tests). The runs share the worktree's `.ceiling/` cache (PostgreSQL data, the seeded template,
+//! the go-pgx build), so they run one at a time (a lock below); the first run seeds and builds
+//! (~2 min), later ones reuse both.
+//!
+//! Faults:
+//! * `lock`: a side session holds `LOCK TABLE status IN ACCESS EXCLUSIVE MODE` for ~1 s every
+//!   10 s (psql, started and ended by this test) → `db_lock_wait`;
+//! * `quota`: the plan limits the stack to 0.1 CPU and offers more than that serves →
+//!   `stack_throttled`;
+//! * `hog`: busy loops outside the run at nice −5 (above the stack and PostgreSQL, below the
+//!   generator's −10), one per CPU plus two, children of this test killed by pid → `host_stall`;
+//! * `commit`: `commit_delay = 100 ms` (ALTER SYSTEM + reload, reset afterwards): every commit's
+//!   WAL flush waits 100 ms holding WALWriteLock, the next committers queue on `LWLock:WALWrite`
+//!   → `db_io`. (A slowed fsync would need a device-mapper delay target; commit_delay lengthens the
+//!   same critical section with PostgreSQL's own knob.)
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Why the environment cannot run these tests, if it cannot.
+fn missing() -> Option<String> {
+    let root = repo_root();
+    if let Err(e) =
+        ceiling_stand::find_postgres(Some(15), None, &root.join(".ceiling"), None).map(|_| ())
+    {
+        return Some(format!("no PostgreSQL 15 binaries: {e}"));
+    }
+    if Command::new("go").arg("version").output().is_err() {
+        return Some("no Go toolchain".into());
+    }
+    None
+}
+
+/// The embedded server's port, from its postmaster.pid (line 4).
+fn pg_port(root: &Path) -> Option<u16> {
+    let text = std::fs::read_to_string(root.join(".ceiling/pg/15/data/postmaster.pid")).ok()?;
+    text.lines().nth(3)?.trim().parse().ok()
+}
+
+fn psql(port: u16, db: &str, sql: &str) -> Command {
+    let bin = ceiling_stand::find_psql(None).expect("psql");
+    let mut c = Command::new(bin);
+    c.args([
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-U",
+        "postgres",
+        "-d",
+        db,
+        "-c",
+        sql,
+    ])
+    .env("PGPASSWORD", "postgres")
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    c
+}
+
+/// Runs `ceiling run PLAN`; `during` is called once the stack is healthy (measurement starts)
+/// with the server's port, and must return when its fault is done. Returns the results dir.
+fn run_with(plan: &str, during: impl FnOnce(u16, Instant) + Send) -> PathBuf {
+    let root = repo_root();
+    let results = Path::new(env!("CARGO_TARGET_TMPDIR")).join("why-results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        .current_dir(&root)
+        .args(["run", plan, "-q", "--results"])
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning ceiling");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut dir = None;
+    let mut log = String::new();
+    let mut healthy = false;
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        log.push_str(&l);
+        log.push('\n');
+        if let Some(rest) = l.strip_prefix(&format!("ceiling run {} → ", plan_name(plan))) {
+            dir = Some(root.join(rest.trim()));
+        }
+        if l.contains("healthy at") {
+            healthy = true;
+            break;
+        }
+    }
+    assert!(healthy, "the stack never became healthy:\n{log}");
+    let port = pg_port(&root).expect("embedded PostgreSQL's port");
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        let drain = s.spawn(move || {
+            let mut rest = String::new();
+            for l in lines.map_while(Result::ok) {
+                rest.push_str(&l);
+                rest.push('\n');
+            }
+            rest
+        });
+        during(port, t0);
+        let status = wait_bounded(&mut child, Duration::from_secs(120));
+        let rest = drain.join().unwrap();
+        let mut out = String::new();
+        let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
+        assert!(status.is_some(), "ceiling run did not finish:\n{log}{rest}");
+        eprintln!("{out}");
+    });
+    dir.expect("results dir printed")
+}
+
+fn plan_name(plan: &str) -> String {
+    Path::new(plan)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn wait_bounded(child: &mut Child, d: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill(); // our own child, by its handle
+    let _ = child.wait();
+    None
+}
+
+/// The measured shelf's causes from run.json: (kind, score) best first, and the summary line.
+fn causes(dir: &Path) -> (Vec<(String, f64)>, String, String) {
+    let text = std::fs::read_to_string(dir.join("run.json")).expect("run.json");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let shelf = &v["stacks"][0]["shelves"][0];
+    let verdict = shelf["verdict"].as_str().unwrap_or("").to_string();
+    let at = &shelf["attribution"];
+    let list = at["causes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    (
+                        c["kind"].as_str().unwrap_or("").to_string(),
+                        c["score"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (
+        list,
+        verdict,
+        format!(
+            "{}\n{}",
+            at["summary"].as_str().unwrap_or("(no attribution)"),
+            at
+        ),
+    )
+}
+
+fn sleep_until(t0: Instant, at: Duration) {
+    let now = t0.elapsed();
+    if at > now {
+        std::thread::sleep(at - now);
+    }
+}
+
+fn check(dir: &Path, want: &str) {
+    let (list, verdict, text) = causes(dir);
+    // failed, or invalid when the fault also made the generator late (a host hog can): either
+    // way the shelf is not valid and its attribution must name the injected cause
+    assert!(
+        verdict == "failed" || verdict == "invalid",
+        "the fault should fail the shelf, got {verdict}: {text}"
+    );
+    assert_eq!(
+        list.first().map(|c| c.0.as_str()),
+        Some(want),
+        "top cause: {list:?}\n{text}"
+    );
+}
+
+#[test]
+fn lock_held_every_ten_seconds_is_lock_wait() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = run_with("crates/cli/tests/plans/why-lock.toml", |port, t0| {
+        // warm-up 4 s + trimmed head 2 s: locks at 9, 19 and 29 s fall in the kept window
+        for at in [9u64, 19, 29] {
+            sleep_until(t0, Duration::from_secs(at));
+            let st = psql(
+                port,
+                "bench",
+                "begin; lock table status in access exclusive mode; select pg_sleep(1); commit;",
+            )
+            .status()
+            .expect("psql");
+            assert!(st.success(), "the lock session failed");
+        }
+    });
+    check(&dir, "db_lock_wait");
+}
+
+#[test]
+fn quota_of_a_tenth_of_a_core_is_throttling() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = run_with("crates/cli/tests/plans/why-quota.toml", |_, _| {});
+    check(&dir, "stack_throttled");
+}
+
+#[test]
+#[ignore = "sensitive to other load on a 2-core machine: on 2026-11-23, with another engineer's build beside it, the hog run was labelled db_io (disk 12 ms per I/O from that build); run with `cargo test --release -p ceiling-cli --test attribution -- --ignored` on an idle machine (docs/benchmarks.md §9)"]
+fn cpu_hogs_outside_the_run_are_a_host_stall() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        + 2;
+    let dir = run_with("crates/cli/tests/plans/why-hog.toml", |_, t0| {
+        // hogs from 8 s to 30 s after the start: most of the kept window
+        sleep_until(t0, Duration::from_secs(8));
+        let mut hogs: Vec<Child> = (0..n)
+            .map(|_| {
+                // nice -5: above the stack and PostgreSQL (0), below the generator (-10). At
+                // nice 0 the scheduler's wake-up preemption lets the stack through and the
+                // shelf stays valid on 2 cores: a hog must outweigh the stack to hurt it.
+                Command::new("nice")
+                    .args(["-n", "-5", "sh", "-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("hog")
+            })
+            .collect();
+        sleep_until(t0, Duration::from_secs(30));
+        for h in &mut hogs {
+            let _ = h.kill(); // by pid: our own children
+            let _ = h.wait();
+        }
+    });
+    check(&dir, "host_stall");
+}
+
+#[test]
+fn commit_delay_is_wal_io() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = run_with("crates/cli/tests/plans/why-commit.toml", |port, t0| {
+        let set = |sql: &str| {
+            let st = psql(port, "postgres", sql).status().expect("psql");
+            assert!(st.success(), "{sql}");
+        };
+        sleep_until(t0, Duration::from_secs(3));
+        set("alter system set commit_siblings = 0");
+        set("alter system set commit_delay = 100000");
+        set("select pg_reload_conf()");
+        sleep_until(t0, Duration::from_secs(33));
+        set("alter system reset commit_delay");
+        set("alter system reset commit_siblings");
+        set("select pg_reload_conf()");
+    });
+    check(&dir, "db_io");
+}

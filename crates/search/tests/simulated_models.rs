@@ -1,0 +1,337 @@
+//! Truth tests of the search as an estimator, on simulated services whose ceiling is computed in
+//! advance from their model: a cliff (fixed capacity, unbounded FIFO queue), a smooth knee, a
+//! noisy knee and a service that sheds load with 503s. The simulation runs on a virtual clock (no
+//! sockets, no sleeping), so each model is searched over many seeded trials, and the test reports
+//! how often the 95% interval contains the true ceiling (its coverage) and requires most of them
+//! to. The same models also check the recovery rule: a probe never starts while the previous
+//! probe's queue is still there.
+//!
+//! The engine, the analysis and the search loop are the production ones; only the service and
+//! the generator's per-second records are simulated.
+
+use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchStatus, StackAnalysis};
+use ceiling_metrics::{Outcome, Phase, Second};
+use ceiling_plan::{parse_plan, Plan, Stage};
+use ceiling_search::{search, ProbeRunner, ProbeSpec, SearchOptions};
+use rand::SeedableRng;
+use rand_distr_free::normal;
+use std::path::Path;
+use std::time::Duration;
+
+/// Box–Muller, so the test needs no extra crate.
+mod rand_distr_free {
+    use rand::Rng;
+    pub fn normal(rng: &mut impl Rng) -> f64 {
+        let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+        let u2: f64 = rng.gen();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+const LIMIT_MS: f64 = 50.0;
+
+#[derive(Clone, Copy, Debug)]
+enum Model {
+    /// Capacity `c` RPS; beyond it a FIFO queue grows without bound (and keeps draining at `c`
+    /// after the probe ends). Service time 2 ms.
+    Cliff { c: f64 },
+    /// p99 = 5 ms / (1 − rate/mu): a smooth knee.
+    Knee { mu: f64 },
+    /// The knee with a multiplicative noise of sd `sigma` (log scale) per probe: the machine's
+    /// run-to-run drift.
+    Noisy { mu: f64, sigma: f64 },
+    /// Capacity `c`; the excess is answered at once with 503 (errors = (rate − c)/rate).
+    Shed { c: f64 },
+    /// A healthy service (capacity far away) driven by a generator that cannot send more than
+    /// `g` RPS on time, whatever its threads: every probe above `g` is generator-bound.
+    GenLimited { g: f64 },
+}
+
+impl Model {
+    /// The true ceiling of the model under the test plan's SLO (p99 ≤ 50 ms, errors < 1%,
+    /// throughput within 5%), for probes of `window` kept seconds after `head` trimmed ones.
+    fn truth(self, head: f64, window: f64) -> f64 {
+        match self {
+            // The queue at second t of the probe is (r − c)·t requests, i.e. (r − c)·t/c seconds
+            // of waiting; the window's p99 is (nearly) its last second's wait. Solve wait = limit.
+            Model::Cliff { c } => {
+                let t = head + window;
+                c * (1.0 + (LIMIT_MS / 1000.0 - 0.002) / t)
+            }
+            Model::Knee { mu } | Model::Noisy { mu, .. } => mu * (1.0 - 5.0 / LIMIT_MS),
+            Model::Shed { c } => c / 0.99,
+            Model::GenLimited { g } => g,
+        }
+    }
+}
+
+/// A simulated service + generator on a virtual clock.
+struct Sim {
+    model: Model,
+    now: f64,
+    /// Seconds of queued work left (cliff only) at `now`.
+    backlog_s: f64,
+    rng: rand_chacha::ChaCha8Rng,
+    /// Largest backlog found at the start of a probe (must stay 0: recovery works).
+    inherited_s: f64,
+}
+
+impl Sim {
+    fn new(model: Model, seed: u64) -> Sim {
+        Sim {
+            model,
+            now: 0.0,
+            backlog_s: 0.0,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+            inherited_s: 0.0,
+        }
+    }
+
+    /// Records `n` requests at `lat_ms` with jitter spread over 20 quantile points.
+    fn record(s: &mut Second, n: u64, lat_ms: f64, spread: f64, outcome: Outcome) {
+        if n == 0 {
+            return;
+        }
+        let pts = 20u64.min(n);
+        for k in 0..pts {
+            let cnt = n / pts + u64::from(k < n % pts);
+            // Quantiles of a distribution whose top point is `lat_ms`, the bottom lat/spread.
+            let q = k as f64 / (pts - 1).max(1) as f64;
+            let v = lat_ms / spread.powf(1.0 - q);
+            let us = (v * 1000.0).clamp(1.0, 3.6e9) as u64;
+            s.tags[0].latency.saturating_record_n(us, cnt);
+            s.tags[0].service.saturating_record_n(us, cnt);
+            for _ in 0..cnt {
+                s.tags[0].counts.add(outcome);
+            }
+        }
+    }
+}
+
+impl ProbeRunner for Sim {
+    fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String> {
+        let (rate, dur) = match plan.stages[..] {
+            [Stage::Hold { rate, duration }] => (rate, duration.as_secs_f64()),
+            _ => return Err("the simulation runs one hold stage".into()),
+        };
+        if spec.kind == ceiling_analyze::ProbeKind::Probe {
+            self.inherited_s = self.inherited_s.max(self.backlog_s);
+        }
+        // A per-probe factor for the noisy model (drawn once per run).
+        let noise = match self.model {
+            Model::Noisy { sigma, .. } => (sigma * normal(&mut self.rng)).exp(),
+            _ => 1.0,
+        };
+        let mut acc = RunAccumulator::new(plan, &spec.label);
+        for t in 0..dur.round() as u32 {
+            let mut s = Second::new(t, Phase::Measure, 0, 1);
+            let r = rate.round() as u64;
+            s.offered = r;
+            s.sent = r;
+            let gen_bound = matches!(self.model, Model::GenLimited { g } if rate > g);
+            ceiling_metrics::record_us(&mut s.lag, if gen_bound { 50_000 } else { 100 });
+            s.generator_cpu = if gen_bound { 100.0 } else { 10.0 };
+            match self.model {
+                Model::Cliff { c } => {
+                    // Work arriving this second: rate × 1/c seconds; served: 1 s.
+                    let start = self.backlog_s;
+                    self.backlog_s = (self.backlog_s + rate / c - 1.0).max(0.0);
+                    let done = if start + rate / c > 1.0 { c } else { rate };
+                    let wait_ms = 1000.0 * start.max(self.backlog_s);
+                    Sim::record(&mut s, done.round() as u64, 2.0 + wait_ms, 1.5, Outcome::Ok);
+                }
+                Model::Knee { mu } | Model::Noisy { mu, .. } => {
+                    let rho = rate / mu;
+                    let p99 = if rho < 1.0 {
+                        5.0 / (1.0 - rho)
+                    } else {
+                        60_000.0
+                    } * noise;
+                    Sim::record(&mut s, r, p99, 5.0, Outcome::Ok);
+                }
+                Model::GenLimited { .. } => {
+                    Sim::record(&mut s, r, 3.0, 2.0, Outcome::Ok);
+                }
+                Model::Shed { c } => {
+                    let ok = rate.min(c).round() as u64;
+                    Sim::record(&mut s, ok, 4.0, 2.0, Outcome::Ok);
+                    Sim::record(&mut s, r - ok, 0.5, 1.2, Outcome::Status5xx);
+                }
+            }
+            acc.push_second(&s);
+        }
+        self.now += dur;
+        Ok(acc.finish())
+    }
+    fn idle(&mut self, d: Duration) {
+        self.now += d.as_secs_f64();
+        self.backlog_s = (self.backlog_s - d.as_secs_f64()).max(0.0);
+    }
+    fn now_s(&self) -> f64 {
+        self.now
+    }
+}
+
+fn plan() -> Plan {
+    let text = r#"
+name = "sim"
+[[stages]]
+hold = 1
+duration = "1s"
+[[requests]]
+name = "get"
+path = "/"
+[slo]
+p99 = "50ms"
+errors = "1%"
+[analysis]
+trim_head = "2s"
+trim_tail = "0s"
+min_window = "8s"
+[search]
+start_rate = 100
+probe = "10s"
+probe_trim = "2s"
+confirm = "0s"
+drain = "1s"
+check = "2s"
+repeat = 2
+tolerance = 0.05
+max_time = "2h"
+"#;
+    parse_plan(text, Path::new("sim.toml")).unwrap()
+}
+
+struct Tally {
+    trials: usize,
+    covered: usize,
+    narrowed: usize,
+    virtual_min: Vec<f64>,
+}
+
+fn trials(model: Model, n: u64) -> Tally {
+    let p = plan();
+    let truth = model.truth(2.0, 8.0);
+    let mut t = Tally {
+        trials: 0,
+        covered: 0,
+        narrowed: 0,
+        virtual_min: vec![],
+    };
+    for seed in 0..n {
+        let mut sim = Sim::new(model, seed);
+        let mut pl = p.clone();
+        pl.load.seed = seed * 7919;
+        let out: SearchOutcome = search(&pl, &mut sim, &SearchOptions::default(), &mut |_| {});
+        assert_eq!(
+            sim.inherited_s, 0.0,
+            "{model:?} seed {seed}: a probe inherited a backlog"
+        );
+        assert!(
+            out.ceiling_rps > 0.0,
+            "{model:?} seed {seed}: probes passed but the ceiling is 0: {}",
+            out.describe()
+        );
+        t.trials += 1;
+        t.virtual_min.push(out.elapsed_s / 60.0);
+        if out.status == SearchStatus::Narrowed {
+            t.narrowed += 1;
+            let i = out.interval.as_ref().unwrap();
+            assert!(i.half_width_rel() <= 0.05 + 1e-9);
+            if i.lo <= truth && truth <= i.hi {
+                t.covered += 1;
+            } else {
+                eprintln!(
+                    "{model:?} seed {seed}: truth {truth:.1} outside {}",
+                    out.describe()
+                );
+            }
+        }
+    }
+    let mut v = t.virtual_min.clone();
+    v.sort_by(f64::total_cmp);
+    eprintln!(
+        "{model:?}: truth {truth:.1} RPS; {} trials, {} narrowed to ±5%, interval covered the truth in {} ({:.0}%); search time median {:.1} min (virtual)",
+        t.trials,
+        t.narrowed,
+        t.covered,
+        100.0 * t.covered as f64 / t.narrowed.max(1) as f64,
+        v[v.len() / 2]
+    );
+    t
+}
+
+fn check(t: &Tally, min_coverage: f64) {
+    assert_eq!(
+        t.narrowed, t.trials,
+        "every trial narrows within the budget"
+    );
+    let cov = t.covered as f64 / t.narrowed as f64;
+    assert!(cov >= min_coverage, "coverage {cov:.2} < {min_coverage}");
+}
+
+#[test]
+fn cliff_is_found_and_probes_never_inherit_a_backlog() {
+    // Deterministic model: every trial must cover.
+    let t = trials(Model::Cliff { c: 1000.0 }, 40);
+    check(&t, 1.0);
+}
+
+#[test]
+fn smooth_knee() {
+    let t = trials(Model::Knee { mu: 1200.0 }, 40);
+    check(&t, 1.0);
+}
+
+#[test]
+fn noisy_knee_interval_covers_the_truth_in_most_trials() {
+    // sigma 0.15: p99 varies ±15% from probe to probe, more than this machine's usual drift.
+    let t = trials(
+        Model::Noisy {
+            mu: 1200.0,
+            sigma: 0.15,
+        },
+        200,
+    );
+    check(&t, 0.90);
+}
+
+#[test]
+fn load_shedding_503s() {
+    let t = trials(Model::Shed { c: 800.0 }, 40);
+    check(&t, 1.0);
+}
+
+#[test]
+fn a_generator_limit_gives_a_lower_bound_never_zero() {
+    let p = plan();
+    let mut sim = Sim::new(Model::GenLimited { g: 600.0 }, 1);
+    let mut log = |m: &str| eprintln!("{m}");
+    let out = search(&p, &mut sim, &SearchOptions::default(), &mut log);
+    eprintln!("{}", out.describe());
+    assert_eq!(
+        out.status,
+        SearchStatus::GeneratorBound,
+        "{}",
+        out.describe()
+    );
+    assert!(out.interval.is_none());
+    // What the service held is reported as a lower bound close under the generator's limit.
+    assert!(
+        out.ceiling_rps >= 0.95 * 600.0 && out.ceiling_rps <= 600.0,
+        "{}",
+        out.describe()
+    );
+    assert!(out.describe().starts_with("≥ "), "{}", out.describe());
+    // Every generator-bound probe was retried (with more threads first) after a recovery.
+    let invalid: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|v| v.kind == ceiling_analyze::ProbeKind::Probe && v.generator_bound())
+        .collect();
+    assert!(invalid.len() >= 3);
+    assert!(invalid
+        .iter()
+        .all(|v| v.recovery.as_ref().is_some_and(|r| r.recovered)));
+    assert!(invalid.iter().any(|v| v.threads > 1) || SearchOptions::default().max_threads == 1);
+}
