@@ -161,8 +161,16 @@ struct Searcher<'a> {
     probe_criteria: ShelfCriteria,
     deadline_s: f64,
     t0: f64,
+    /// What the search has learnt so far (kept by [`Search`] between rounds).
+    st: &'a mut State,
+}
+
+/// The state a search carries from probe to probe and from round to round.
+#[derive(Debug, Clone)]
+struct State {
     threads: usize,
     max_threads: usize,
+    /// Runs so far (seeds and labels are numbered by it).
     runs: u64,
     probes: Vec<ProbeVerdict>,
     confirms: Vec<ceiling_analyze::ShelfResult>,
@@ -197,17 +205,17 @@ impl Searcher<'_> {
         kind: ProbeKind,
         rate: f64,
     ) -> Result<ProbeVerdict, StopReason> {
-        self.runs += 1;
+        self.st.runs += 1;
         let label = match kind {
-            ProbeKind::Probe => format!("probe-{rate:.0}-{}", self.runs),
-            ProbeKind::Confirm => format!("confirm-{rate:.0}-{}", self.runs),
-            ProbeKind::Check => format!("check-{}", self.runs),
+            ProbeKind::Probe => format!("probe-{rate:.0}-{}", self.st.runs),
+            ProbeKind::Confirm => format!("confirm-{rate:.0}-{}", self.st.runs),
+            ProbeKind::Check => format!("check-{}", self.st.runs),
         };
         let mut plan = plan.clone();
-        plan.load.seed = probe_seed(self.plan, self.runs);
+        plan.load.seed = probe_seed(self.plan, self.st.runs);
         let spec = ProbeSpec {
             label,
-            threads: self.threads,
+            threads: self.st.threads,
             kind,
         };
         let started_s = self.runner.now_s() - self.t0;
@@ -232,11 +240,11 @@ impl Searcher<'_> {
         let mut v = ProbeVerdict::from_shelf(shelf, crit);
         v.rate = rate;
         v.kind = kind;
-        v.threads = self.threads;
+        v.threads = self.st.threads;
         v.seed = plan.load.seed;
         v.started_s = started_s;
         if kind == ProbeKind::Confirm {
-            self.confirms.push(shelf.clone());
+            self.st.confirms.push(shelf.clone());
         }
         Ok(v)
     }
@@ -247,7 +255,7 @@ impl Searcher<'_> {
         let plan = check_plan(self.plan, rate, self.plan.search.check);
         self.guard(self.plan.search.check)?;
         let v = self.run_one(&plan, ProbeKind::Check, rate)?;
-        self.probes.push(v.clone());
+        self.st.probes.push(v.clone());
         Ok(v)
     }
 
@@ -299,7 +307,7 @@ impl Searcher<'_> {
                 ),
             });
         }
-        self.baseline = Some(b);
+        self.st.baseline = Some(b);
         Ok(())
     }
 
@@ -308,6 +316,7 @@ impl Searcher<'_> {
         let s = &self.plan.search;
         let (drain, max) = (s.drain, s.recovery_max);
         let threshold = self
+            .st
             .baseline
             .as_ref()
             .map(|b| b.threshold_ms())
@@ -366,33 +375,33 @@ impl Searcher<'_> {
                 (self.log)(&format!("    why: {w}"));
             }
             if v.passed() {
-                self.probes.push(v);
+                self.st.probes.push(v);
                 return Ok(true);
             }
             let gen = v.generator_bound();
             let invalid = v.verdict == Verdict::Invalid;
-            let idx = self.probes.len();
-            self.probes.push(v.clone());
+            let idx = self.st.probes.len();
+            self.st.probes.push(v.clone());
             let rec = self.recover(rate);
             if let Ok(r) = &rec {
                 v.recovery = Some(r.clone());
-                self.probes[idx] = v;
+                self.st.probes[idx] = v;
             }
             rec?;
             if !invalid {
                 return Ok(true);
             }
-            if gen && self.threads < self.max_threads {
-                self.threads += 1;
+            if gen && self.st.threads < self.st.max_threads {
+                self.st.threads += 1;
                 (self.log)(&format!(
                     "    the generator was the limit: retrying with {} threads",
-                    self.threads
+                    self.st.threads
                 ));
             } else if attempt + 1 < INVALID_ATTEMPTS {
                 (self.log)("    invalid probe: retrying after recovery");
             }
             if gen && attempt + 1 == INVALID_ATTEMPTS {
-                self.gen_cap = Some(self.gen_cap.map_or(rate, |c| c.min(rate)));
+                self.st.gen_cap = Some(self.st.gen_cap.map_or(rate, |c| c.min(rate)));
             }
         }
         Ok(false)
@@ -401,9 +410,9 @@ impl Searcher<'_> {
     /// The next rate to probe, or `None` when the interval is narrow enough.
     fn next(&self) -> Result<Option<(f64, ProbeKind)>, StopReason> {
         let s = &self.plan.search;
-        let obs = observations(&self.probes);
+        let obs = observations(&self.st.probes);
         let fit = Fit::of(&obs);
-        let cap = self.gen_cap.unwrap_or(f64::INFINITY);
+        let cap = self.st.gen_cap.unwrap_or(f64::INFINITY);
         let reps = s.repeat.max(1) as usize;
         let round = |r: f64| r.round().max(MIN_RATE);
         match fit.bracket() {
@@ -481,14 +490,7 @@ impl Searcher<'_> {
 #[derive(Debug, Clone)]
 pub struct Search {
     plan: Plan,
-    threads: usize,
-    max_threads: usize,
-    runs: u64,
-    probes: Vec<ProbeVerdict>,
-    confirms: Vec<ceiling_analyze::ShelfResult>,
-    baseline: Option<Baseline>,
-    gen_cap: Option<f64>,
-    confirms_tried: u32,
+    state: State,
     /// Search time spent so far (sum of the rounds), seconds.
     used_s: f64,
     /// Runner clock when the first round began (probe start times are relative to it).
@@ -502,14 +504,16 @@ impl Search {
     pub fn new(plan: &Plan, opts: &SearchOptions) -> Search {
         Search {
             plan: plan.clone(),
-            threads: opts.threads.max(1),
-            max_threads: opts.max_threads.max(opts.threads).max(1),
-            runs: 0,
-            probes: Vec::new(),
-            confirms: Vec::new(),
-            baseline: None,
-            gen_cap: None,
-            confirms_tried: 0,
+            state: State {
+                threads: opts.threads.max(1),
+                max_threads: opts.max_threads.max(opts.threads).max(1),
+                runs: 0,
+                probes: Vec::new(),
+                confirms: Vec::new(),
+                baseline: None,
+                gen_cap: None,
+                confirms_tried: 0,
+            },
             used_s: 0.0,
             t0: None,
             rounds: 0,
@@ -545,27 +549,13 @@ impl Search {
             runner,
             log,
             probe_criteria: ceiling_analyze::probe_criteria(&plan),
-            threads: self.threads,
-            max_threads: self.max_threads,
-            runs: self.runs,
-            probes: std::mem::take(&mut self.probes),
-            confirms: std::mem::take(&mut self.confirms),
-            baseline: self.baseline.take(),
-            gen_cap: self.gen_cap,
-            confirms_tried: self.confirms_tried,
+            st: &mut self.state,
         };
         let r = run_loop(&mut st, max_steps);
         if let Some(stop) = &r {
             (st.log)(&format!("  search ended: {stop}"));
         }
         let end = st.runner.now_s();
-        self.threads = st.threads;
-        self.runs = st.runs;
-        self.probes = st.probes;
-        self.confirms = st.confirms;
-        self.baseline = st.baseline;
-        self.gen_cap = st.gen_cap;
-        self.confirms_tried = st.confirms_tried;
         self.used_s += end - start;
         self.stop = r;
         self.stop.is_some()
@@ -585,9 +575,9 @@ impl Search {
     /// rounds).
     pub fn finish(self, stop: Option<StopReason>) -> SearchOutcome {
         SearchOutcome::conclude(
-            self.probes,
-            self.confirms,
-            self.baseline,
+            self.state.probes,
+            self.state.confirms,
+            self.state.baseline,
             self.plan.search.tolerance,
             stop.or(self.stop).unwrap_or(StopReason::Budget),
             self.used_s,
@@ -628,11 +618,11 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 if s.plan.search.confirm.is_zero() {
                     return Some(StopReason::Converged);
                 }
-                if s.confirms_tried == CONFIRM_ATTEMPTS {
+                if s.st.confirms_tried == CONFIRM_ATTEMPTS {
                     return Some(StopReason::ConfirmFailed);
                 }
-                s.confirms_tried += 1;
-                let obs = observations(&s.probes);
+                s.st.confirms_tried += 1;
+                let obs = observations(&s.st.probes);
                 let lo = ceiling_analyze::capacity_interval(&obs, 0x5EED)
                     .map(|i| i.lo)
                     .unwrap_or(0.0)
@@ -646,7 +636,8 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 ));
                 match s.probe(lo, ProbeKind::Confirm) {
                     Ok(_)
-                        if s.probes
+                        if s.st
+                            .probes
                             .last()
                             .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()) =>
                     {
