@@ -258,18 +258,54 @@ mod inf_as_null {
 /// seconds).
 pub const NOISE_BAND: f64 = 3.0;
 
-/// Within-rate sum of squares and degrees of freedom of the log margins near the crossing.
-fn pooled_noise(groups: &[(f64, Vec<f64>)], means: &[f64]) -> (f64, usize) {
+/// Within-rate sum of squares and degrees of freedom of the log margins near the crossing: at
+/// the bracket's two ends (`ends`), whatever their margins, and at any rate whose mean margin lies
+/// within ×/÷[`NOISE_BAND`] of 1.
+fn pooled_noise(
+    groups: &[(f64, Vec<f64>)],
+    means: &[f64],
+    ends: Option<(f64, f64)>,
+) -> (f64, usize) {
     let band = NOISE_BAND.ln();
+    let is_end = |r: f64| {
+        ends.is_some_and(|(lo, hi)| {
+            (r - lo).abs() <= 1e-9 * lo.max(1.0) || (r - hi).abs() <= 1e-9 * hi.max(1.0)
+        })
+    };
     let mut ss = 0.0;
     let mut df = 0;
-    for ((_, ys), m) in groups.iter().zip(means) {
-        if ys.len() >= 2 && m.abs() < band {
+    for ((r, ys), m) in groups.iter().zip(means) {
+        if ys.len() >= 2 && (m.abs() < band || is_end(*r)) {
             ss += ys.iter().map(|y| (y - m).powi(2)).sum::<f64>();
             df += ys.len() - 1;
         }
     }
     (ss, df)
+}
+
+/// The prior on the noise of `ln(margin)` (one pseudo-observation), combined with the replicates'
+/// own spread: a 0.3 standard deviation (×1.35 between probes) is what short probes on a shared
+/// machine show on a quiet service.
+pub const NOISE_PRIOR_SIGMA: f64 = 0.3;
+
+/// The noise of the margins near the crossing: the pooled within-rate standard deviation of
+/// `ln(margin)` over rates probed more than once that are the fit's bracket ends or whose mean
+/// margin lies within ×/÷ `NOISE_BAND` (3) of 1, with its degrees of freedom; `None` before any
+/// such replicate.
+/// A standard deviation of 0.5 means repeated probes at one rate differ by a factor of ~1.6.
+pub fn noise(obs: &[Observation]) -> Option<(f64, usize)> {
+    let pairs: Vec<(f64, f64)> = obs.iter().map(|o| (o.rate, log_margin(o.margin))).collect();
+    let groups = group(&pairs);
+    let means: Vec<f64> = groups
+        .iter()
+        .map(|(_, ys)| ys.iter().sum::<f64>() / ys.len() as f64)
+        .collect();
+    let ends = match Fit::of_groups(&groups).bracket() {
+        Bracket::Between { lo, hi } => Some((lo, hi)),
+        _ => None,
+    };
+    let (ss, df) = pooled_noise(&groups, &means, ends);
+    (df > 0).then(|| ((ss / df as f64).sqrt(), df))
 }
 
 /// A standard normal variate (Box–Muller).
@@ -300,7 +336,11 @@ pub fn interval(obs: &[Observation], seed: u64) -> Option<CapacityInterval> {
         .iter()
         .map(|(_, ys)| ys.iter().sum::<f64>() / ys.len() as f64)
         .collect();
-    let (ss, df) = pooled_noise(&groups, &means);
+    let (ss, df) = pooled_noise(&groups, &means, Some((lo, hi)));
+    // A weak prior on the noise (one pseudo-observation at σ = NOISE_PRIOR_SIGMA): two or three
+    // replicates that happen to agree must not make a noisy service look exact.
+    // With no replicate near the crossing yet, the prior alone sets the noise.
+    let (ss, df) = (ss + NOISE_PRIOR_SIGMA.powi(2), df + 1);
     for _ in 0..BOOTSTRAP_REPLICATES {
         if df > 0 {
             // Parametric: each rate's mean moves by the pooled noise of the replicates near the

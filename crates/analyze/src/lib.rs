@@ -34,8 +34,8 @@ pub use attribution::{
     Cause, CauseKind, Freeze, MIN_SCORE,
 };
 pub use capacity::{
-    interval as capacity_interval, isotonic, Bracket, CapacityInterval, Fit, Knee, Observation,
-    CLIFF_RATIO,
+    interval as capacity_interval, isotonic, noise as capacity_noise, Bracket, CapacityInterval,
+    Fit, Knee, Observation, CLIFF_RATIO,
 };
 pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
@@ -44,9 +44,9 @@ pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis};
 pub use search::{
-    check_plan, confirm_plan, fmt_margin, margin_terms, observations, probe_accumulator,
-    probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict, Recovery,
-    SearchOutcome, SearchStatus, StopReason,
+    check_plan, confirm_plan, fit_window_s, fmt_margin, margin_terms, observations,
+    probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,
+    Recovery, SearchOutcome, SearchStatus, StopReason,
 };
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,

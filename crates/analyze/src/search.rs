@@ -127,6 +127,11 @@ pub struct ProbeVerdict {
     /// run with signals only).
     #[serde(default)]
     pub why: Option<String>,
+    /// Length of the judged window, seconds (planned kept seconds). The fit uses only probes
+    /// as long as the longest probe so far (see [`observations`]); 0 in runs before it was
+    /// recorded.
+    #[serde(default)]
+    pub window_s: f64,
 }
 
 impl ProbeVerdict {
@@ -160,6 +165,7 @@ impl ProbeVerdict {
             started_s: 0.0,
             recovery: None,
             why: s.attribution.as_ref().map(|a| a.summary.clone()),
+            window_s: s.window.planned_kept_s.unwrap_or(s.window.kept_s),
         }
     }
     /// The stack held the SLO at this rate: search higher.
@@ -604,11 +610,25 @@ impl SearchOutcome {
     }
 }
 
-/// The probes' margins as observations (checks and invalid probes excluded).
+/// The window every observation must have: the longest probe window so far (a search that
+/// lengthened its probes because short ones were too noisy fits the long ones only; confirming
+/// shelves are longer still and always count). 0 when no probe recorded its window.
+pub fn fit_window_s(probes: &[ProbeVerdict]) -> f64 {
+    probes
+        .iter()
+        .filter(|p| p.kind == ProbeKind::Probe)
+        .map(|p| p.window_s)
+        .fold(0.0, f64::max)
+}
+
+/// The probes' margins as observations: checks and invalid probes excluded, and probes shorter
+/// than the longest probe so far ([`fit_window_s`]) left out of the fit (they stay in the record).
 pub fn observations(probes: &[ProbeVerdict]) -> Vec<Observation> {
+    let w = fit_window_s(probes) * 0.99;
     probes
         .iter()
         .filter(|p| p.kind != ProbeKind::Check && p.verdict != Verdict::Invalid)
+        .filter(|p| p.window_s >= w)
         .map(|p| Observation {
             rate: p.rate,
             margin: if p.failed() {

@@ -857,7 +857,9 @@ fn probes_for_the_search() {
     );
     assert_eq!(out.status, SearchStatus::Bracketed, "{}", out.describe());
     let i = out.interval.clone().unwrap();
-    assert_eq!((i.lo, i.hi), (1000.0, 2000.0));
+    // never narrower than the bracket; the prior on the noise may widen it (margins near 1)
+    assert!(i.lo <= 1000.0 && i.hi >= 2000.0, "{i:?}");
+    assert_eq!((i.bracket_lo, i.bracket_hi), (1000.0, 2000.0));
     assert!(out.ceiling_rps > 1000.0 && out.ceiling_rps < 2000.0);
     assert_eq!(out.binding.as_deref(), Some("p99"));
     let sa = StackAnalysis::from_search("s", probe_criteria(&p), out.clone());

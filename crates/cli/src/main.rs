@@ -5,6 +5,7 @@
 // `[analysis]` are literal text there.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+mod compare_cmd;
 mod load_cmd;
 mod pgbench_cmd;
 mod record;
@@ -37,12 +38,16 @@ enum Cmd {
     /// Run a plan end to end on the embedded stand: PostgreSQL, each stack in turn under limits,
     /// conformance check, load, analysis (RPS@p99≤SLO), reports in results/<run-id>/.
     Run(run_cmd::RunArgs),
-    /// Find RPS@p99≤SLO automatically: bracket, bisect, confirm with a full shelf, repeat → mean
-    /// with a 95% confidence interval; several stacks end in one comparison table.
+    /// Find RPS@p99≤SLO automatically: probes fitted monotonically on every SLO term until the
+    /// ceiling's 95% interval is within the tolerance, recovery checked between probes, then a
+    /// confirming shelf; several stacks take turns and end in one table.
     Search(search_cmd::SearchArgs),
     /// Rebuild summary.md, shelves.csv and report.html of a results directory from its run.json
     /// and per-second files, and print the table.
     Report(report_cmd::ReportArgs),
+    /// Set a run beside its source's published tables (--source), or compare two runs or two
+    /// stacks of one run with significance (Welch's t on repetitions, intervals for searches).
+    Compare(compare_cmd::CompareArgs),
     /// Check that a stack does the contract's work: every positive and negative case, payloads
     /// against the database, statements counted in pg_stat_statements, money conserved.
     Verify(verify_cmd::VerifyArgs),
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Compare(a) => compare_cmd::run(a),
         Cmd::Verify(a) => verify_cmd::run(a),
         Cmd::Pgbench(a) => pgbench_cmd::run(a),
         Cmd::ControlServer => {

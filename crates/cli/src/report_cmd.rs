@@ -30,7 +30,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // reports follow the current rules
     let signals = ceiling_report::load_signals(&a.dir, &report);
     ceiling_report::recompute_attribution(&mut report, &series, &signals);
-    let files = ceiling_report::write_all(&a.dir, &report, &series)?;
+    let files = crate::compare_cmd::write_reports(&a.dir, &report, &series)?;
     if a.markdown {
         println!("{}", ceiling_report::render_summary_md(&report));
     } else {

@@ -78,7 +78,7 @@ impl StandArgs {
 
 /// Writes a run's or search's result files, prints its table, and lists the files.
 pub fn write_and_print(dir: &Path, report: &RunReport, series: &Series) -> anyhow::Result<()> {
-    let files = ceiling_report::write_all(dir, report, series)?;
+    let files = crate::compare_cmd::write_reports(dir, report, series)?;
     println!("{}", ceiling_report::render_terminal(report));
     eprintln!("results: {}", file_list(&files));
     Ok(())
@@ -531,7 +531,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                                     );
                                     eprintln!("{msg}");
                                     report.warnings.push(msg);
-                                    ceiling_report::write_all(&dir, &report, &series)?;
+                                    crate::compare_cmd::write_reports(&dir, &report, &series)?;
                                     break;
                                 }
                             }
@@ -543,7 +543,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                             );
                             eprintln!("{msg}");
                             report.warnings.push(msg);
-                            ceiling_report::write_all(&dir, &report, &series)?;
+                            crate::compare_cmd::write_reports(&dir, &report, &series)?;
                             break;
                         }
                     }
@@ -557,7 +557,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
         // Flush what we have after every stack, so an interrupted run keeps its results.
-        ceiling_report::write_all(&dir, &report, &series)?;
+        crate::compare_cmd::write_reports(&dir, &report, &series)?;
     }
     stand.stop();
     write_and_print(&dir, &report, &series)?;
@@ -582,7 +582,7 @@ fn stopped_early(
     let msg = format!("stopped by a signal before any stack was measured: {what}");
     eprintln!("{msg}");
     report.warnings.push(msg);
-    let files = ceiling_report::write_all(dir, report, series)?;
+    let files = crate::compare_cmd::write_reports(dir, report, series)?;
     eprintln!("results: {}", file_list(&files));
     Ok(ExitCode::from(130))
 }

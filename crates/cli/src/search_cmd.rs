@@ -472,7 +472,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             for j in &jobs {
                 series.insert(j.name.clone(), j.rows.clone());
             }
-            ceiling_report::write_all(&dir, &report, &series)?;
+            crate::compare_cmd::write_reports(&dir, &report, &series)?;
             if !ran || stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -480,7 +480,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         stand.stop();
     }
     if a.json {
-        ceiling_report::write_all(&dir, &report, &series)?;
+        crate::compare_cmd::write_reports(&dir, &report, &series)?;
         let outs: Vec<JsonOut> = report
             .stacks
             .iter()

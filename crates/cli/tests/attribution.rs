@@ -14,6 +14,10 @@
 //!   `stack_throttled`;
 //! * `hog`: busy loops outside the run at nice −5 (above the stack and PostgreSQL, below the
 //!   generator's −10), one per CPU plus two, children of this test killed by pid → `host_stall`;
+//! * `gen`: the generator starved of CPU — every thread of `ceiling run` pinned to CPU 0
+//!   (taskset) once the stack is healthy, then busy loops at nice −20 pinned to CPU 0 only (above
+//!   the generator's −10; the stack, PostgreSQL and the control keep the other CPU) →
+//!   `generator_bound`;
 //! * `commit`: `commit_delay = 100 ms` (ALTER SYSTEM + reload, reset afterwards): every commit's
 //!   WAL flush waits 100 ms holding WALWriteLock, the next committers queue on `LWLock:WALWrite`
 //!   → `db_io`. (A slowed fsync would need a device-mapper delay target; commit_delay lengthens the
@@ -82,6 +86,11 @@ fn psql(port: u16, db: &str, sql: &str) -> Command {
 /// Runs `ceiling run PLAN`; `during` is called once the stack is healthy (measurement starts)
 /// with the server's port, and must return when its fault is done. Returns the results dir.
 fn run_with(plan: &str, during: impl FnOnce(u16, Instant) + Send) -> PathBuf {
+    run_with_pid(plan, |port, t0, _| during(port, t0))
+}
+
+/// [`run_with`], with `ceiling run`'s pid passed to `during` as well.
+fn run_with_pid(plan: &str, during: impl FnOnce(u16, Instant, u32) + Send) -> PathBuf {
     let root = repo_root();
     let results = Path::new(env!("CARGO_TARGET_TMPDIR")).join("why-results");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
@@ -111,6 +120,7 @@ fn run_with(plan: &str, during: impl FnOnce(u16, Instant) + Send) -> PathBuf {
     }
     assert!(healthy, "the stack never became healthy:\n{log}");
     let port = pg_port(&root).expect("embedded PostgreSQL's port");
+    let pid = child.id();
     let t0 = Instant::now();
     std::thread::scope(|s| {
         let drain = s.spawn(move || {
@@ -121,7 +131,7 @@ fn run_with(plan: &str, during: impl FnOnce(u16, Instant) + Send) -> PathBuf {
             }
             rest
         });
-        during(port, t0);
+        during(port, t0, pid);
         let status = wait_bounded(&mut child, Duration::from_secs(120));
         let rest = drain.join().unwrap();
         let mut out = String::new();
@@ -298,4 +308,56 @@ fn commit_delay_is_wal_io() {
         set("select pg_reload_conf()");
     });
     check(&dir, "db_io");
+}
+
+#[test]
+fn a_generator_starved_of_cpu_is_generator_bound() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        < 2
+        || Command::new("taskset").arg("-V").output().is_err()
+    {
+        eprintln!("skipped: needs taskset and two CPUs");
+        return;
+    }
+    let dir = run_with_pid("crates/cli/tests/plans/why-gen.toml", |_, t0, pid| {
+        sleep_until(t0, Duration::from_secs(8));
+        // every thread of the generator's process onto CPU 0 (the stack, PostgreSQL and the
+        // control were started before, with the whole machine, and keep it)
+        let st = Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &pid.to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .expect("taskset");
+        assert!(st.success(), "taskset on ceiling run's threads failed");
+        let mut hogs: Vec<Child> = (0..3)
+            .map(|_| {
+                Command::new("taskset")
+                    .args([
+                        "-c",
+                        "0",
+                        "nice",
+                        "-n",
+                        "-20",
+                        "sh",
+                        "-c",
+                        "while :; do :; done",
+                    ])
+                    .spawn()
+                    .expect("hog")
+            })
+            .collect();
+        sleep_until(t0, Duration::from_secs(30));
+        for h in &mut hogs {
+            let _ = h.kill(); // by pid: our own children
+            let _ = h.wait();
+        }
+    });
+    check(&dir, "generator_bound");
 }

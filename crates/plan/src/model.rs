@@ -331,6 +331,24 @@ pub struct SearchSettings {
     /// Longest wait for the service to return to baseline after an overload.
     #[serde(with = "duration_ms")]
     pub recovery_max: Duration,
+    /// Longest probe the search may lengthen to when repeated probes at one rate disagree too
+    /// much to narrow (see `ceiling_search`); `None` = the confirming shelf's length, or 3×
+    /// `probe` without one. Equal to `probe`: never lengthen.
+    #[serde(default, with = "opt_duration_ms")]
+    pub max_probe: Option<Duration>,
+}
+
+impl SearchSettings {
+    /// The longest probe the search may use (see [`SearchSettings::max_probe`]).
+    pub fn longest_probe(&self) -> Duration {
+        self.max_probe
+            .unwrap_or(if self.confirm > self.probe {
+                self.confirm
+            } else {
+                self.probe * 3
+            })
+            .max(self.probe)
+    }
 }
 
 impl Plan {
@@ -385,6 +403,7 @@ impl Plan {
         p.search.confirm = s(p.search.confirm);
         p.search.drain = s(p.search.drain);
         p.search.max_time = s(p.search.max_time);
+        p.search.max_probe = p.search.max_probe.map(s);
         p.scaled_by = self.scaled_by * factor;
         p
     }
@@ -402,6 +421,23 @@ pub mod duration_ms {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
         Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+    }
+}
+
+/// Serde helper: optional durations as milliseconds (f64 or null) in JSON.
+pub mod opt_duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    /// Serialize as fractional milliseconds or null.
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_f64(d.as_secs_f64() * 1000.0),
+            None => s.serialize_none(),
+        }
+    }
+    /// Deserialize from fractional milliseconds or null.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)))
     }
 }
 

@@ -142,6 +142,7 @@ struct RawSearch {
     check: Option<S<String>>,
     check_rate: Option<S<f64>>,
     recovery_max: Option<S<String>>,
+    max_probe: Option<S<String>>,
 }
 
 /// Source 000's PostgreSQL settings (the stand's default).
@@ -715,7 +716,18 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             "search.recovery_max",
             Duration::from_secs(60),
         )?,
+        max_probe: match &rsr.max_probe {
+            Some(_) => Some(cx.pos_dur(&rsr.max_probe, "search.max_probe", Duration::ZERO)?),
+            None => None,
+        },
     };
+    if search.max_probe.is_some_and(|m| m < search.probe) {
+        return Err(cx.err(
+            rsr.max_probe.as_ref().map(|s| s.span()),
+            "search.max_probe",
+            "must be at least search.probe (equal: never lengthen probes)",
+        ));
+    }
     if search.probe_trim >= search.probe {
         return Err(cx.err(
             rsr.probe_trim.as_ref().map(|s| s.span()),

@@ -612,6 +612,28 @@ pub fn render_html_with(
     series: &Series,
     signals: &SignalSeries,
 ) -> Result<String, String> {
+    render_html_full(r, series, signals, &[])
+}
+
+/// A section another crate adds to report.html (e.g. the comparison with the plan's source):
+/// a card after the stacks, linked from the navigation bar.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HtmlSection {
+    /// Anchor id (`source`).
+    pub id: String,
+    /// Navigation label.
+    pub title: String,
+    /// The card's content: trusted, self-contained HTML (no scripts, no external resources).
+    pub html: String,
+}
+
+/// [`render_html_with`] plus extra sections.
+pub fn render_html_full(
+    r: &RunReport,
+    series: &Series,
+    signals: &SignalSeries,
+    extras: &[HtmlSection],
+) -> Result<String, String> {
     let stacks: Vec<StackView> = r
         .stacks
         .iter()
@@ -758,6 +780,7 @@ pub fn render_html_with(
             fmt::frac_pct(c.max_error_rate), fmt::frac_pct(c.stability), c.stability_block_s, c.min_window_s, fmt::frac_pct(c.working_load)
         ),
         summary => summary_table(r),
+        extras => extras,
         overview => overview_charts(r),
         stacks => stacks,
         plan => plan_kv,
@@ -828,7 +851,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   <h1>ceiling — {{ run_id }}</h1>
   <div class="meta">{{ metric }} · {{ tool }} · run.json schema {{ schema_version }}{% if started %} · started {{ started }}{% endif %}</div>
 </header>
-<nav><a href="#summary">Summary</a>{% for s in stacks %}<a href="#{{ s.anchor }}">{{ s.name }}</a>{% endfor %}<a href="#plan">Plan &amp; environment</a></nav>
+<nav><a href="#summary">Summary</a>{% for s in stacks %}<a href="#{{ s.anchor }}">{{ s.name }}</a>{% endfor %}{% for x in extras %}<a href="#{{ x.id }}">{{ x.title }}</a>{% endfor %}<a href="#plan">Plan &amp; environment</a></nav>
 <main>
 {% for n in notices %}<div class="notice">⚠ {{ n }}</div>
 {% endfor %}
@@ -867,6 +890,8 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   {% if s.search %}<h3>Capacity search</h3>{{ table(s.search, true) }}{% endif %}
   <details><summary>Per-request percentiles ({{ s.requests.rows|length }} rows)</summary>{{ table(s.requests, false) }}</details>
 </section>
+{% endfor %}
+{% for x in extras %}<section class="card" id="{{ x.id }}">{{ x.html|safe }}</section>
 {% endfor %}
 <section class="card" id="plan">
   <h2>Plan &amp; environment</h2>

@@ -18,7 +18,7 @@ mod html;
 pub mod svg;
 mod tables;
 
-pub use html::{render_html, render_html_with};
+pub use html::{render_html, render_html_full, render_html_with, HtmlSection};
 pub use tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
@@ -618,6 +618,16 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
 ///
 /// `report.html` draws each stack's signals from `DIR/<stack>/signals.csv` when present.
 pub fn write_all(dir: &Path, report: &RunReport, series: &Series) -> io::Result<Vec<PathBuf>> {
+    write_all_with(dir, report, series, &[])
+}
+
+/// [`write_all`] with extra sections in report.html.
+pub fn write_all_with(
+    dir: &Path,
+    report: &RunReport,
+    series: &Series,
+    extras: &[HtmlSection],
+) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let signals = load_signals(dir, report);
     let files = [
@@ -626,7 +636,7 @@ pub fn write_all(dir: &Path, report: &RunReport, series: &Series) -> io::Result<
         ("shelves.csv", render_shelves_csv(report)),
         (
             "report.html",
-            render_html_with(report, series, &signals).map_err(io::Error::other)?,
+            html::render_html_full(report, series, &signals, extras).map_err(io::Error::other)?,
         ),
     ];
     let mut out = Vec::new();

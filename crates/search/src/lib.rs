@@ -13,7 +13,14 @@
 //!    until each has `repeat` probes; the bootstrap interval (`ceiling_analyze::capacity_interval`)
 //!    then includes the service's own noise. The loop stops when the interval's half-width is
 //!    within `tolerance` of the estimate, or the budget ends — the outcome says which.
-//! 5. **Confirm.** When `search.confirm` is set, a full-length shelf at the interval's lower end
+//! 5. **Lengthen when probes disagree.** When repeated probes at rates near the crossing differ
+//!    by more than a factor of ~1.65 (pooled σ of `ln(margin)` > [`LENGTHEN_SIGMA`] over at least
+//!    [`LENGTHEN_MIN_DF`] degrees of freedom) and the interval is still wide, a short window's p99
+//!    is mostly luck (whether it caught one of the service's stalls). The probes are lengthened
+//!    ×3 (up to `search.max_probe`: by default the confirming shelf's length) and the fit restarts
+//!    from the long probes only, first near the short probes' crossing and within their bracket;
+//!    the short probes stay in the record.
+//! 6. **Confirm.** When `search.confirm` is set, a full-length shelf at the interval's lower end
 //!    must pass; a failing confirmation is one more (longer) measurement of the margin, and the
 //!    search goes on below it.
 //!
@@ -25,8 +32,9 @@
 //! service held below it is reported as a lower bound — never as 0.
 
 use ceiling_analyze::{
-    check_plan, confirm_plan, observations, probe_plan, Baseline, Bracket, Fit, ProbeKind,
-    ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason, Verdict,
+    capacity_interval, capacity_noise, check_plan, confirm_plan, observations, probe_plan,
+    Baseline, Bracket, Fit, ProbeKind, ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria,
+    StackAnalysis, StopReason, Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
@@ -178,7 +186,25 @@ struct State {
     /// Lowest rate the generator could not drive.
     gen_cap: Option<f64>,
     confirms_tried: u32,
+    /// Length of a probe now (`search.probe`, ×3 per lengthening).
+    probe_len: Duration,
+    /// After a lengthening: the short probes' crossing and bracket, where the long probes start.
+    restart: Option<Restart>,
 }
+
+/// Where long probes start after a lengthening: the short probes' estimate and bracket.
+#[derive(Debug, Clone, Copy)]
+struct Restart {
+    at: f64,
+    lo: f64,
+    hi: f64,
+}
+
+/// Repeated probes whose `ln(margin)` spread (pooled σ near the crossing) exceeds this are too
+/// short for the service: a factor of e^0.5 ≈ 1.65 between replicates at one rate.
+pub const LENGTHEN_SIGMA: f64 = 0.5;
+/// Degrees of freedom of that spread before it is believed.
+pub const LENGTHEN_MIN_DF: usize = 2;
 
 /// One step's result: go on, or stop with a reason.
 type Flow = Result<(), StopReason>;
@@ -361,13 +387,17 @@ impl Searcher<'_> {
     fn probe(&mut self, rate: f64, kind: ProbeKind) -> Result<bool, StopReason> {
         let dur = match kind {
             ProbeKind::Confirm => self.plan.search.confirm,
-            _ => self.plan.search.probe,
+            _ => self.st.probe_len,
         };
         for attempt in 0..INVALID_ATTEMPTS {
             self.guard(dur)?;
             let plan = match kind {
                 ProbeKind::Confirm => confirm_plan(self.plan, rate),
-                _ => probe_plan(self.plan, rate),
+                _ => {
+                    let mut p = self.plan.clone();
+                    p.search.probe = self.st.probe_len;
+                    probe_plan(&p, rate)
+                }
             };
             let mut v = self.run_one(&plan, kind, rate)?;
             (self.log)(&format!("  {}", v.summary()));
@@ -407,6 +437,45 @@ impl Searcher<'_> {
         Ok(false)
     }
 
+    /// Lengthens the probes when replicates near the crossing disagree too much to narrow (see
+    /// the module doc, step 5). True when it did.
+    fn maybe_lengthen(&mut self) -> bool {
+        let s = &self.plan.search;
+        let longest = s.longest_probe();
+        if self.st.probe_len >= longest {
+            return false;
+        }
+        let obs = observations(&self.st.probes);
+        let Some((sigma, df)) = capacity_noise(&obs) else {
+            return false;
+        };
+        if df < LENGTHEN_MIN_DF || sigma <= LENGTHEN_SIGMA {
+            return false;
+        }
+        let Some(iv) = capacity_interval(&obs, 0x5EED) else {
+            return false;
+        };
+        if iv.half_width_rel() <= s.tolerance {
+            return false;
+        }
+        let next = (self.st.probe_len * 3).min(longest);
+        (self.log)(&format!(
+            "  probes at one rate disagree (σ of ln margin {sigma:.2} over {df} replicate degrees of freedom; {:.0}–{:.0} RPS so far): lengthening probes {} → {}; the fit restarts from the longer probes near {:.0} RPS (shorter ones stay in the record)",
+            iv.lo,
+            iv.hi,
+            ceiling_plan::format_duration(self.st.probe_len),
+            ceiling_plan::format_duration(next),
+            iv.estimate
+        ));
+        self.st.restart = Some(Restart {
+            at: iv.estimate,
+            lo: iv.bracket_lo,
+            hi: iv.bracket_hi,
+        });
+        self.st.probe_len = next;
+        true
+    }
+
     /// The next rate to probe, or `None` when the interval is narrow enough.
     fn next(&self) -> Result<Option<(f64, ProbeKind)>, StopReason> {
         let s = &self.plan.search;
@@ -415,11 +484,43 @@ impl Searcher<'_> {
         let cap = self.st.gen_cap.unwrap_or(f64::INFINITY);
         let reps = s.repeat.max(1) as usize;
         let round = |r: f64| r.round().max(MIN_RATE);
+        let restart = self.st.restart;
+        if let Some(r) = restart {
+            // Just lengthened: the fit is still the short probes' until a long one exists.
+            let window = self.st.probe_len.saturating_sub(s.probe_trim).as_secs_f64();
+            if ceiling_analyze::fit_window_s(&self.st.probes) < window * 0.99 {
+                return Ok(Some((
+                    round(r.at.min(cap * 0.5).max(MIN_RATE)),
+                    ProbeKind::Probe,
+                )));
+            }
+        }
         match fit.bracket() {
             Bracket::Empty => Ok(Some((
-                round(s.start_rate.min(s.max_rate).min(cap * 0.5)),
+                round(
+                    restart
+                        .map(|r| r.at)
+                        .unwrap_or(s.start_rate)
+                        .min(s.max_rate)
+                        .min(cap * 0.5),
+                ),
                 ProbeKind::Probe,
             ))),
+            // After a lengthening, step within the short probes' bracket before growing.
+            Bracket::AllPass { highest } if restart.is_some_and(|r| r.hi > highest * 1.01) => {
+                let r = restart.expect("checked");
+                Ok(Some((
+                    round(r.hi.min(highest * (1.0 + 2.0 * s.tolerance).max(1.05))),
+                    ProbeKind::Probe,
+                )))
+            }
+            Bracket::AllFail { lowest } if restart.is_some_and(|r| r.lo < lowest * 0.99) => {
+                let r = restart.expect("checked");
+                Ok(Some((
+                    round(r.lo.max(lowest / (1.0 + 2.0 * s.tolerance).max(1.05))),
+                    ProbeKind::Probe,
+                )))
+            }
             Bracket::AllPass { highest } => {
                 if highest >= s.max_rate {
                     return Err(StopReason::MaxRate { rate: s.max_rate });
@@ -456,7 +557,7 @@ impl Searcher<'_> {
                 if nlo < reps || nhi < reps {
                     return Ok(Some((if nlo <= nhi { lo } else { hi }, ProbeKind::Probe)));
                 }
-                let iv = ceiling_analyze::capacity_interval(&obs, 0x5EED);
+                let iv = capacity_interval(&obs, 0x5EED);
                 match iv {
                     Some(i) if i.half_width_rel() <= s.tolerance => Ok(None),
                     Some(i) => {
@@ -513,6 +614,8 @@ impl Search {
                 baseline: None,
                 gen_cap: None,
                 confirms_tried: 0,
+                probe_len: plan.search.probe,
+                restart: None,
             },
             used_s: 0.0,
             t0: None,
@@ -608,6 +711,7 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
             return None;
         }
         steps += 1;
+        s.maybe_lengthen();
         let next = match s.next() {
             Ok(n) => n,
             Err(e) => return Some(e),
@@ -623,7 +727,7 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 }
                 s.st.confirms_tried += 1;
                 let obs = observations(&s.st.probes);
-                let lo = ceiling_analyze::capacity_interval(&obs, 0x5EED)
+                let lo = capacity_interval(&obs, 0x5EED)
                     .map(|i| i.lo)
                     .unwrap_or(0.0)
                     .round();

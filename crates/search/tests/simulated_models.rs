@@ -40,6 +40,10 @@ enum Model {
     /// The knee with a multiplicative noise of sd `sigma` (log scale) per probe: the machine's
     /// run-to-run drift.
     Noisy { mu: f64, sigma: f64 },
+    /// The knee with stalls: a probe's p99 varies with sd `sigma8` (log scale) for an 8-s window,
+    /// shrinking as 1/√window (a longer window averages over more stalls) — go-pgx on a 2-core
+    /// machine, where 15-s probes at one rate differed by ×10.
+    Stalls { mu: f64, sigma8: f64 },
     /// Capacity `c`; the excess is answered at once with 503 (errors = (rate − c)/rate).
     Shed { c: f64 },
     /// A healthy service (capacity far away) driven by a generator that cannot send more than
@@ -58,7 +62,9 @@ impl Model {
                 let t = head + window;
                 c * (1.0 + (LIMIT_MS / 1000.0 - 0.002) / t)
             }
-            Model::Knee { mu } | Model::Noisy { mu, .. } => mu * (1.0 - 5.0 / LIMIT_MS),
+            Model::Knee { mu } | Model::Noisy { mu, .. } | Model::Stalls { mu, .. } => {
+                mu * (1.0 - 5.0 / LIMIT_MS)
+            }
             Model::Shed { c } => c / 0.99,
             Model::GenLimited { g } => g,
         }
@@ -120,6 +126,10 @@ impl ProbeRunner for Sim {
         // A per-probe factor for the noisy model (drawn once per run).
         let noise = match self.model {
             Model::Noisy { sigma, .. } => (sigma * normal(&mut self.rng)).exp(),
+            Model::Stalls { sigma8, .. } => {
+                let window = (dur - 2.0).max(1.0);
+                (sigma8 * (8.0 / window).sqrt() * normal(&mut self.rng)).exp()
+            }
             _ => 1.0,
         };
         let mut acc = RunAccumulator::new(plan, &spec.label);
@@ -140,7 +150,7 @@ impl ProbeRunner for Sim {
                     let wait_ms = 1000.0 * start.max(self.backlog_s);
                     Sim::record(&mut s, done.round() as u64, 2.0 + wait_ms, 1.5, Outcome::Ok);
                 }
-                Model::Knee { mu } | Model::Noisy { mu, .. } => {
+                Model::Knee { mu } | Model::Noisy { mu, .. } | Model::Stalls { mu, .. } => {
                     let rho = rate / mu;
                     let p99 = if rho < 1.0 {
                         5.0 / (1.0 - rho)
@@ -206,23 +216,34 @@ struct Tally {
     trials: usize,
     covered: usize,
     narrowed: usize,
+    /// Trials whose search lengthened its probes.
+    lengthened: usize,
     virtual_min: Vec<f64>,
 }
 
 fn trials(model: Model, n: u64) -> Tally {
-    let p = plan();
+    trials_with(model, n, plan())
+}
+
+fn trials_with(model: Model, n: u64, p: Plan) -> Tally {
     let truth = model.truth(2.0, 8.0);
     let mut t = Tally {
         trials: 0,
         covered: 0,
         narrowed: 0,
+        lengthened: 0,
         virtual_min: vec![],
     };
     for seed in 0..n {
         let mut sim = Sim::new(model, seed);
         let mut pl = p.clone();
         pl.load.seed = seed * 7919;
-        let out: SearchOutcome = search(&pl, &mut sim, &SearchOptions::default(), &mut |_| {});
+        let show = std::env::var("SIM_SHOW_SEED").ok() == Some(format!("{seed}"));
+        let out: SearchOutcome = search(&pl, &mut sim, &SearchOptions::default(), &mut |m| {
+            if show {
+                eprintln!("{m}");
+            }
+        });
         assert_eq!(
             sim.inherited_s, 0.0,
             "{model:?} seed {seed}: a probe inherited a backlog"
@@ -234,6 +255,13 @@ fn trials(model: Model, n: u64) -> Tally {
         );
         t.trials += 1;
         t.virtual_min.push(out.elapsed_s / 60.0);
+        let longest = out
+            .probes
+            .iter()
+            .filter(|v| v.kind == ceiling_analyze::ProbeKind::Probe)
+            .map(|v| v.window_s)
+            .fold(0.0, f64::max);
+        t.lengthened += usize::from(longest > 8.5);
         if out.status == SearchStatus::Narrowed {
             t.narrowed += 1;
             let i = out.interval.as_ref().unwrap();
@@ -242,7 +270,7 @@ fn trials(model: Model, n: u64) -> Tally {
                 t.covered += 1;
             } else {
                 eprintln!(
-                    "{model:?} seed {seed}: truth {truth:.1} outside {}",
+                    "{model:?} seed {seed}: truth {truth:.1} outside {} (longest probe window {longest} s)",
                     out.describe()
                 );
             }
@@ -251,8 +279,9 @@ fn trials(model: Model, n: u64) -> Tally {
     let mut v = t.virtual_min.clone();
     v.sort_by(f64::total_cmp);
     eprintln!(
-        "{model:?}: truth {truth:.1} RPS; {} trials, {} narrowed to ±5%, interval covered the truth in {} ({:.0}%); search time median {:.1} min (virtual)",
+        "{model:?}: truth {truth:.1} RPS; {} trials, {} lengthened their probes, {} narrowed to ±5%, interval covered the truth in {} ({:.0}%); search time median {:.1} min (virtual)",
         t.trials,
+        t.lengthened,
         t.narrowed,
         t.covered,
         100.0 * t.covered as f64 / t.narrowed.max(1) as f64,
@@ -294,6 +323,45 @@ fn noisy_knee_interval_covers_the_truth_in_most_trials() {
         200,
     );
     check(&t, 0.90);
+    // ±15% per probe is not what lengthening is for
+    assert_eq!(
+        t.lengthened, 0,
+        "a σ = 0.15 service made the search lengthen its probes"
+    );
+}
+
+#[test]
+fn stalls_make_the_search_lengthen_its_probes_and_still_cover() {
+    // σ 0.9 at 8-s windows (×2.5 between replicates): short probes cannot narrow; 3× longer
+    // ones (σ 0.48) can, within the budget.
+    let mut p = plan();
+    p.search.max_probe = Some(Duration::from_secs(30));
+    p.search.max_time = Duration::from_secs(4 * 3600);
+    let t = trials_with(
+        Model::Stalls {
+            mu: 1200.0,
+            sigma8: 0.9,
+        },
+        60,
+        p,
+    );
+    assert!(
+        t.lengthened * 10 >= t.trials * 9,
+        "only {} of {} trials lengthened",
+        t.lengthened,
+        t.trials
+    );
+    // Measured 2026-11-23: 56/60 lengthened, 57/60 narrowed within 4 virtual hours, coverage
+    // 50/57 = 88% — below the nominal 95% (docs/benchmarks.md §8 says why); the bar is set
+    // under it so a regression shows.
+    assert!(
+        t.narrowed * 10 >= t.trials * 9,
+        "only {} of {} trials narrowed",
+        t.narrowed,
+        t.trials
+    );
+    let cov = t.covered as f64 / t.narrowed as f64;
+    assert!(cov >= 0.85, "coverage {cov:.2} < 0.85");
 }
 
 #[test]

@@ -1,0 +1,142 @@
+//! `ceiling compare`: a run beside its source's published tables, or two runs (or two stacks of
+//! one run) with significance.
+
+use anyhow::{bail, Context};
+use ceiling_compare::published::published_path;
+use ceiling_compare::{render, SourceComparison};
+use ceiling_report::{HtmlSection, RunReport, Series};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `ceiling compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results directories: one with `--source` or `--stacks`, two to compare B against A.
+    #[arg(required = true, num_args = 1..=2)]
+    pub runs: Vec<PathBuf>,
+    /// Set the run beside the tables its plan's source published (plans/published/<source>.toml).
+    #[arg(long)]
+    pub source: bool,
+    /// With --source: the published-tables file to use instead of the plan's.
+    #[arg(long, value_name = "FILE", requires = "source")]
+    pub published: Option<PathBuf>,
+    /// Compare two stacks of one run: `--stacks A,B` (B against A).
+    #[arg(long, value_name = "A,B", value_delimiter = ',', num_args = 2)]
+    pub stacks: Vec<String>,
+    /// Print Markdown.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn read_run(dir: &Path) -> anyhow::Result<RunReport> {
+    let path = dir.join("run.json");
+    ceiling_report::read_run_json(&path).with_context(|| {
+        format!(
+            "reading {} (is {} a results directory?)",
+            path.display(),
+            dir.display()
+        )
+    })
+}
+
+/// The comparison of a run with its plan's source, when the plan names a source and its
+/// published tables are found (`Ok(None)` when the plan has no source or no file exists).
+pub fn source_comparison(
+    report: &RunReport,
+    file: Option<&Path>,
+) -> anyhow::Result<Option<SourceComparison>> {
+    let path = match file {
+        Some(f) => f.to_path_buf(),
+        None => {
+            let Some(source) = &report.plan.source else {
+                return Ok(None);
+            };
+            let p = published_path(Path::new(&report.plan.file), source);
+            if !p.exists() {
+                return Ok(None);
+            }
+            p
+        }
+    };
+    let published = ceiling_compare::load_published(&path)?;
+    Ok(Some(ceiling_compare::compare_with_source(
+        report, &published,
+    )))
+}
+
+/// Writes a run's reports (see [`ceiling_report::write_all`]), with a section comparing the run
+/// to its source's published tables in report.html when the plan has them. A published file
+/// that cannot be read does not stop the reports: the problem is printed instead.
+pub fn write_reports(
+    dir: &Path,
+    report: &RunReport,
+    series: &Series,
+) -> std::io::Result<Vec<PathBuf>> {
+    let extras = match source_comparison(report, None) {
+        Ok(Some(c)) => vec![HtmlSection {
+            id: "source".into(),
+            title: format!("Source {}", c.source),
+            html: render::source_html(&c),
+        }],
+        Ok(None) => vec![],
+        Err(e) => {
+            eprintln!("warning: the comparison with the source is left out of report.html: {e:#}");
+            vec![]
+        }
+    };
+    ceiling_report::write_all_with(dir, report, series, &extras)
+}
+
+/// Runs `ceiling compare`.
+pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    if a.source {
+        if a.runs.len() != 1 || !a.stacks.is_empty() {
+            bail!("--source compares one run with its source: give one results directory and no --stacks");
+        }
+        let report = read_run(&a.runs[0])?;
+        let Some(c) = source_comparison(&report, a.published.as_deref())? else {
+            bail!(
+                "{}: plan `{}` {} — nothing to compare it with (pass --published FILE to name a published-tables file)",
+                a.runs[0].display(),
+                report.plan.name,
+                match &report.plan.source {
+                    None => "names no source".to_string(),
+                    Some(s) => format!(
+                        "names source {s}, but {} does not exist",
+                        published_path(Path::new(&report.plan.file), s).display()
+                    ),
+                }
+            );
+        };
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&c)?);
+        } else {
+            print!("{}", render::source_text(&c, a.markdown));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cmp = match (a.runs.len(), a.stacks.len()) {
+        (1, 2) => {
+            let r = read_run(&a.runs[0])?;
+            ceiling_compare::compare_stacks(&r, &a.stacks[0], &a.stacks[1])?
+        }
+        (2, 0) => {
+            let (x, y) = (read_run(&a.runs[0])?, read_run(&a.runs[1])?);
+            ceiling_compare::compare_runs(&x, &y)?
+        }
+        (2, _) => bail!("--stacks compares two stacks of one run: give one results directory"),
+        _ => bail!(
+            "give two results directories (B against A), one with --stacks A,B, or one with --source"
+        ),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+    } else {
+        print!("{}", render::runs_text(&cmp, a.markdown));
+    }
+    Ok(ExitCode::SUCCESS)
+}

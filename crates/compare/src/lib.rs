@@ -1,0 +1,22 @@
+//! Comparisons, the way a reviewer of a reproduction reads them.
+//!
+//! - [`published`]: what a source published, as data (`plans/published/<source>.toml`), loaded
+//!   with errors that name the file and line.
+//! - [`source`]: a run beside its source's tables, row by row — both values, their ratio,
+//!   whether the stacks' order agrees, the conditions that differ, and the causes ceiling found.
+//! - [`runs`]: two runs (or two stacks of one run) compared per stack and shelf, with Welch's
+//!   t-interval on repetitions, interval overlap for searches, and a plain verdict.
+//! - [`render`]: terminal, Markdown and HTML renderings; JSON is the types' serde form.
+//!
+//! Everything here is a pure function of stored records: nothing is measured.
+
+#![warn(missing_docs)]
+
+pub mod published;
+pub mod render;
+pub mod runs;
+pub mod source;
+
+pub use published::{load_published, Metric, Published, PublishedError, Value};
+pub use runs::{compare_runs, compare_stacks, RunComparison, RunsRefused};
+pub use source::{compare_with_source, SourceComparison};

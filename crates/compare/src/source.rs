@@ -1,0 +1,698 @@
+//! A run beside its source's published tables.
+
+use crate::published::{Metric, Point, PoolMode, Published, Row, Table, Value};
+use ceiling_analyze::{LevelAggregate, ShelfResult, StackAnalysis, Verdict};
+use ceiling_report::RunReport;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One figure of a row: the source's and ceiling's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// The quantity.
+    pub metric: Metric,
+    /// What the source published.
+    pub published: Value,
+    /// What ceiling measured at the same point; `None` when ceiling does not record it.
+    pub ours: Option<f64>,
+    /// Half-width of ceiling's 95% interval for it, when there were repetitions or a search.
+    pub ours_ci: Option<f64>,
+    /// `ours / published` (against a range's midpoint); `None` when either is missing or the
+    /// published value is 0.
+    pub ratio: Option<f64>,
+    /// How ceiling's figure differs in kind from the source's, when it does (`RSS, not heap`).
+    pub ours_is: Option<String>,
+}
+
+/// Whether a published row could be set beside the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// Both sides are there.
+    Matched,
+    /// ceiling has no stack for the source's row.
+    NoStack,
+    /// ceiling has the stack, but this run did not measure it.
+    NotInRun,
+    /// The run measured the stack, but not at the row's rate or concurrency.
+    PointNotInRun,
+}
+
+/// One published row beside ceiling's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowComparison {
+    /// The stack as the source names it.
+    pub label: String,
+    /// ceiling's stack.
+    pub stack: Option<String>,
+    /// The row's rate or concurrency (`1500 RPS`, `c=100`), empty for a ceiling row.
+    pub point: String,
+    /// Whether both sides are there.
+    pub status: RowStatus,
+    /// ceiling's shelf or level the figures come from (`hold 1500`, `c=100`), with its verdict.
+    pub ours_at: Option<String>,
+    /// ceiling's verdict there.
+    pub verdict: Option<Verdict>,
+    /// The figures.
+    pub cells: Vec<Cell>,
+    /// Why ceiling's shelf failed there (its attribution summary), when it did.
+    pub why: Option<String>,
+    /// The source wrote "~".
+    pub approx: bool,
+    /// The row's note.
+    pub note: Option<String>,
+}
+
+/// Whether the source and ceiling rank the stacks the same way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OrderAgreement {
+    /// The quantity ranked.
+    pub metric: Metric,
+    /// The point the ranking is at (`1500 RPS`, `c=100`, or empty for ceilings).
+    pub point: String,
+    /// The stacks, best first, by the source.
+    pub published: Vec<String>,
+    /// The stacks, best first, by ceiling.
+    pub ours: Vec<String>,
+    /// Pairs ranked the other way round (`go-pgx > ktor-jdbc` by the source, the reverse by
+    /// ceiling); ties on either side are not counted.
+    pub swapped: Vec<(String, String)>,
+}
+
+impl OrderAgreement {
+    /// True when no pair is swapped.
+    pub fn agrees(&self) -> bool {
+        self.swapped.is_empty()
+    }
+}
+
+/// One published table beside the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableComparison {
+    /// The table's id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its first line in the seed text.
+    pub line: usize,
+    /// What a row is a point of.
+    pub point: Point,
+    /// The table's note.
+    pub note: Option<String>,
+    /// What the source's columns meant.
+    pub columns: BTreeMap<Metric, String>,
+    /// The columns shown.
+    pub metrics: Vec<Metric>,
+    /// Row by row.
+    pub rows: Vec<RowComparison>,
+    /// Stack order, per point, on the table's first quantity ceiling measured.
+    pub order: Vec<OrderAgreement>,
+    /// Table conditions that differ from the run's (`keep-alive: source off, run on`).
+    pub differs: Vec<String>,
+}
+
+/// A table of the source that this run's plan does not reproduce.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OtherTable {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// The plan that reproduces it; `None` when none does yet.
+    pub plan: Option<String>,
+}
+
+/// One condition of measurement, as the source stated it and as the run recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Condition {
+    /// `hardware`, `tool`, `database`…
+    pub key: String,
+    /// The source's words.
+    pub source: Option<String>,
+    /// The run's record.
+    pub run: Option<String>,
+}
+
+/// A run beside its source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceComparison {
+    /// Source id.
+    pub source: String,
+    /// Its title.
+    pub title: String,
+    /// Where and when it was published.
+    pub published: String,
+    /// The seed text the figures were read from.
+    pub seed: String,
+    /// The published-tables file.
+    pub file: String,
+    /// The run.
+    pub run_id: String,
+    /// The run's plan.
+    pub plan: String,
+    /// Things to read before any number (scaled run…).
+    pub notices: Vec<String>,
+    /// The tables this run's plan reproduces.
+    pub tables: Vec<TableComparison>,
+    /// The source's other tables and the plans that reproduce them.
+    pub other_tables: Vec<OtherTable>,
+    /// Conditions of measurement, side by side.
+    pub conditions: Vec<Condition>,
+    /// The source's caveats.
+    pub caveats: Vec<String>,
+}
+
+/// Sets `run` beside the tables of `published` that its plan reproduces.
+pub fn compare_with_source(run: &RunReport, published: &Published) -> SourceComparison {
+    let plan = run.plan.name.as_str();
+    let tables: Vec<TableComparison> = published
+        .tables_of_plan(plan)
+        .map(|t| table(run, t))
+        .collect();
+    let other_tables = published
+        .tables
+        .iter()
+        .filter(|t| t.plan.as_deref() != Some(plan))
+        .map(|t| OtherTable {
+            id: t.id.clone(),
+            title: t.title.clone(),
+            plan: t.plan.clone(),
+        })
+        .collect();
+    let mut notices = Vec::new();
+    if run.plan.is_scaled() {
+        notices.push(format!(
+            "SCALED RUN: every duration was multiplied by {}; the source's figures come from its full-length runs, ceiling's from shorter windows.",
+            run.plan.scaled_by
+        ));
+    }
+    if published.source.as_str() != run.plan.source.as_deref().unwrap_or("") {
+        notices.push(format!(
+            "the run's plan names source {}, not {}",
+            run.plan.source.as_deref().unwrap_or("(none)"),
+            published.source
+        ));
+    }
+    if tables.is_empty() {
+        notices.push(format!(
+            "no table of source {} is reproduced by plan `{plan}`; the plans that do are listed below",
+            published.source
+        ));
+    }
+    SourceComparison {
+        source: published.source.clone(),
+        title: published.title.clone(),
+        published: published.published.clone(),
+        seed: published.seed.clone(),
+        file: published.file.display().to_string(),
+        run_id: run.run_id.clone(),
+        plan: plan.to_string(),
+        notices,
+        tables,
+        other_tables,
+        conditions: conditions(run, published),
+        caveats: published.caveats.clone(),
+    }
+}
+
+/// The figures ceiling has at one point of one stack.
+enum Ours<'a> {
+    Shelf(&'a ShelfResult),
+    Level(&'a LevelAggregate),
+}
+
+fn table(run: &RunReport, t: &Table) -> TableComparison {
+    let metrics = t.metrics();
+    let rows: Vec<RowComparison> = t.rows.iter().map(|r| row(run, t, r, &metrics)).collect();
+    let order = order(t, &rows, &metrics);
+    let mut differs = Vec::new();
+    if let Some(k) = t.keep_alive {
+        if k != run.plan.keep_alive {
+            differs.push(format!(
+                "keep-alive: the source's table {}, this run {}",
+                on_off(k),
+                on_off(run.plan.keep_alive)
+            ));
+        }
+    }
+    if let Some(m) = t.pool_mode {
+        if m != PoolMode::Direct {
+            differs.push(format!(
+                "the source's table went through PgBouncer ({m:?} mode); ceiling's stand connects the stacks to PostgreSQL directly"
+            ).to_lowercase().replacen("pgbouncer", "PgBouncer", 1).replacen("postgresql", "PostgreSQL", 1));
+        }
+    }
+    if let Some(size) = &t.size {
+        let ours: Vec<String> = run
+            .limits
+            .iter()
+            .filter(|(name, _)| name.as_str() != "postgres")
+            .map(|(name, l)| {
+                format!(
+                    "{name} {} CPU / {} MiB",
+                    l.cpus
+                        .map(crate::published::num)
+                        .unwrap_or_else(|| "no cap".into()),
+                    l.memory_mb
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| "no cap".into())
+                )
+            })
+            .collect();
+        differs.push(format!(
+            "size: the source's table {size}; this run {}",
+            if ours.is_empty() {
+                "recorded no limits".to_string()
+            } else {
+                ours.join(", ")
+            }
+        ));
+    }
+    TableComparison {
+        id: t.id.clone(),
+        title: t.title.clone(),
+        line: t.line,
+        point: t.point,
+        note: t.note.clone(),
+        columns: t.columns.clone(),
+        metrics,
+        rows,
+        order,
+        differs,
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+fn point_text(t: &Table, r: &Row) -> String {
+    match t.point {
+        Point::Ceiling => String::new(),
+        Point::Shelf => format!("{} RPS", crate::published::num(r.rate.unwrap_or(f64::NAN))),
+        Point::Level => format!("c={}", r.connections.unwrap_or(0)),
+    }
+}
+
+/// The stack's shelf at the ceiling (or, with no ceiling, its first failed shelf: the figures a
+/// source prints beside a 0).
+fn ceiling_shelf(a: &StackAnalysis) -> Option<&ShelfResult> {
+    if a.ceiling.found {
+        if let Some(i) = a.ceiling.index {
+            return a.shelves.iter().find(|s| s.shelf == i);
+        }
+        // a search: its last valid confirming shelf
+        return a
+            .search
+            .as_ref()
+            .and_then(|s| s.confirms.iter().rev().find(|c| c.is_valid()));
+    }
+    a.shelves
+        .iter()
+        .find(|s| s.verdict == Verdict::Failed)
+        .or_else(|| {
+            a.search
+                .as_ref()
+                .and_then(|s| s.confirms.iter().find(|c| c.verdict == Verdict::Failed))
+        })
+}
+
+fn find_point<'a>(a: &'a StackAnalysis, t: &Table, r: &Row) -> Option<Ours<'a>> {
+    match t.point {
+        Point::Ceiling => ceiling_shelf(a).map(Ours::Shelf),
+        Point::Shelf => {
+            let rate = r.rate?;
+            a.shelves
+                .iter()
+                .find(|s| {
+                    s.rate
+                        .is_some_and(|x| (x - rate).abs() <= 0.01 * rate.max(1.0))
+                })
+                .map(Ours::Shelf)
+        }
+        Point::Level => {
+            let c = r.connections? as usize;
+            a.levels
+                .iter()
+                .find(|l| l.connections == Some(c))
+                .map(Ours::Level)
+        }
+    }
+}
+
+/// ceiling's figure for `m` at a point: value, 95% half-width, and how it differs in kind.
+fn ours_value(
+    a: &StackAnalysis,
+    t: &Table,
+    at: Option<&Ours>,
+    m: Metric,
+) -> (Option<f64>, Option<f64>, Option<String>) {
+    // the ceiling row's RPS is the ceiling itself (0 when none), interval from the search
+    if t.point == Point::Ceiling && m == Metric::Rps {
+        if let Some(s) = &a.search {
+            let ci = s.interval.as_ref().map(|i| (i.hi - i.lo) / 2.0);
+            return (Some(s.ceiling_rps), ci, None);
+        }
+        return (Some(a.ceiling.rps), None, None);
+    }
+    let mem_kind = |_: ()| Some("RSS of the process tree".to_string());
+    match at {
+        Some(Ours::Shelf(s)) => {
+            let v = match m {
+                Metric::Rps => Some(s.achieved_rps),
+                Metric::AvgMs => Some(s.latency.mean_ms),
+                Metric::P50Ms => Some(s.latency.p50_ms),
+                Metric::P90Ms => Some(s.latency.p90_ms),
+                Metric::P95Ms => Some(s.latency.p95_ms),
+                Metric::P99Ms => Some(s.latency.p99_ms),
+                Metric::MaxMs => Some(s.latency.max_ms),
+                Metric::ErrorsPct => Some(s.error_rate * 100.0),
+                Metric::Errors => Some(s.errors as f64),
+                Metric::Requests => Some(s.requests as f64),
+                Metric::CpuPct => s.stack.as_ref().map(|w| w.cpu_pct_mean),
+                Metric::CpuUsPerRequest => s.cpu_us_per_request,
+                Metric::MemMib => s.stack.as_ref().map(|w| w.rss_mb_mean),
+                _ => None,
+            };
+            let kind = if m == Metric::MemMib {
+                mem_kind(())
+            } else {
+                None
+            };
+            (v, None, kind)
+        }
+        Some(Ours::Level(l)) => {
+            let Some(h) = l.headline() else {
+                return (None, None, None);
+            };
+            let e = match m {
+                Metric::Rps => Some(&h.throughput_rps),
+                Metric::AvgMs => Some(&h.mean_ms),
+                Metric::P50Ms => Some(&h.p50_ms),
+                Metric::P90Ms => Some(&h.p90_ms),
+                Metric::P95Ms => Some(&h.p95_ms),
+                Metric::P99Ms => Some(&h.p99_ms),
+                Metric::CpuPct => h.stack_cpu_pct.as_ref(),
+                Metric::CpuUsPerRequest => h.cpu_us_per_request.as_ref(),
+                Metric::MemMib => h.stack_rss_mb.as_ref(),
+                Metric::ErrorsPct => None,
+                _ => None,
+            };
+            if m == Metric::ErrorsPct {
+                return (
+                    Some(h.error_rate.mean * 100.0),
+                    h.error_rate.ci95.map(|c| c * 100.0),
+                    None,
+                );
+            }
+            let kind = if m == Metric::MemMib {
+                mem_kind(())
+            } else {
+                None
+            };
+            (e.map(|e| e.mean), e.and_then(|e| e.ci95), kind)
+        }
+        None => (None, None, None),
+    }
+}
+
+fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison {
+    let base = |status| RowComparison {
+        label: r.label.clone(),
+        stack: r.stack.clone(),
+        point: point_text(t, r),
+        status,
+        ours_at: None,
+        verdict: None,
+        cells: r
+            .values()
+            .into_iter()
+            .map(|(metric, published)| Cell {
+                metric,
+                published,
+                ours: None,
+                ours_ci: None,
+                ratio: None,
+                ours_is: None,
+            })
+            .collect(),
+        why: None,
+        approx: r.approx,
+        note: r.note.clone(),
+    };
+    let Some(stack) = &r.stack else {
+        return base(RowStatus::NoStack);
+    };
+    let Some(a) = run.stacks.iter().find(|a| &a.stack == stack) else {
+        return base(RowStatus::NotInRun);
+    };
+    let at = find_point(a, t, r);
+    if at.is_none() && t.point != Point::Ceiling {
+        return base(RowStatus::PointNotInRun);
+    }
+    let mut out = base(RowStatus::Matched);
+    let (ours_at, verdict, why) = match &at {
+        Some(Ours::Shelf(s)) => (
+            Some(s.label.clone()),
+            Some(s.verdict),
+            s.attribution.as_ref().map(|x| x.summary.clone()),
+        ),
+        Some(Ours::Level(l)) => (Some(l.label.clone()), Some(l.verdict), None),
+        None => (None, None, None),
+    };
+    out.ours_at = ours_at;
+    out.verdict = verdict;
+    out.why = why;
+    // every column of the table, so rows line up; cells for metrics the row lacks are skipped
+    out.cells = metrics
+        .iter()
+        .filter_map(|&m| {
+            let published = r.value(m)?;
+            let (ours, ours_ci, ours_is) = ours_value(a, t, at.as_ref(), m);
+            let p = published.central();
+            let ratio = match ours {
+                Some(o) if p != 0.0 => Some(o / p),
+                _ => None,
+            };
+            Some(Cell {
+                metric: m,
+                published,
+                ours,
+                ours_ci,
+                ratio,
+                ours_is,
+            })
+        })
+        .collect();
+    out
+}
+
+/// The stacks' order by the table's first column ceiling measured, per point.
+fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgreement> {
+    let Some(&metric) = metrics.iter().find(|&&m| {
+        rows.iter()
+            .any(|r| r.cells.iter().any(|c| c.metric == m && c.ours.is_some()))
+    }) else {
+        return Vec::new();
+    };
+    let mut by_point: BTreeMap<String, Vec<(String, f64, f64)>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.status == RowStatus::Matched) {
+        let Some(c) = r.cells.iter().find(|c| c.metric == metric) else {
+            continue;
+        };
+        let Some(o) = c.ours else { continue };
+        let name = r.stack.clone().unwrap_or_else(|| r.label.clone());
+        by_point
+            .entry(r.point.clone())
+            .or_default()
+            .push((name, c.published.central(), o));
+    }
+    let _ = t;
+    by_point
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(point, v)| {
+            let better = |x: f64, y: f64| {
+                if metric.higher_is_better() {
+                    x > y
+                } else {
+                    x < y
+                }
+            };
+            let rank = |key: &dyn Fn(&(String, f64, f64)) -> f64| {
+                let mut w: Vec<&(String, f64, f64)> = v.iter().collect();
+                w.sort_by(|a, b| {
+                    let (x, y) = (key(a), key(b));
+                    if better(x, y) {
+                        std::cmp::Ordering::Less
+                    } else if better(y, x) {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                });
+                w.iter().map(|e| e.0.clone()).collect::<Vec<_>>()
+            };
+            let mut swapped = Vec::new();
+            for i in 0..v.len() {
+                for j in 0..v.len() {
+                    let (a, b) = (&v[i], &v[j]);
+                    if better(a.1, b.1) && better(b.2, a.2) {
+                        swapped.push((a.0.clone(), b.0.clone()));
+                    }
+                }
+            }
+            OrderAgreement {
+                metric,
+                point,
+                published: rank(&|e| e.1),
+                ours: rank(&|e| e.2),
+                swapped,
+            }
+        })
+        .collect()
+}
+
+fn env_str(run: &RunReport, key: &str) -> Option<String> {
+    run.environment.get(key).and_then(|v| match v {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// The run's record of the conditions a source states (`hardware`, `limits`, `tool`, …).
+fn run_condition(run: &RunReport, key: &str) -> Option<String> {
+    match key {
+        "hardware" => {
+            let cpu = env_str(run, "cpu_model")?;
+            let cores = env_str(run, "usable_cpus").unwrap_or_else(|| "?".into());
+            let mem = run
+                .environment
+                .get("memory_bytes")
+                .and_then(|v| v.as_u64())
+                .map(|b| format!(", {:.1} GiB RAM", b as f64 / (1u64 << 30) as f64))
+                .unwrap_or_default();
+            Some(format!(
+                "{cpu}, {cores} usable CPUs{mem}; generator, database and stacks on one machine"
+            ))
+        }
+        "os" => env_str(run, "os").map(|os| match env_str(run, "kernel") {
+            Some(k) => format!("{os}, kernel {k}"),
+            None => os,
+        }),
+        "limits" => {
+            let v: Vec<String> = run
+                .limits
+                .iter()
+                .map(|(name, l)| {
+                    format!(
+                        "{name}: {} CPU, {} MiB",
+                        l.cpus
+                            .map(crate::published::num)
+                            .unwrap_or_else(|| "no cap".into()),
+                        l.memory_mb
+                            .map(|m| m.to_string())
+                            .unwrap_or_else(|| "no cap".into())
+                    )
+                })
+                .collect();
+            (!v.is_empty()).then(|| v.join("; "))
+        }
+        "tool" => Some(format!(
+            "ceiling {} ({} model, {} arrivals, up to {} connections, keep-alive {})",
+            run.tool.version,
+            match run.plan.model {
+                ceiling_analyze::LoadModel::Open => "open",
+                ceiling_analyze::LoadModel::Closed => "closed",
+            },
+            run.plan.arrivals,
+            run.plan.max_connections,
+            on_off(run.plan.keep_alive)
+        )),
+        "duration" => {
+            let mut s = format!("{:.0} s planned in total", run.plan.total_duration_s);
+            if run.plan.is_scaled() {
+                s.push_str(&format!(" (scaled by {})", run.plan.scaled_by));
+            }
+            Some(s)
+        }
+        "database" => env_str(run, "postgres").map(|v| format!("PostgreSQL {v}")),
+        "load" => Some(
+            run.plan
+                .requests
+                .iter()
+                .map(|q| format!("{} {} {} ×{}", q.name, q.method, q.path, q.weight))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        "method" => Some(format!(
+            "{} (ceiling's analysis of the plan's shelves)",
+            run.plan.criteria.describe()
+        )),
+        "warmup" => {
+            let w: Vec<&str> = run
+                .plan
+                .stages
+                .iter()
+                .filter(|s| s.phase == ceiling_metrics::Phase::Warmup)
+                .map(|s| s.label.as_str())
+                .collect();
+            Some(if w.is_empty() {
+                "none".into()
+            } else {
+                format!("warm-up {} (not analysed)", w.join(", "))
+            })
+        }
+        "repetitions" => Some(if run.plan.repetitions > 1 {
+            format!("{} repetitions per level", run.plan.repetitions)
+        } else {
+            "one run".into()
+        }),
+        "versions" => run
+            .environment
+            .get("toolchains")
+            .and_then(|v| v.as_object())
+            .map(|m| {
+                // each value is the tool's own `--version` line, which names the tool
+                m.values()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .filter(|s| !s.is_empty()),
+        _ => None,
+    }
+}
+
+const RUN_KEYS: [&str; 8] = [
+    "hardware",
+    "os",
+    "limits",
+    "tool",
+    "duration",
+    "database",
+    "repetitions",
+    "versions",
+];
+
+fn conditions(run: &RunReport, p: &Published) -> Vec<Condition> {
+    let mut keys: Vec<String> = p.conditions.keys().cloned().collect();
+    for k in RUN_KEYS {
+        if !keys.iter().any(|x| x == k) {
+            keys.push(k.to_string());
+        }
+    }
+    keys.into_iter()
+        .map(|k| Condition {
+            source: p.conditions.get(&k).cloned(),
+            run: run_condition(run, &k),
+            key: k,
+        })
+        .filter(|c| c.source.is_some() || c.run.is_some())
+        .collect()
+}

@@ -1,0 +1,250 @@
+//! Comparisons of simulated runs whose differences are known in advance.
+
+use ceiling_compare::published::parse_published;
+use ceiling_compare::source::RowStatus;
+use ceiling_compare::{compare_runs, compare_stacks, compare_with_source, render, Metric};
+use ceiling_metrics::{ResourceSample, Role, Second};
+use ceiling_report::RunReport;
+use std::path::Path;
+
+fn plan(p99: &str) -> ceiling_plan::Plan {
+    let text = format!(
+        r#"
+name = "000-status-mixed"
+description = "two shelves"
+source = "000"
+[[stages]]
+hold = 1500
+duration = "40s"
+[[stages]]
+hold = 3000
+duration = "40s"
+[[requests]]
+name = "ping"
+path = "/ping"
+[slo]
+p99 = "{p99}"
+errors = "1%"
+[analysis]
+trim_head = "5s"
+trim_tail = "0s"
+min_window = "30s"
+"#
+    );
+    ceiling_plan::parse_plan(&text, Path::new("plans/000-status-mixed.toml")).unwrap()
+}
+
+/// One stack whose every request at rate r takes `lat_ms(r)` ms, with `cpu` % of a core and
+/// `rss` MiB.
+fn simulate(
+    plan: &ceiling_plan::Plan,
+    stack: &str,
+    lat_ms: impl Fn(f64) -> f64,
+    cpu: f64,
+    rss: f64,
+) -> ceiling_analyze::StackAnalysis {
+    let mut acc = ceiling_analyze::RunAccumulator::new(plan, stack);
+    for sp in ceiling_analyze::stage_spans(plan, 1) {
+        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
+        let rate = match &plan.stages[sp.level] {
+            ceiling_plan::Stage::Hold { rate, .. } => *rate,
+            _ => unreachable!(),
+        };
+        for t in a..b {
+            let mut s = Second::new(t, sp.phase, sp.index, 1);
+            s.offered = rate as u64;
+            s.sent = rate as u64;
+            let v = (lat_ms(rate) * 1000.0) as u64;
+            for _ in 0..rate as u64 {
+                ceiling_metrics::record_us(&mut s.tags[0].latency, v);
+                ceiling_metrics::record_us(&mut s.tags[0].service, v);
+                s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
+            }
+            ceiling_metrics::record_us(&mut s.lag, 100);
+            s.generator_cpu = 10.0;
+            acc.push_second(&s);
+            acc.extend_resources(vec![ResourceSample {
+                t: t as f64 + 1.0,
+                who: Role::Stack,
+                cpu_pct: cpu,
+                rss_bytes: (rss * 1048576.0) as u64,
+                cgroup_memory_bytes: None,
+            }]);
+        }
+    }
+    acc.finish()
+}
+
+/// go-pgx holds both shelves at 5 ms; ktor-jdbc fails 3000 (400 ms), so its ceiling is 1500.
+fn run(p99: &str, go_ms: f64) -> RunReport {
+    let p = plan(p99);
+    let mut r = RunReport::new(&p, "sim");
+    r.stacks.push(simulate(&p, "go-pgx", |_| go_ms, 90.0, 20.0));
+    r.stacks.push(simulate(
+        &p,
+        "ktor-jdbc",
+        |rate| if rate > 2000.0 { 400.0 } else { 8.0 },
+        60.0,
+        150.0,
+    ));
+    r
+}
+
+const PUBLISHED: &str = r#"
+source = "000"
+title = "One service, four stacks"
+published = "Habr, December 2025"
+seed = "000_x.txt"
+caveats = ["RAM is heap"]
+[conditions]
+hardware = "one Windows host"
+[[tables]]
+id = "mixed"
+title = "Mixed"
+line = 706
+plan = "000-status-mixed"
+point = "ceiling"
+[tables.columns]
+mem_mib = "JVM heap used"
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+rps = 2915
+p99_ms = 35
+mem_mib = 70
+approx = true
+[[tables.rows]]
+label = "ktor-jdbc"
+stack = "ktor-jdbc"
+rps = 3000
+p99_ms = 114
+[[tables.rows]]
+label = "spring-mvc-jdbc"
+stack = "spring-mvc-jdbc"
+rps = 0
+[[tables.rows]]
+label = "Apostol"
+rps = 1
+[[tables]]
+id = "shelves"
+title = "At 1500"
+line = 900
+plan = "000-status-mixed"
+point = "shelf"
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+rate = 1500
+p99_ms = [4, 6]
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+rate = 4500
+p99_ms = 50
+[[tables]]
+id = "other"
+title = "Elsewhere"
+line = 1000
+point = "ceiling"
+[[tables.rows]]
+label = "x"
+rps = 1
+"#;
+
+#[test]
+fn a_run_beside_its_source() {
+    let r = run("350ms", 5.0);
+    let p = parse_published(PUBLISHED, Path::new("plans/published/000.toml")).unwrap();
+    let c = compare_with_source(&r, &p);
+    assert_eq!(c.tables.len(), 2);
+    let t = &c.tables[0];
+    let go = &t.rows[0];
+    assert_eq!(go.status, RowStatus::Matched);
+    let rps = go.cells.iter().find(|c| c.metric == Metric::Rps).unwrap();
+    // the run's ceiling is the hold 3000 shelf's mean throughput
+    let ours = rps.ours.unwrap();
+    assert!((ours - 3000.0).abs() < 1.0, "{ours}");
+    assert!((rps.ratio.unwrap() - ours / 2915.0).abs() < 1e-9);
+    let mem = go
+        .cells
+        .iter()
+        .find(|c| c.metric == Metric::MemMib)
+        .unwrap();
+    assert!((mem.ours.unwrap() - 20.0).abs() < 0.5);
+    assert!(mem.ours_is.as_deref().unwrap().contains("RSS"));
+    // ktor's ceiling is 1500; the source had 3000: the order of go-pgx and ktor is swapped
+    let ktor = &t.rows[1];
+    let k = ktor.cells.iter().find(|c| c.metric == Metric::Rps).unwrap();
+    assert!((k.ours.unwrap() - 1500.0).abs() < 1.0);
+    assert_eq!(t.order.len(), 1);
+    assert!(!t.order[0].agrees());
+    assert_eq!(t.order[0].ours, vec!["go-pgx", "ktor-jdbc"]);
+    assert_eq!(t.order[0].published, vec!["ktor-jdbc", "go-pgx"]);
+    assert_eq!(t.rows[2].status, RowStatus::NotInRun);
+    assert_eq!(t.rows[3].status, RowStatus::NoStack);
+    // the shelf table: 1500 found (p99 5 ms inside the published 4–6), 4500 not run
+    let s = &c.tables[1];
+    assert_eq!(s.rows[0].status, RowStatus::Matched);
+    assert_eq!(s.rows[0].ours_at.as_deref(), Some("hold 1500"));
+    let p99 = &s.rows[0].cells[0];
+    assert!(p99.published.contains(p99.ours.unwrap()), "{:?}", p99);
+    assert_eq!(s.rows[1].status, RowStatus::PointNotInRun);
+    assert_eq!(c.other_tables.len(), 1);
+    assert!(c.other_tables[0].plan.is_none());
+    // every rendering carries the figures and the disagreement
+    let text = render::source_text(&c, false);
+    assert!(text.contains("DIFFERS"), "{text}");
+    assert!(text.contains("in range"), "{text}");
+    let md = render::source_text(&c, true);
+    assert!(md.contains("| go-pgx |"), "{md}");
+    let html = render::source_html(&c);
+    assert!(
+        html.contains("<table") && !html.contains("<script"),
+        "{html}"
+    );
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["tables"][0]["rows"][0]["status"], "matched");
+}
+
+#[test]
+fn two_runs_with_a_known_difference() {
+    let a = run("350ms", 5.0);
+    let b = run("350ms", 10.0);
+    let c = compare_runs(&a, &b).unwrap();
+    assert_eq!(c.stacks.len(), 2);
+    let go = &c.stacks[0];
+    assert_eq!(go.a_stack, "go-pgx");
+    let hold = go.points.iter().find(|p| p.point == "hold 1500").unwrap();
+    let p99 = hold
+        .diffs
+        .iter()
+        .find(|d| d.quantity == ceiling_compare::runs::Quantity::P99Ms)
+        .unwrap();
+    // 5 ms → 10 ms, one shelf each: the ratio, and no claim of significance
+    assert!((p99.ratio - 2.0).abs() < 0.02, "{}", p99.ratio);
+    assert_eq!(p99.significant, None);
+    assert!(p99.verdict.contains("+100%"), "{}", p99.verdict);
+    let text = render::runs_text(&c, false);
+    assert!(text.contains("hold 3000"), "{text}");
+}
+
+#[test]
+fn different_slos_are_refused() {
+    let a = run("350ms", 5.0);
+    let b = run("50ms", 5.0);
+    let e = compare_runs(&a, &b).unwrap_err().to_string();
+    assert!(e.contains("different SLOs"), "{e}");
+}
+
+#[test]
+fn two_stacks_of_one_run() {
+    let r = run("350ms", 5.0);
+    let c = compare_stacks(&r, "go-pgx", "ktor-jdbc").unwrap();
+    let d = &c.stacks[0].ceiling;
+    assert!((d.ratio - 0.5).abs() < 0.01, "{}", d.ratio);
+    assert!(c.warnings.iter().any(|w| w.contains("not interleaved")));
+    let e = compare_stacks(&r, "go-pgx", "nope")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no stack `nope`"), "{e}");
+}
