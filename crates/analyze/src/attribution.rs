@@ -37,6 +37,10 @@ use std::collections::BTreeMap;
 /// Causes below this score are not reported.
 pub const MIN_SCORE: f64 = 0.2;
 
+/// A second in which the generator's threads together waited this long for a CPU (run delay,
+/// ms per second) is generator-bound: the generator, not the service, set its latency.
+pub const GENERATOR_STARVED_MS: f64 = 250.0;
+
 /// What made a window slow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -395,13 +399,20 @@ pub fn attribute(
             // late beyond the limit *and* late enough to account for the second's latency (a
             // service freeze also delays sends a little while connections are opened; then the
             // latency is far above the lag), or out of CPU, or refusing requests
-            level: Box::new(move |r, _| {
+            // … or starved: its threads waited for a CPU (a starved generator also reads
+            // responses late, which inflates latency far beyond its schedule lag)
+            level: Box::new(move |r, s| {
                 let late = r.lag_p99_ms > lag && r.lag_p99_ms >= 0.5 * r.p99_ms;
-                Some(if late || r.generator_cpu_pct > gcpu || r.overflow > 0 {
-                    1.0
-                } else {
-                    0.0
-                })
+                let starved = s
+                    .and_then(|s| s.gen_run_delay_ms)
+                    .is_some_and(|d| d >= GENERATOR_STARVED_MS);
+                Some(
+                    if late || starved || r.generator_cpu_pct > gcpu || r.overflow > 0 {
+                        1.0
+                    } else {
+                        0.0
+                    },
+                )
             }),
         },
         Probe {
@@ -702,6 +713,13 @@ fn evidence(
             .collect();
         (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
     };
+    let ss = |f: &dyn Fn(&SignalRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
+        let x: Vec<f64> = set
+            .iter()
+            .filter_map(|t| sig.get(t).and_then(|r| f(r)))
+            .collect();
+        (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+    };
     let share = |num: &dyn Fn(&SignalRow) -> Option<f64>, set: &[u32]| -> Option<f64> {
         let n: f64 = set
             .iter()
@@ -715,6 +733,13 @@ fn evidence(
     };
     match kind {
         CauseKind::GeneratorBound => {
+            if let Some(d) = ss(&|x| x.gen_run_delay_ms, s) {
+                if d >= GENERATOR_STARVED_MS / 2.0 {
+                    v.push(format!(
+                        "the generator's threads waited {d:.0} ms per second for a CPU"
+                    ));
+                }
+            }
             if let Some(l) = rs(&|r| Some(r.lag_p99_ms), s) {
                 v.push(format!(
                     "schedule lag p99 {l:.1} ms on average in those seconds"
@@ -1334,6 +1359,32 @@ mod tests {
         }
         at(&mut sig, |s| s.control_max_ms = Some(90.0));
         assert_top(&top(&rows, &sig), CauseKind::GeneratorBound);
+    }
+
+    #[test]
+    fn a_starved_generator_is_generator_bound_though_its_lag_is_small() {
+        // the generator's threads waited 600 ms/s for a CPU during the freeze; its schedule lag
+        // stayed far below the latency (it sends late, but reads even later), and PostgreSQL's
+        // WAL waits were there too
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].lag_p99_ms = 40.0;
+        }
+        at(&mut sig, |s| {
+            s.gen_run_delay_ms = Some(600.0);
+            s.pg_wal = s.pg_active.map(|a| a * 0.5);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::GeneratorBound);
+        assert!(
+            a.causes[0]
+                .evidence
+                .iter()
+                .any(|e| e.contains("waited 600 ms per second for a CPU")),
+            "{:?}",
+            a.causes[0]
+        );
     }
 
     #[test]

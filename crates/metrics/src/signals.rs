@@ -32,6 +32,11 @@ pub struct SignalRow {
     pub run_queue_max: Option<f64>,
     /// Runnable tasks, mean over the second's samples.
     pub run_queue_mean: Option<f64>,
+    /// Time the generator's threads spent runnable but waiting for a CPU in this second, summed
+    /// over its threads (`/proc/self/task/*/schedstat`), ms: a generator starved of CPU sends and
+    /// reads late, which inflates latency without showing as schedule lag alone.
+    #[serde(default)]
+    pub gen_run_delay_ms: Option<f64>,
     /// Busiest disk's busy time share (`/proc/diskstats` io_ticks), %.
     pub disk_busy_pct: Option<f64>,
     /// Mean time per completed disk I/O (reads, writes, flushes) over all disks, ms.

@@ -43,6 +43,32 @@ pub fn parse_loadavg_running(text: &str) -> Option<u32> {
     f.split('/').next()?.parse().ok()
 }
 
+/// The run delay of one task from its `schedstat` (`cpu_ns wait_ns timeslices` → wait_ns): time
+/// spent runnable on a run queue, waiting for a CPU.
+pub fn parse_schedstat_wait_ns(text: &str) -> Option<u64> {
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Run delay summed over every thread of this process (`/proc/self/task/*/schedstat`), ns;
+/// `None` when the kernel does not expose schedstat.
+pub fn self_run_delay_ns(buf: &mut String) -> Option<u64> {
+    let mut total = 0u64;
+    let mut any = false;
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let path = e.path().join("schedstat");
+        if path
+            .to_str()
+            .is_some_and(|p| crate::procfs::read_into(p, buf))
+        {
+            if let Some(w) = parse_schedstat_wait_ns(buf) {
+                total = total.saturating_add(w);
+                any = true;
+            }
+        }
+    }
+    any.then_some(total)
+}
+
 /// Cumulative disk counters summed over whole disks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskTotals {
