@@ -464,7 +464,18 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
         Some(Ours::Level(l)) => (Some(l.label.clone()), Some(l.verdict), None),
         None => (None, None, None),
     };
-    out.ours_at = ours_at;
+    out.ours_at = ours_at.or_else(|| {
+        let s = a.search.as_ref().filter(|_| t.point == Point::Ceiling)?;
+        Some(match &s.interval {
+            Some(i) => format!(
+                "search: 95% CI {}–{}, {} (no confirming shelf)",
+                crate::published::num(i.lo),
+                crate::published::num(i.hi),
+                s.status.name()
+            ),
+            None => format!("search: {} (no confirming shelf)", s.status.name()),
+        })
+    });
     out.verdict = verdict;
     out.why = why;
     // every column of the table, so rows line up; cells for metrics the row lacks are skipped
