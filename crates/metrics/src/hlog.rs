@@ -80,6 +80,24 @@ pub struct HlogInterval {
 /// Reads every interval of a log with the `hdrhistogram` crate's own parser and decoder.
 pub fn read_hlog(bytes: &[u8]) -> Result<Vec<HlogInterval>, String> {
     let mut out = Vec::new();
+    visit_hlog(bytes, |tag, start, duration, h| {
+        out.push(HlogInterval {
+            tag: tag.map(str::to_string),
+            start,
+            duration,
+            histogram: h.clone(),
+        })
+    })?;
+    Ok(out)
+}
+
+/// Calls `f(tag, start, duration, histogram)` for every interval of a log, one at a time, so a
+/// long run's log is read without holding every histogram in memory (`start` and `duration` in
+/// seconds after BaseTime).
+pub fn visit_hlog(
+    bytes: &[u8],
+    mut f: impl FnMut(Option<&str>, f64, f64, &Histogram<u64>),
+) -> Result<(), String> {
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(bytes) {
         match entry.map_err(|e| format!("hlog parse error: {e:?}"))? {
@@ -88,17 +106,17 @@ pub fn read_hlog(bytes: &[u8]) -> Result<Vec<HlogInterval>, String> {
                 let histogram: Histogram<u64> = de
                     .deserialize(&mut io::Cursor::new(raw))
                     .map_err(|e| format!("hlog histogram decode error: {e:?}"))?;
-                out.push(HlogInterval {
-                    tag: iv.tag().map(|t| t.as_str().to_string()),
-                    start: iv.start_timestamp().as_secs_f64(),
-                    duration: iv.duration().as_secs_f64(),
-                    histogram,
-                });
+                f(
+                    iv.tag().map(|t| t.as_str()),
+                    iv.start_timestamp().as_secs_f64(),
+                    iv.duration().as_secs_f64(),
+                    &histogram,
+                );
             }
             LogEntry::StartTime(_) | LogEntry::BaseTime(_) => {}
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn base64_decode(s: &str) -> Result<Vec<u8>, String> {

@@ -10,7 +10,7 @@ mod parts;
 mod signals;
 mod timeseries;
 
-pub use hlog::{read_hlog, HlogInterval, HlogWriter};
+pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
 pub use signals::{read_signals, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};

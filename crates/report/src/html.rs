@@ -3,7 +3,7 @@
 
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
 use crate::tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
-use crate::{fmt, RunReport, Series, SignalSeries};
+use crate::{fmt, RunReport, Series, SignalSeries, Spectra};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
 use ceiling_metrics::{Phase, SignalRow, TimeseriesRow};
 use serde::Serialize;
@@ -573,6 +573,109 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
         c.hlines = slo_lines(&r.stacks[0]);
         out.push(svg::render(&c));
     }
+    out.extend(resource_charts(r));
+    out
+}
+
+/// Each shelf's latency percentile spectrum (merged histograms), one line per shelf.
+fn spectrum_chart(r: &RunReport, a: &StackAnalysis, v: &[crate::ShelfSpectrum]) -> String {
+    let mut c = Chart::new(
+        format!("{} — latency percentile spectrum per shelf", a.stack),
+        "percentile, in nines (1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99)",
+        "latency (ms, log scale)",
+    );
+    c.subtitle = "Each shelf's kept window, every request name merged from the HdrHistogram log (latency from the intended send time); the last point of a line is the maximum. Dashed lines: the SLO's latency limits.".into();
+    c.y_log = true;
+    c.y_zero = false;
+    c.height = 340.0;
+    for (i, s) in v.iter().enumerate() {
+        let mut l = Line::line_dots(
+            format!("{} ({})", s.label, s.verdict),
+            PALETTE[i % PALETTE.len()],
+            s.points.clone(),
+        );
+        l.titles = s
+            .points
+            .iter()
+            .map(|(k, ms)| {
+                format!(
+                    "{}: p{} = {} ms",
+                    s.label,
+                    trim_q(100.0 * (1.0 - 10f64.powf(-k))),
+                    fmt_ms(*ms)
+                )
+            })
+            .collect();
+        c.series.push(l);
+    }
+    c.hlines = slo_lines(a);
+    let _ = r;
+    svg::render(&c)
+}
+
+fn trim_q(p: f64) -> String {
+    let s = format!("{p:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Stack CPU and RSS against offered load, every stack on one chart each.
+fn resource_charts(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    type Pick = fn(&ceiling_analyze::ShelfResult) -> Option<f64>;
+    let picks: [(&str, &str, Pick, Pick); 2] = [
+        (
+            "CPU against offered load",
+            "CPU (% of one core)",
+            |s| s.stack.as_ref().map(|w| w.cpu_pct_mean),
+            |s| s.postgres.as_ref().map(|w| w.cpu_pct_mean),
+        ),
+        (
+            "Memory against offered load",
+            "RSS (MiB)",
+            |s| s.stack.as_ref().map(|w| w.rss_mb_mean),
+            |_| None,
+        ),
+    ];
+    for (title, y, stack_of, pg_of) in picks {
+        let mut c = Chart::new(title, "offered load (RPS; closed model: connections)", y);
+        c.subtitle = "Mean over each shelf's kept window, from the kernel's accounting of the process tree (cgroup); solid = the stack, dashed = PostgreSQL.".into();
+        c.height = 300.0;
+        let mut any = false;
+        for (i, a) in r.stacks.iter().enumerate() {
+            let mut sh: Vec<_> = a.shelves.iter().filter(|s| s.requests > 0).collect();
+            let x = |s: &ceiling_analyze::ShelfResult| {
+                s.rate
+                    .or(s.connections.map(|c| c as f64))
+                    .unwrap_or(s.offered_rps)
+            };
+            sh.sort_by(|p, q| x(p).total_cmp(&x(q)));
+            let pts: Vec<(f64, f64)> = sh
+                .iter()
+                .filter_map(|s| Some((x(s), stack_of(s)?)))
+                .collect();
+            if !pts.is_empty() {
+                any = true;
+                c.series.push(Line::line_dots(
+                    a.stack.clone(),
+                    PALETTE[i % PALETTE.len()],
+                    pts,
+                ));
+            }
+            let pg: Vec<(f64, f64)> = sh.iter().filter_map(|s| Some((x(s), pg_of(s)?))).collect();
+            if !pg.is_empty() {
+                let mut l = Line::line_dots(
+                    format!("PostgreSQL under {}", a.stack),
+                    PALETTE[i % PALETTE.len()],
+                    pg,
+                );
+                l.dashed = true;
+                c.series.push(l);
+            }
+        }
+        if any {
+            out.push(svg::render(&c));
+        }
+    }
     out
 }
 
@@ -587,6 +690,7 @@ struct StackView {
     warnings: Vec<String>,
     charts: Vec<String>,
     curve: String,
+    spectrum: String,
     shelves: Table,
     requests: Table,
     closed: Option<Table>,
@@ -612,7 +716,7 @@ pub fn render_html_with(
     series: &Series,
     signals: &SignalSeries,
 ) -> Result<String, String> {
-    render_html_full(r, series, signals, &[])
+    render_html_full(r, series, signals, &Spectra::new(), &[])
 }
 
 /// A section another crate adds to report.html (e.g. the comparison with the plan's source):
@@ -632,6 +736,7 @@ pub fn render_html_full(
     r: &RunReport,
     series: &Series,
     signals: &SignalSeries,
+    spectra: &Spectra,
     extras: &[HtmlSection],
 ) -> Result<String, String> {
     let stacks: Vec<StackView> = r
@@ -672,6 +777,10 @@ pub fn render_html_full(
                     time_charts(r, a, rows)
                 },
                 curve: curve_chart(a),
+                spectrum: spectra
+                    .get(&a.stack)
+                    .map(|v| spectrum_chart(r, a, v))
+                    .unwrap_or_default(),
                 shelves: shelf_table(a),
                 requests: request_table(a),
                 closed: (!a.levels.is_empty()).then(|| closed_table(a)),
@@ -884,6 +993,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   {% if s.why %}<h3>Why</h3><ul>{% for w in s.why %}<li>{{ w }}</li>{% endfor %}</ul>{% endif %}
   {% for c in s.why_charts %}{{ c|safe }}{% endfor %}
   {{ s.curve|safe }}
+  {{ s.spectrum|safe }}
   <h3>Shelves</h3>
   {{ table(s.shelves, true) }}
   {% if s.closed %}<h3>Levels (closed model, over repetitions)</h3>{{ table(s.closed, false) }}{% endif %}

@@ -335,6 +335,102 @@ pub fn load_series(dir: &Path, report: &RunReport) -> Series {
     out
 }
 
+/// One shelf's latency percentile spectrum, read from the run's HdrHistogram log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShelfSpectrum {
+    /// Shelf label.
+    pub label: String,
+    /// Its verdict.
+    pub verdict: ceiling_analyze::Verdict,
+    /// `(nines, ms)`: nines = −log10(1 − q), so 1 is p90, 2 p99, 3 p99.9.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Per stack, the spectrum of every shelf with requests, in shelf order.
+pub type Spectra = BTreeMap<String, Vec<ShelfSpectrum>>;
+
+/// The spectrum's resolution: quantiles at every quarter of a nine, up to this many nines (or
+/// fewer when the shelf has too few requests to tell).
+pub const SPECTRUM_MAX_NINES: f64 = 5.0;
+
+/// Reads each stack's `DIR/<stack>/latency.hlog` once, merging every request name's per-second
+/// histograms into each shelf's kept window (merged, never averaged), and returns the spectra.
+/// Missing or unreadable logs are skipped (the chart is then left out).
+pub fn load_spectra(dir: &Path, report: &RunReport) -> Spectra {
+    let mut out = Spectra::new();
+    for a in &report.stacks {
+        let Ok(bytes) = std::fs::read(dir.join(&a.stack).join("latency.hlog")) else {
+            continue;
+        };
+        let wins: Vec<(usize, f64, f64)> = a
+            .shelves
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.requests > 0)
+            .filter_map(|(i, s)| Some((i, s.window.kept_start_s?, s.window.kept_end_s?)))
+            .collect();
+        if wins.is_empty() {
+            continue;
+        }
+        let mut hs: Vec<Option<hdrhistogram::Histogram<u64>>> = vec![None; wins.len()];
+        let r = ceiling_metrics::visit_hlog(&bytes, |_, start, _, h| {
+            for (k, (_, a, b)) in wins.iter().enumerate() {
+                if start + 1e-6 >= *a && start < *b - 1e-6 {
+                    match &mut hs[k] {
+                        Some(acc) => {
+                            let _ = acc.add(h);
+                        }
+                        None => hs[k] = Some(h.clone()),
+                    }
+                }
+            }
+        });
+        if r.is_err() {
+            continue;
+        }
+        let v: Vec<ShelfSpectrum> = wins
+            .iter()
+            .zip(hs)
+            .filter_map(|((i, _, _), h)| {
+                let h = h.filter(|h| !h.is_empty())?;
+                let s = &a.shelves[*i];
+                Some(ShelfSpectrum {
+                    label: s.label.clone(),
+                    verdict: s.verdict,
+                    points: spectrum_points(&h),
+                })
+            })
+            .collect();
+        if !v.is_empty() {
+            out.insert(a.stack.clone(), v);
+        }
+    }
+    out
+}
+
+/// `(nines, ms)` at every quarter of a nine while the histogram holds enough values to resolve
+/// it (at least 10 values above the quantile), then the maximum. Values are µs.
+pub fn spectrum_points(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    let n = h.len() as f64;
+    let mut v = Vec::new();
+    let mut k = 0.0;
+    while k <= SPECTRUM_MAX_NINES + 1e-9 {
+        let tail = 10f64.powf(-k);
+        if tail * n < 10.0 {
+            break;
+        }
+        let q = 1.0 - tail;
+        v.push((k, h.value_at_quantile(q) as f64 / 1000.0));
+        k += 0.25;
+    }
+    if n > 0.0 {
+        // the maximum sits where one value is left above: the 1 − 1/n quantile
+        let top = n.log10().max(v.last().map(|p| p.0 + 0.25).unwrap_or(0.0));
+        v.push((top, h.max() as f64 / 1000.0));
+    }
+    v
+}
+
 /// Reads each stack's `DIR/<stack>/signals.csv` (missing or unreadable files are skipped: runs
 /// recorded before signals existed, or stacks measured without them).
 pub fn load_signals(dir: &Path, report: &RunReport) -> SignalSeries {
@@ -630,13 +726,15 @@ pub fn write_all_with(
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let signals = load_signals(dir, report);
+    let spectra = load_spectra(dir, report);
     let files = [
         ("run.json", report.to_json()),
         ("summary.md", render_summary_md(report)),
         ("shelves.csv", render_shelves_csv(report)),
         (
             "report.html",
-            html::render_html_full(report, series, &signals, extras).map_err(io::Error::other)?,
+            html::render_html_full(report, series, &signals, &spectra, extras)
+                .map_err(io::Error::other)?,
         ),
     ];
     let mut out = Vec::new();

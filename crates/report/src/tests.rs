@@ -245,8 +245,9 @@ fn html_report_is_self_contained_with_svg_charts() {
     let (rep, series) = demo(1.0);
     let html = render_html(&rep, &series).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    // 4 time charts + 1 curve per stack, ceiling bars and the all-stacks curve.
-    assert_eq!(html.matches("<svg").count(), 3 * 5 + 2, "svg count");
+    // 4 time charts + 1 curve per stack, ceiling bars, the all-stacks curve, and CPU and memory
+    // against offered load (no spectra: render_html reads no hlog).
+    assert_eq!(html.matches("<svg").count(), 3 * 5 + 4, "svg count");
     assert_eq!(html.matches("</svg>").count(), html.matches("<svg").count());
     for needle in [
         "latency over time",
@@ -256,6 +257,8 @@ fn html_report_is_self_contained_with_svg_charts() {
         "latency vs throughput",
         "Ceiling by stack",
         "p99 latency vs throughput, all stacks",
+        "CPU against offered load",
+        "Memory against offered load",
     ] {
         assert!(html.contains(needle), "missing chart: {needle}");
     }
@@ -504,7 +507,7 @@ fn run_json_round_trips_and_files_are_written() {
     let s2 = load_series(&dir, &rep2);
     assert_eq!(s2.len(), 3);
     assert_eq!(rep2.stacks[0].shelves.len(), rep.stacks[0].shelves.len());
-    assert!(render_html(&rep2, &s2).unwrap().matches("<svg").count() == 17);
+    assert!(render_html(&rep2, &s2).unwrap().matches("<svg").count() == 19);
     if let Ok(keep) = std::env::var("CEILING_REPORT_DEMO_DIR") {
         write_all(std::path::Path::new(&keep), &rep, &series).unwrap();
     }
@@ -640,4 +643,65 @@ fn a_dead_postgres_is_a_notice_in_every_output() {
         .contains("POSTGRESQL EXITED while"));
     let back = RunReport::from_json(&rep.to_json()).unwrap();
     assert_eq!(back.stacks[0].part_exits, rep.stacks[0].part_exits);
+}
+
+/// The percentile spectrum is read from the hlog, merged over each shelf's kept window: a known
+/// uniform 1…100 ms distribution gives p90 ≈ 90 ms and p99 ≈ 99 ms, and the chart is drawn.
+#[test]
+fn percentile_spectrum_from_the_hlog() {
+    let (rep, series) = demo(1.0);
+    let dir = std::env::temp_dir().join(format!("ceiling-spectrum-test-{}", std::process::id()));
+    let stack = rep.stacks[0].stack.clone();
+    std::fs::create_dir_all(dir.join(&stack)).unwrap();
+    let f = std::fs::File::create(dir.join(&stack).join("latency.hlog")).unwrap();
+    let mut w = ceiling_metrics::HlogWriter::new(f, std::time::SystemTime::now(), "test").unwrap();
+    let end = rep.stacks[0]
+        .shelves
+        .iter()
+        .filter_map(|s| s.window.kept_end_s)
+        .fold(0.0, f64::max) as u64;
+    for t in 0..end {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for ms in 1..=100u64 {
+            h.record_n(ms * 1000, 10).unwrap();
+        }
+        // two tags: both are merged
+        for tag in ["get_by_id", "put"] {
+            w.write(
+                &h,
+                std::time::Duration::from_secs(t),
+                std::time::Duration::from_secs(1),
+                tag,
+            )
+            .unwrap();
+        }
+    }
+    w.flush().unwrap();
+    drop(w);
+    let spectra = load_spectra(&dir, &rep);
+    let v = &spectra[&stack];
+    assert_eq!(
+        v.len(),
+        rep.stacks[0]
+            .shelves
+            .iter()
+            .filter(|s| s.requests > 0)
+            .count()
+    );
+    let at = |k: f64| {
+        v[0].points
+            .iter()
+            .find(|p| (p.0 - k).abs() < 1e-9)
+            .map(|p| p.1)
+            .unwrap()
+    };
+    assert!((at(1.0) - 90.0).abs() <= 1.0, "p90 {}", at(1.0));
+    assert!((at(2.0) - 99.0).abs() <= 1.0, "p99 {}", at(2.0));
+    assert!(
+        v[0].points.windows(2).all(|p| p[1].1 >= p[0].1),
+        "non-decreasing"
+    );
+    let html = html::render_html_full(&rep, &series, &SignalSeries::new(), &spectra, &[]).unwrap();
+    assert!(html.contains("latency percentile spectrum per shelf"));
+    std::fs::remove_dir_all(&dir).ok();
 }
