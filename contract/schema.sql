@@ -25,6 +25,24 @@ create table if not exists transfers (
   created_at timestamptz not null default now()
 );
 
+-- ceiling's audit, not a stack's work: each client's opening balance, recorded by a trigger (so
+-- every stack is audited alike, whatever its SQL). After a run the stand checks that money was
+-- conserved: every balance = its opening + transfers in − transfers out, none negative, and the
+-- sum of balances = the sum of openings. The trigger runs once per created client.
+create table if not exists client_openings (
+  id      bigint primary key,
+  balance bigint not null,
+  seeded  boolean not null default false   -- set by seed.sql for the clients it creates
+);
+create or replace function ceiling_record_opening() returns trigger language plpgsql as $$
+begin
+  insert into client_openings (id, balance) values (new.id, new.balance);
+  return null;
+end
+$$;
+create or replace trigger ceiling_client_opening after insert on clients
+  for each row execute function ceiling_record_opening();
+
 -- rows workload (sources 002 `/orders` and 003 `/people`): a read of N rows as JSON
 create table if not exists orders (
   id          bigint primary key,

@@ -358,6 +358,9 @@ pub struct StackAnalysis {
     /// Parts of the stand that exited while this stack was measured (run.json schema ≥ 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_exits: Vec<PartExit>,
+    /// Money conservation in the bank tables after this stack's run, when the run touched them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub money: Option<ceiling_metrics::MoneyCheck>,
     /// Things a reader should know.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -422,6 +425,7 @@ impl StackAnalysis {
             ceiling,
             search: None,
             part_exits: Vec::new(),
+            money: None,
             warnings,
         }
     }

@@ -45,6 +45,8 @@ pub enum WarningKind {
     VerifySkipped,
     /// Writing the per-second files failed.
     Files,
+    /// The bank's money was not conserved under this stack (a lost or half-applied transfer).
+    MoneyNotConserved,
     /// Anything else (and every warning read from a run.json older than schema 2).
     Other,
 }

@@ -706,7 +706,7 @@ fn run_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, LimitsApplied)> {
-    let (_spec, mut stack, warnings) =
+    let (_spec, mut stack, mut warnings) =
         start_verified(plan, stand, name, dir, a.allow_unverified, a.rebuild)?;
     let lim = stack.limits_applied().clone();
     let _ = stand.stat_statements_reset();
@@ -754,6 +754,21 @@ fn run_stack(
     } else {
         stand.stat_statements(true).ok()
     };
+    // the bank's books, checked on this stack's own copy of the data before the next one
+    let money = if pg_dead {
+        None
+    } else {
+        match stand.money_check() {
+            Ok(m) => m.filter(|m| m.touched()),
+            Err(e) => {
+                warnings.push(Warning::new(
+                    WarningKind::Other,
+                    format!("money conservation could not be checked: {e}"),
+                ));
+                None
+            }
+        }
+    };
     let crash = if stack.is_alive() {
         None
     } else {
@@ -762,6 +777,14 @@ fn run_stack(
     stack.stop();
     let mut m = res?;
     m.analysis.warnings.extend(warnings);
+    if let Some(mc) = money {
+        if !mc.conserved() {
+            m.analysis
+                .warnings
+                .push(Warning::new(WarningKind::MoneyNotConserved, mc.describe()));
+        }
+        m.analysis.money = Some(mc);
+    }
     if let Some(c) = crash {
         m.analysis.warnings.push(Warning::new(
             WarningKind::StackLog,

@@ -5,11 +5,13 @@
 //! [`Second`]s and [`ResourceSample`]s) and the pure analysis (`analyze`, `report`, which only read
 //! them). Histograms are never averaged: windows are merged exactly with [`merge_into`].
 
+mod audit;
 mod hlog;
 mod parts;
 mod signals;
 mod timeseries;
 
+pub use audit::MoneyCheck;
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
 pub use signals::{read_signals, SignalRow, SignalsWriter};

@@ -237,6 +237,9 @@ impl RunReport {
             ));
         }
         for a in &self.stacks {
+            if let Some(m) = a.money.as_ref().filter(|m| !m.conserved()) {
+                v.push(format!("`{}`: {}", a.stack, m.describe()));
+            }
             for e in &a.part_exits {
                 v.push(format!(
                     "{} EXITED while `{}` was measured: {}. Its shelves from then on are invalid, not failed — the stack was not at fault.",
@@ -500,6 +503,9 @@ pub fn render_terminal(r: &RunReport) -> String {
         s.push_str(&shelf_table(a).to_text());
         for w in why_lines(a) {
             s.push_str(&format!("why: {w}\n"));
+        }
+        if let Some(m) = &a.money {
+            s.push_str(&format!("{}\n", m.describe()));
         }
         if !a.levels.is_empty() {
             s.push('\n');

@@ -629,6 +629,42 @@ pub struct StatementStat {
     pub user: String,
 }
 
+/// Money conservation in the bank tables of the `bench` database, from the audit table that
+/// `contract/schema.sql`'s trigger fills (`Ok(None)` when the database has no such table).
+pub fn money_check(admin: &Db) -> Result<Option<ceiling_metrics::MoneyCheck>> {
+    let db = admin.on(BENCH);
+    let has = db.query_one("select to_regclass('public.client_openings') is not null")?;
+    if has.as_deref() != Some("t") {
+        return Ok(None);
+    }
+    let rows = db.query(
+        "with t_in as (select to_id as id, sum(amount) as s from transfers group by to_id),               t_out as (select from_id as id, sum(amount) as s from transfers group by from_id)          select (select count(*) from clients),                 (select count(*) from client_openings where not seeded),                 (select count(*) from transfers),                 (select coalesce(sum(balance), 0) from clients),                 (select coalesce(sum(o.balance), 0) from client_openings o join clients c using (id)),                 (select count(*) from clients where balance < 0),                 (select count(*) from clients c join client_openings o using (id)                    left join t_in using (id) left join t_out using (id)                    where c.balance <> o.balance + coalesce(t_in.s, 0) - coalesce(t_out.s, 0)),                 (select count(*) from clients c left join client_openings o using (id) where o.id is null)",
+    )?;
+    let r = rows
+        .first()
+        .filter(|r| r.len() >= 8)
+        .ok_or_else(|| StandError::Sql {
+            what: "money check".into(),
+            stderr: "no result row".into(),
+        })?;
+    let bad = |i: usize, e: String| StandError::Sql {
+        what: "money check".into(),
+        stderr: format!("column {i} `{}`: {e}", r[i]),
+    };
+    let u = |i: usize| -> Result<u64> { r[i].trim().parse().map_err(|e| bad(i, format!("{e}"))) };
+    let s = |i: usize| -> Result<i64> { r[i].trim().parse().map_err(|e| bad(i, format!("{e}"))) };
+    Ok(Some(ceiling_metrics::MoneyCheck {
+        clients: u(0)?,
+        created: u(1)?,
+        transfers: u(2)?,
+        sum_balances: s(3)?,
+        sum_openings: s(4)?,
+        negative: u(5)?,
+        inconsistent: u(6)?,
+        unaudited: u(7)?,
+    }))
+}
+
 /// Resets `pg_stat_statements` (all databases). `admin` must be a superuser connected to a
 /// database with the extension (the stand's `bench` and `bench_seed` have it).
 pub fn stat_statements_reset(admin: &Db) -> Result<()> {

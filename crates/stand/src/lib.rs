@@ -372,6 +372,10 @@ impl Stand {
     pub fn stat_statements(&self, bench_only: bool) -> Result<Vec<StatementStat>> {
         stat_statements_snapshot(&self.admin, bench_only.then_some(BENCH))
     }
+    /// Money conservation in the bank tables after a stack's run (`None`: no audit table).
+    pub fn money_check(&self) -> Result<Option<ceiling_metrics::MoneyCheck>> {
+        db::money_check(&self.admin)
+    }
     /// The environment fingerprint (with this server's version).
     pub fn fingerprint(&self) -> Environment {
         fingerprint(Some(&self.pg_version), &self.cgroups)

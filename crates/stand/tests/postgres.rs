@@ -158,6 +158,53 @@ fn embedded_postgres_end_to_end() {
     bench
         .exec("insert into status (id, status) values ('00000000-0000-0000-0000-000000000001', 1)")
         .unwrap();
+    // the status values follow source 000's (random()*10)::int2: 0 and 10 half as frequent
+    let dist = bench
+        .query("select status, count(*) from status group by 1 order by 1")
+        .unwrap();
+    let n = |v: i32| -> f64 {
+        dist.iter()
+            .find(|r| r[0] == v.to_string())
+            .map(|r| r[1].parse().unwrap())
+            .unwrap_or(0.0)
+    };
+    assert!((n(0) / 1e6 - 0.05).abs() < 0.002, "{dist:?}");
+    assert!((n(5) / 1e6 - 0.10).abs() < 0.002, "{dist:?}");
+    assert!((n(10) / 1e6 - 0.05).abs() < 0.002, "{dist:?}");
+
+    // money conservation: untouched books are conserved (and not "touched"); a proper transfer
+    // and a created client stay conserved; a half-applied transfer and a balance changed behind
+    // the books' back are caught
+    let m = stand.money_check().unwrap().unwrap();
+    assert!(m.conserved() && !m.touched(), "{m:?}");
+    assert_eq!((m.clients, m.created), (10_000, 0));
+    bench
+        .exec(
+            "insert into clients (balance) values (500); \
+             begin; \
+             update clients set balance = balance - 100 where id = 1; \
+             update clients set balance = balance + 100 where id = 2; \
+             insert into transfers (from_id, to_id, amount) values (1, 2, 100); \
+             commit;",
+        )
+        .unwrap();
+    let m = stand.money_check().unwrap().unwrap();
+    assert!(m.conserved() && m.touched(), "{m:?}");
+    assert_eq!((m.created, m.transfers), (1, 1));
+    bench
+        .exec(
+            "update clients set balance = balance - 50 where id = 3; \
+             insert into transfers (from_id, to_id, amount) values (3, 4, 50);",
+        )
+        .unwrap();
+    let m = stand.money_check().unwrap().unwrap();
+    assert!(!m.conserved(), "{m:?}");
+    assert_eq!((m.inconsistent, m.sum_balances - m.sum_openings), (1, -50));
+    assert!(
+        m.describe().starts_with("MONEY NOT CONSERVED"),
+        "{}",
+        m.describe()
+    );
     let t = Instant::now();
     let db = stand.reset_db().unwrap();
     eprintln!("reset_db again: {:?}", t.elapsed());
