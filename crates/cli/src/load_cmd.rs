@@ -60,6 +60,12 @@ pub struct LoadArgs {
     /// Connection cap for the open model.
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// This process's share of the schedule, `I/N` (0 ≤ I < N): N generator processes started
+    /// with 0/N … (N−1)/N send exactly the plan's arrivals between them (each a 1/N share,
+    /// interleaved in time); merge their results with `ceiling merge` (histograms added, never
+    /// percentiles averaged). Start them together: each counts time from its own start.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
     /// Generator threads (each its own event loop and shard of the schedule).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -225,13 +231,19 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = a.threads.clamp(1, 64);
+    if let Some(sh) = a.shard {
+        cfg.process_shard = sh;
+    }
     if let Some(m) = &a.max_time {
         cfg.hard_limit = dur(m, "max-time")?;
     }
     let stop = cfg.stop.clone();
     install_ctrlc(stop.clone());
 
-    let label = describe(&plan, &url, cfg.threads);
+    let mut label = describe(&plan, &url, cfg.threads);
+    if let Some((i, n)) = a.shard {
+        label.push_str(&format!(" — shard {i}/{n} of the schedule"));
+    }
     if !a.quiet && !a.json {
         eprintln!("{label}");
         if plan.scaled_by != 1.0 {
@@ -319,17 +331,17 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
 /// Percentiles in milliseconds.
 #[derive(serde::Serialize)]
 pub struct Percentiles {
-    count: u64,
-    p50_ms: f64,
-    p90_ms: f64,
-    p95_ms: f64,
-    p99_ms: f64,
-    p999_ms: f64,
-    max_ms: f64,
+    pub(crate) count: u64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p90_ms: f64,
+    pub(crate) p95_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) p999_ms: f64,
+    pub(crate) max_ms: f64,
 }
 
 impl Percentiles {
-    fn of(h: &Histogram<u64>) -> Self {
+    pub(crate) fn of(h: &Histogram<u64>) -> Self {
         let q = |p: f64| {
             if h.is_empty() {
                 0.0
@@ -635,4 +647,23 @@ fn trim_secs(x: f64) -> String {
 /// handlers themselves are installed once, in `main` ([`ceiling_stand::install_signal_cleanup`]).
 pub fn install_ctrlc(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     ceiling_stand::link(stop);
+}
+
+/// `I/N` with 0 ≤ I < N ≤ 1024.
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: write the shard as I/N, e.g. 0/2"))?;
+    let i: u64 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: I must be a number"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: N must be a number"))?;
+    if n == 0 || n > 1024 || i >= n {
+        return Err(format!("`{s}`: need 0 ≤ I < N ≤ 1024"));
+    }
+    Ok((i, n))
 }

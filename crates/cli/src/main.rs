@@ -7,6 +7,7 @@
 
 mod compare_cmd;
 mod load_cmd;
+mod merge_cmd;
 mod pgbench_cmd;
 mod record;
 mod report_cmd;
@@ -45,6 +46,9 @@ enum Cmd {
     /// Rebuild summary.md, shelves.csv and report.html of a results directory from its run.json
     /// and per-second files, and print the table.
     Report(report_cmd::ReportArgs),
+    /// Merge the outputs of several `ceiling load --shard I/N` processes exactly (histograms
+    /// added, never percentiles averaged).
+    Merge(merge_cmd::MergeArgs),
     /// Set a run beside its source's published tables (--source), or compare two runs or two
     /// stacks of one run with significance (Welch's t on repetitions, intervals for searches).
     Compare(compare_cmd::CompareArgs),
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::run(a),
+        Cmd::Merge(a) => merge_cmd::run(a),
         Cmd::Verify(a) => verify_cmd::run(a),
         Cmd::Pgbench(a) => pgbench_cmd::run(a),
         Cmd::ControlServer => {

@@ -771,12 +771,20 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     // Enough records for every shard's current second plus the ones in flight; more would only
     // hold memory.
     let pool_cap = 2 * threads + 2;
+    // this process's share (i mod n), split among its threads: worker t takes i·T + t mod n·T
+    let (pi, pn) = cfg.process_shard;
+    let (pi, pn) = if pn == 0 || pi >= pn {
+        (0, 1)
+    } else {
+        (pi, pn)
+    };
     for i in 0..threads {
+        let shard = (pi * threads as u64 + i as u64, pn * threads as u64);
         let (cfg, tables, tx, pool) = (cfg.clone(), tables.clone(), tx.clone(), pool.clone());
         let cf = connect_failures.clone();
         let h = std::thread::Builder::new()
             .name(format!("ceiling-load-{i}"))
-            .spawn(move || worker(cf, pool, cfg, tables, (i as u64, threads as u64), start, tx))
+            .spawn(move || worker(cf, pool, cfg, tables, shard, start, tx))
             .map_err(|e| LoadError::Runtime(format!("cannot start a generator thread: {e}")))?;
         handles.push(h);
     }

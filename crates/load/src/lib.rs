@@ -137,6 +137,11 @@ pub struct LoadConfig {
     pub hard_limit: Duration,
     /// Set to stop early (Ctrl-C); results so far are kept.
     pub stop: Arc<AtomicBool>,
+    /// This process's share of the schedule, `(i, n)`: a 1/n share of the plan's arrivals (of
+    /// every n·T consecutive arrivals, the T that its T threads take), so `n` generator processes
+    /// with `i = 0…n−1` send exactly the plan's arrivals between them, interleaved in time.
+    /// Connection and backlog caps are divided alike. `(0, 1)`: the whole schedule.
+    pub process_shard: (u64, u64),
 }
 
 impl LoadConfig {
@@ -185,6 +190,7 @@ impl LoadConfig {
             threads: 1,
             hard_limit,
             stop: Arc::new(AtomicBool::new(false)),
+            process_shard: (0, 1),
         })
     }
 }

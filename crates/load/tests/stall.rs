@@ -62,6 +62,7 @@ fn config(port: u16, model: Model, stage: Stage) -> LoadConfig {
         threads: 1,
         hard_limit: Duration::from_secs(60),
         stop: Arc::new(AtomicBool::new(false)),
+        process_shard: (0, 1),
     }
 }
 
