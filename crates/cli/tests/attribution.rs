@@ -194,6 +194,27 @@ fn causes(dir: &Path) -> (Vec<(String, f64)>, String, String) {
     )
 }
 
+/// Starts `n` busy loops, each `prefix… sh -c 'while :; do :; done'` (e.g. under `nice`).
+fn start_hogs(n: usize, prefix: &[&str]) -> Vec<Child> {
+    (0..n)
+        .map(|_| {
+            Command::new(prefix[0])
+                .args(&prefix[1..])
+                .args(["sh", "-c", "while :; do :; done"])
+                .spawn()
+                .expect("hog")
+        })
+        .collect()
+}
+
+/// Ends the busy loops this test started, by their pids.
+fn stop_hogs(mut hogs: Vec<Child>) {
+    for h in &mut hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
 fn sleep_until(t0: Instant, at: Duration) {
     let now = t0.elapsed();
     if at > now {
@@ -268,23 +289,13 @@ fn cpu_hogs_outside_the_run_are_a_host_stall() {
     let dir = run_with("crates/cli/tests/plans/why-hog.toml", |_, t0| {
         // hogs from 8 s to 30 s after the start: most of the kept window
         sleep_until(t0, Duration::from_secs(8));
-        let mut hogs: Vec<Child> = (0..n)
-            .map(|_| {
-                // nice -8: above the stack and PostgreSQL (0), below the generator (-10). At
-                // nice 0 the scheduler's wake-up preemption lets the stack through and the
-                // shelf stays valid on 2 cores: a hog must outweigh the stack to hurt it (at -5
-                // with 8 hogs, p99 reached 9.8 ms against the 10 ms SLO on an idle machine).
-                Command::new("nice")
-                    .args(["-n", "-8", "sh", "-c", "while :; do :; done"])
-                    .spawn()
-                    .expect("hog")
-            })
-            .collect();
+        // nice -8: above the stack and PostgreSQL (0), below the generator (-10). At nice 0 the
+        // scheduler's wake-up preemption lets the stack through and the shelf stays valid on 2
+        // cores: a hog must outweigh the stack to hurt it (at -5 with 8 hogs, p99 reached 9.8 ms
+        // against the 10 ms SLO on an idle machine).
+        let hogs = start_hogs(n, &["nice", "-n", "-8"]);
         sleep_until(t0, Duration::from_secs(30));
-        for h in &mut hogs {
-            let _ = h.kill(); // by pid: our own children
-            let _ = h.wait();
-        }
+        stop_hogs(hogs);
     });
     check(&dir, "host_stall");
 }
@@ -339,28 +350,9 @@ fn a_generator_starved_of_cpu_is_generator_bound() {
             .status()
             .expect("taskset");
         assert!(st.success(), "taskset on ceiling run's threads failed");
-        let mut hogs: Vec<Child> = (0..3)
-            .map(|_| {
-                Command::new("taskset")
-                    .args([
-                        "-c",
-                        "0",
-                        "nice",
-                        "-n",
-                        "-20",
-                        "sh",
-                        "-c",
-                        "while :; do :; done",
-                    ])
-                    .spawn()
-                    .expect("hog")
-            })
-            .collect();
+        let hogs = start_hogs(3, &["taskset", "-c", "0", "nice", "-n", "-20"]);
         sleep_until(t0, Duration::from_secs(30));
-        for h in &mut hogs {
-            let _ = h.kill(); // by pid: our own children
-            let _ = h.wait();
-        }
+        stop_hogs(hogs);
     });
     check(&dir, "generator_bound");
 }
