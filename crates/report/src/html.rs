@@ -614,7 +614,11 @@ fn spectrum_chart(r: &RunReport, a: &StackAnalysis, v: &[crate::ShelfSpectrum]) 
 }
 
 fn trim_q(p: f64) -> String {
-    let s = format!("{p:.4}");
+    let s = if p < 99.0 {
+        format!("{p:.1}")
+    } else {
+        format!("{p:.4}")
+    };
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
