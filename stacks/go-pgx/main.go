@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -84,5 +85,10 @@ func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	pcfg.MaxConns = cfg.PoolSize
+	if !cfg.Prepared {
+		// DB_PREPARED=off: no named prepared statements on the server (PgBouncer's transaction
+		// pooling hands a client a different server connection each transaction).
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
 	return pgxpool.NewWithConfig(ctx, pcfg)
 }

@@ -60,9 +60,10 @@ pub struct LoadArgs {
     /// Connection cap for the open model.
     #[arg(long)]
     pub max_connections: Option<usize>,
-    /// Generator threads (each its own event loop and shard of the schedule).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Generator threads (each its own event loop and shard of the schedule; default: the plan's
+    /// load.threads, else 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Seed for the request stream and Poisson arrivals.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -196,6 +197,9 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
     if a.no_keep_alive {
         plan.load.keep_alive = false;
     }
+    if let Some(t) = a.threads {
+        plan.load.threads = t;
+    }
     if let Some(t) = &a.timeout {
         plan.load.timeout = dur(t, "timeout")?;
     }
@@ -224,7 +228,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let target = target_of(&parsed, &url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cfg.threads = a.threads.clamp(1, 64);
+    cfg.threads = plan.load.threads.clamp(1, 64);
     if let Some(m) = &a.max_time {
         cfg.hard_limit = dur(m, "max-time")?;
     }

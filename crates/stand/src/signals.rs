@@ -290,7 +290,9 @@ fn finish(a: Acc) -> SignalRow {
     if let Some(host) = r.host_busy_pct {
         if let (Some(stack), Some(gen)) = (a.cpu.get("stack"), a.cpu.get("generator")) {
             let pg = a.cpu.get("postgres").copied().unwrap_or(0.0);
-            r.other_cpu_pct = Some((host - stack - gen - pg).max(0.0));
+            // PgBouncer is a part of the run too, when the plan has one
+            let pgb = a.cpu.get("pgbouncer").copied().unwrap_or(0.0);
+            r.other_cpu_pct = Some((host - stack - gen - pg - pgb).max(0.0));
         }
     }
     r
