@@ -337,13 +337,14 @@ impl Stand {
             .admin
             .exec("create extension if not exists pg_stat_statements");
         self.pg = Some(pg);
+        // PostgreSQL listens on a new port: PgBouncer must point at it (before the data check,
+        // which also queries through PgBouncer)
+        if self.pgb_launch.is_some() {
+            self.restart_pgbouncer()?;
+        }
         if let Some(d) = &self.data {
             let seed = d.seed;
             self.prepare_data(seed)?;
-        }
-        // PostgreSQL listens on a new port: PgBouncer must point at it
-        if self.pgb_launch.is_some() {
-            self.restart_pgbouncer()?;
         }
         Ok(tail)
     }
