@@ -149,7 +149,8 @@ mod tests {
         let p = Percentiles::of(&h);
         assert_eq!(p.count, 5000);
         assert_eq!(p.get(99.0), Some(p.p99_ms));
-        assert_eq!(p.get(75.0), None);
+        assert_eq!(p.get(75.0), Some(p.p75_ms));
+        assert_eq!(p.get(80.0), None);
         assert_eq!(percentile_ms(&new_histogram(), 99.0), None);
     }
 }

@@ -790,7 +790,10 @@ fn run_stack(
                     part: Role::Pgbouncer,
                     from_s: 0.0,
                     status,
-                    log_tail: stand.pgbouncer().map(|p| p.log_tail(10)).unwrap_or_default(),
+                    log_tail: stand
+                        .pgbouncer()
+                        .map(|p| p.log_tail(10))
+                        .unwrap_or_default(),
                 }));
             }
             if stack.is_alive() {

@@ -120,7 +120,11 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         eprintln!(
             "stand: starting PostgreSQL{}…",
-            if settings.pgbouncer.is_some() { " and PgBouncer" } else { "" }
+            if settings.pgbouncer.is_some() {
+                " and PgBouncer"
+            } else {
+                ""
+            }
         );
         let mut stand = Stand::start(&opts, &settings).map_err(|e| anyhow::anyhow!("{e}"))?;
         stand

@@ -161,7 +161,11 @@ fn closed_model_with_keep_alive_reuses_its_connections() {
     )
     .unwrap();
     assert_eq!(ok(&s), 200);
-    assert_eq!(accepted.load(Ordering::SeqCst), 4, "one connection per loop");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        4,
+        "one connection per loop"
+    );
     // only the four first requests waited for a new connection
     let t = &s.tags[0];
     let slow = t
@@ -171,7 +175,10 @@ fn closed_model_with_keep_alive_reuses_its_connections() {
         .map(|v| v.count_at_value())
         .sum::<u64>();
     // (a busy machine may stall a few more for as long; 200 would mean no reuse at all)
-    assert!((4..50).contains(&slow), "{slow} requests took the accept delay");
+    assert!(
+        (4..50).contains(&slow),
+        "{slow} requests took the accept delay"
+    );
 }
 
 #[test]
@@ -195,7 +202,11 @@ fn open_model_without_keep_alive_opens_one_connection_per_request_inside_the_lat
     assert!(done >= 380, "about 400 requests: {done}");
     assert_eq!(ok(&s), done, "{:?}", s.counts());
     // no connection opened ahead of the schedule with keep-alive off
-    assert_eq!(accepted.load(Ordering::SeqCst), done, "one connection per request");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        done,
+        "one connection per request"
+    );
     let min_ms = s.tags[0].latency.min() as f64 / 1000.0;
     assert!(min_ms >= floor_ms(), "min latency {min_ms} ms");
 }

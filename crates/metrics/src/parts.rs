@@ -25,7 +25,12 @@ pub enum Role {
 
 impl Role {
     /// Every role, in report order.
-    pub const ALL: [Role; 4] = [Role::Stack, Role::Postgres, Role::Pgbouncer, Role::Generator];
+    pub const ALL: [Role; 4] = [
+        Role::Stack,
+        Role::Postgres,
+        Role::Pgbouncer,
+        Role::Generator,
+    ];
 
     /// The serialised name: `stack`, `postgres`, `pgbouncer`, `generator`.
     pub fn as_str(self) -> &'static str {

@@ -34,7 +34,9 @@ struct RawPlan {
     #[serde(default)]
     analysis: Option<S<RawAnalysis>>,
     #[serde(default)]
-    stand: Option<S<RawStand>>,
+    // not Spanned: `[stand.env]` or `[stand.pgbouncer]` without a `[stand]` header makes `stand`
+    // an implicit table, which toml's Spanned cannot take
+    stand: Option<RawStand>,
     #[serde(default)]
     search: Option<S<RawSearch>>,
     quick_scale: Option<S<f64>>,
@@ -115,7 +117,7 @@ struct RawAnalysis {
 struct RawStand {
     postgres_version: Option<S<i64>>,
     #[serde(default)]
-    postgres_settings: BTreeMap<String, toml::Value>,
+    postgres_settings: BTreeMap<String, S<toml::Value>>,
     seed: Option<u64>,
     pool_size: Option<S<i64>>,
     workers: Option<S<i64>>,
@@ -609,10 +611,10 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
 
     // stand
     let ds = RawStand::default();
-    let rs = raw.stand.as_ref().map(|s| s.get_ref()).unwrap_or(&ds);
+    let rs = raw.stand.as_ref().unwrap_or(&ds);
     let mut postgres_settings = default_postgres_settings();
     for (k, v) in &rs.postgres_settings {
-        let val = match v {
+        let val = match v.get_ref() {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
@@ -625,7 +627,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             }
             _ => {
                 return Err(cx.err(
-                    raw.stand.as_ref().map(|s| s.span()),
+                    Some(v.span()),
                     format!("stand.postgres_settings.{k}"),
                     "must be a string, number or boolean",
                 ))
@@ -816,13 +818,7 @@ fn stand_env(
         let val = match v.get_ref() {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
-            _ => {
-                return Err(cx.err(
-                    sp,
-                    field,
-                    "must be a string (e.g. \"off\") or an integer",
-                ))
-            }
+            _ => return Err(cx.err(sp, field, "must be a string (e.g. \"off\") or an integer")),
         };
         if val.contains('\0') {
             return Err(cx.err(sp, field, "must not contain a NUL byte"));
@@ -864,10 +860,20 @@ fn pgbouncer_settings(cx: &Ctx, raw: &S<RawPgBouncer>) -> Result<PgBouncerSettin
     Ok(PgBouncerSettings {
         pool_mode,
         default_pool_size: cx
-            .int(&r.default_pool_size, "stand.pgbouncer.default_pool_size", 1, 10_000)?
+            .int(
+                &r.default_pool_size,
+                "stand.pgbouncer.default_pool_size",
+                1,
+                10_000,
+            )?
             .unwrap_or(50) as u32,
         max_client_conn: cx
-            .int(&r.max_client_conn, "stand.pgbouncer.max_client_conn", 1, 100_000)?
+            .int(
+                &r.max_client_conn,
+                "stand.pgbouncer.max_client_conn",
+                1,
+                100_000,
+            )?
             .unwrap_or(1000) as u32,
         max_prepared_statements: cx
             .int(
@@ -1044,6 +1050,10 @@ errors = "1%"
             (PoolMode::Session, 20, 500)
         );
         assert_eq!(b.max_prepared_statements, Some(100));
+        // `[stand.pgbouncer]` alone (no `[stand]` header: an implicit table)
+        let text = format!("{GOOD}\n[stand.pgbouncer]\npool_mode = \"session\"\n");
+        let p = parse_plan(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(p.stand.pgbouncer.unwrap().pool_mode, PoolMode::Session);
         // defaults: direct, no extra environment, one generator thread
         let p = parse_plan(GOOD, Path::new("p.toml")).unwrap();
         assert!(p.stand.pgbouncer.is_none() && p.stand.env.is_empty());
@@ -1070,9 +1080,16 @@ errors = "1%"
             "{e}"
         );
         let e = at("[stand.env]\nX = true\n");
-        assert_eq!((e.line, e.field.as_str()), (Some(lines + 2), "stand.env.X"), "{e}");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "stand.env.X"),
+            "{e}"
+        );
         let e = at("[stand.env]\n\"1X\" = \"a\"\n");
-        assert!(e.message.contains("not an environment variable name"), "{e}");
+        assert!(
+            e.message.contains("not an environment variable name"),
+            "{e}"
+        );
         let e = at("[stand.pgbouncer]\npool_mode = \"statement\"\n");
         assert_eq!(
             (e.line, e.field.as_str()),
@@ -1093,7 +1110,17 @@ errors = "1%"
         let e = at("[stand.pgbouncer]\npool_mode = \"session\"\npool_size = 5\n");
         assert_eq!(e.line, Some(lines + 3), "{e}");
         assert!(e.message.contains("pool_size"), "{e}");
+        let e = at("[stand]\nseed = 2\npostgres_settings = { fsync = [1] }\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 3), "stand.postgres_settings.fsync"),
+            "{e}"
+        );
         let e = at("[load]\nthreads = 0\n");
-        assert_eq!((e.line, e.field.as_str()), (Some(lines + 2), "load.threads"), "{e}");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "load.threads"),
+            "{e}"
+        );
     }
 }

@@ -66,8 +66,9 @@ pub use pg::{
     EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
 };
 pub use pgbouncer::{
-    check_settings as check_pgbouncer_settings, config_text as pgbouncer_config_text, find_pgbouncer, parse_pgbouncer_version, PgBouncer,
-    PgBouncerBinary, PgBouncerOptions, PgBouncerRecord, MAX_PREPARED_STATEMENTS_SINCE,
+    check_settings as check_pgbouncer_settings, config_text as pgbouncer_config_text,
+    find_pgbouncer, parse_pgbouncer_version, PgBouncer, PgBouncerBinary, PgBouncerOptions,
+    PgBouncerRecord, MAX_PREPARED_STATEMENTS_SINCE,
 };
 pub use process::{
     cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,

@@ -47,7 +47,9 @@ impl PgBouncerBinary {
 /// `PgBouncer 1.18.0` (first line of `pgbouncer --version`; older releases said
 /// `pgbouncer version 1.12.0`) → `("1.18.0", (1, 18, 0))`.
 pub fn parse_pgbouncer_version(s: &str) -> Option<(String, (u32, u32, u32))> {
-    let line = s.lines().find(|l| l.to_ascii_lowercase().contains("pgbouncer"))?;
+    let line = s
+        .lines()
+        .find(|l| l.to_ascii_lowercase().contains("pgbouncer"))?;
     let tok = line
         .split_whitespace()
         .find(|t| t.starts_with(|c: char| c.is_ascii_digit()))?;
@@ -70,9 +72,10 @@ pub fn find_pgbouncer() -> Result<PgBouncerBinary> {
             process::is_executable(&p).then_some(p)
         })
         .ok_or_else(|| StandError::PgBouncer {
-            message: "the plan asks for PgBouncer ([stand.pgbouncer]) but `pgbouncer` is not installed: \
+            message:
+                "the plan asks for PgBouncer ([stand.pgbouncer]) but `pgbouncer` is not installed: \
                       run scripts/setup.sh (Debian: apt-get install pgbouncer)"
-                .into(),
+                    .into(),
             log_tail: String::new(),
         })?;
     let out = Command::new(&path)
@@ -84,14 +87,15 @@ pub fn find_pgbouncer() -> Result<PgBouncerBinary> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let (version, numeric) = parse_pgbouncer_version(&text).ok_or_else(|| StandError::PgBouncer {
-        message: format!(
-            "{} --version gave no version: {}",
-            path.display(),
-            text.trim()
-        ),
-        log_tail: String::new(),
-    })?;
+    let (version, numeric) =
+        parse_pgbouncer_version(&text).ok_or_else(|| StandError::PgBouncer {
+            message: format!(
+                "{} --version gave no version: {}",
+                path.display(),
+                text.trim()
+            ),
+            log_tail: String::new(),
+        })?;
     Ok(PgBouncerBinary {
         path,
         version,
@@ -230,8 +234,7 @@ impl PgBouncer {
     ) -> Result<PgBouncer> {
         check_settings(bin, &opts.settings)?;
         let user = server_user()?;
-        std::fs::create_dir_all(&opts.root)
-            .ctx(|| format!("creating {}", opts.root.display()))?;
+        std::fs::create_dir_all(&opts.root).ctx(|| format!("creating {}", opts.root.display()))?;
         let root = std::fs::canonicalize(&opts.root)
             .ctx(|| format!("resolving {}", opts.root.display()))?;
         if let Some(u) = &user {
@@ -340,10 +343,15 @@ impl PgBouncer {
             },
             psql.to_path_buf(),
         );
-        db.query("select 1").map(|_| ()).map_err(|e| StandError::PgBouncer {
-            message: format!("a query through PgBouncer on port {} failed: {e}", self.port),
-            log_tail: self.log_tail(20),
-        })
+        db.query("select 1")
+            .map(|_| ())
+            .map_err(|e| StandError::PgBouncer {
+                message: format!(
+                    "a query through PgBouncer on port {} failed: {e}",
+                    self.port
+                ),
+                log_tail: self.log_tail(20),
+            })
     }
 
     /// What run.json records.
@@ -471,7 +479,9 @@ mod tests {
     #[test]
     fn versions() {
         assert_eq!(
-            parse_pgbouncer_version("PgBouncer 1.18.0\nlibevent 2.1.12-stable\ntls: OpenSSL 3.0.15\n"),
+            parse_pgbouncer_version(
+                "PgBouncer 1.18.0\nlibevent 2.1.12-stable\ntls: OpenSSL 3.0.15\n"
+            ),
             Some(("1.18.0".into(), (1, 18, 0)))
         );
         assert_eq!(

@@ -117,7 +117,9 @@ fn pgbouncer_between_the_stacks_and_postgres() {
     // the server sees PgBouncer's connection, not psql's
     let backends = stand
         .admin()
-        .query_one("select count(*) from pg_stat_activity where usename = 'bench' and datname = 'bench'")
+        .query_one(
+            "select count(*) from pg_stat_activity where usename = 'bench' and datname = 'bench'",
+        )
         .unwrap()
         .unwrap();
     assert!(backends.parse::<u32>().unwrap() >= 1, "{backends}");
@@ -140,7 +142,8 @@ fn pgbouncer_between_the_stacks_and_postgres() {
     assert!(targets
         .iter()
         .any(|t| t.who == Role::Pgbouncer && t.pid == pgb_pid));
-    let (mut sampler, rx) = Sampler::with_channel(Instant::now(), Duration::from_millis(200), targets);
+    let (mut sampler, rx) =
+        Sampler::with_channel(Instant::now(), Duration::from_millis(200), targets);
     for _ in 0..5 {
         via.query("select 1").unwrap();
     }
