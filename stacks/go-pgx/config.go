@@ -22,8 +22,8 @@ type Config struct {
 	Workers      int // accepted for the contract; Go has no worker knob (see GOMAXPROCS)
 	QueryTimeout time.Duration
 	// Prepared is DB_PREPARED: "on" (default) keeps pgx's statement cache (each statement
-	// prepared once per connection, by name); "off" sends every query with pgx's simple protocol
-	// (no server-side prepared statements), which is what PgBouncer's transaction pooling needs.
+	// prepared once per connection, by name); "off" uses pgx's QueryExecModeCacheDescribe (no
+	// named server-side prepared statements), which is what PgBouncer's transaction pooling needs.
 	Prepared bool
 }
 

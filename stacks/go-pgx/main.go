@@ -87,8 +87,11 @@ func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	pcfg.MaxConns = cfg.PoolSize
 	if !cfg.Prepared {
 		// DB_PREPARED=off: no named prepared statements on the server (PgBouncer's transaction
-		// pooling hands a client a different server connection each transaction).
-		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+		// pooling hands a client a different server connection each transaction). pgx caches each
+		// statement's description (learned once through the unnamed statement) and executes every
+		// query in one round trip with Parse/Bind/Execute of the unnamed statement, so parameter
+		// types stay known ([16]byte as uuid) — the simple protocol cannot encode [16]byte.
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	return pgxpool.NewWithConfig(ctx, pcfg)
 }
