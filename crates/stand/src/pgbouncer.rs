@@ -162,8 +162,9 @@ pub fn config_text(
     let mut t = format!(
         "; written by ceiling's stand (crates/stand/src/pgbouncer.rs) from the plan's [stand.pgbouncer]\n\
          [databases]\n\
-         ; every database name goes to the same name on the stand's PostgreSQL\n\
-         * = host={host} port={sport}\n\
+         ; every database name goes to the same name on the stand's PostgreSQL; server sessions in\n\
+         ; UTC with ISO dates (what node-postgres asks for in its `options`, which PgBouncer drops)\n\
+         * = host={host} port={sport} timezone=UTC datestyle=ISO\n\
          \n\
          [pgbouncer]\n\
          listen_addr = 127.0.0.1\n\
@@ -180,8 +181,9 @@ pub fn config_text(
          max_db_connections = 0\n\
          ; a failed server login blocks the pool for this long (default 15 s)\n\
          server_login_retry = 1\n\
-         ; JDBC drivers send it; PgBouncer refuses unknown startup parameters otherwise\n\
-         ignore_startup_parameters = extra_float_digits\n\
+         ; PgBouncer refuses startup parameters it does not track: JDBC sends extra_float_digits,\n\
+         ; node-postgres `options` (-c TimeZone=UTC -c DateStyle=ISO, set per database above)\n\
+         ignore_startup_parameters = extra_float_digits,options\n\
          log_connections = 0\n\
          log_disconnections = 0\n\
          stats_period = 60\n",
@@ -513,7 +515,8 @@ mod tests {
         };
         let t = config_text(&s, ("127.0.0.1", 5433), 6543, Path::new("/c/userlist.txt"));
         for want in [
-            "* = host=127.0.0.1 port=5433\n",
+            "* = host=127.0.0.1 port=5433 timezone=UTC datestyle=ISO\n",
+            "ignore_startup_parameters = extra_float_digits,options\n",
             "listen_port = 6543\n",
             "pool_mode = transaction\n",
             "default_pool_size = 50\n",

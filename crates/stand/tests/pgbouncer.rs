@@ -85,7 +85,7 @@ fn pgbouncer_between_the_stacks_and_postgres() {
     assert!(ini.contains("pool_mode = transaction\n"), "{ini}");
     assert!(ini.contains("default_pool_size = 5\n"), "{ini}");
     assert!(
-        ini.contains(&format!("port={pg_port}\n")),
+        ini.contains(&format!("port={pg_port} ")),
         "points at the stand's PostgreSQL: {ini}"
     );
 
