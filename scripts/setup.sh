@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ceiling needs on a fresh machine of this kind, idempotently: a step whose tool is
 # already present is skipped. Usage: scripts/setup.sh [core|bench|jvm|all]
-#   core  — PostgreSQL server binaries (for the embedded stand), Rust/Go toolchains checked
+#   core  — PostgreSQL server binaries (for the embedded stand), PgBouncer (plans with
+#           [stand.pgbouncer]), Rust/Go toolchains checked
 #   bench — wrk, nginx and k6 (the generator benchmarks compare against them)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
 #   stacks — Python 3 with venv, Node.js with npm, nginx (source 004's stacks and baseline)
@@ -14,6 +15,8 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 case $what in core|all)
   [ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ] || need_apt+=(postgresql postgresql-contrib)
   have psql || need_apt+=(postgresql-client)
+  # Debian's pgbouncer lives in /usr/sbin (not on every user's PATH); the stand starts its own
+  have pgbouncer || [ -x /usr/sbin/pgbouncer ] || need_apt+=(pgbouncer)
 ;; esac
 case $what in bench|all)
   have wrk || need_apt+=(wrk)

@@ -21,6 +21,10 @@ type Config struct {
 	PoolSize     int32
 	Workers      int // accepted for the contract; Go has no worker knob (see GOMAXPROCS)
 	QueryTimeout time.Duration
+	// Prepared is DB_PREPARED: "on" (default) keeps pgx's statement cache (each statement
+	// prepared once per connection, by name); "off" uses pgx's QueryExecModeCacheDescribe (no
+	// named server-side prepared statements), which is what PgBouncer's transaction pooling needs.
+	Prepared bool
 }
 
 // loadConfig reads the configuration from getenv (os.Getenv in production).
@@ -52,6 +56,14 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.QueryTimeout = time.Duration(ms) * time.Millisecond
+	switch v := envOr(getenv, "DB_PREPARED", "on"); v {
+	case "on":
+		c.Prepared = true
+	case "off":
+		c.Prepared = false
+	default:
+		return c, fmt.Errorf("DB_PREPARED=%q: want on or off", v)
+	}
 	return c, nil
 }
 

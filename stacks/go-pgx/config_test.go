@@ -13,7 +13,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPPort != 8080 || c.DBPort != 5432 || c.PoolSize != 64 || c.QueryTimeout != 5*time.Second {
+	if c.HTTPPort != 8080 || c.DBPort != 5432 || c.PoolSize != 64 || c.QueryTimeout != 5*time.Second || !c.Prepared {
 		t.Errorf("unexpected defaults: %+v", c)
 	}
 	if c.ListenAddr() != "127.0.0.1:8080" {
@@ -44,9 +44,20 @@ func TestLoadConfigRejectsBadNumbers(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"HTTP_PORT", "x"}, {"HTTP_PORT", "0"}, {"HTTP_PORT", "70000"},
 		{"DB_PORT", "-1"}, {"DB_POOL_SIZE", "0"}, {"DB_POOL_SIZE", "many"}, {"QUERY_TIMEOUT_MS", "0"},
+		{"DB_PREPARED", "no"},
 	} {
 		if _, err := loadConfig(envMap(map[string]string{kv[0]: kv[1]})); err == nil {
 			t.Errorf("%s=%s accepted", kv[0], kv[1])
 		}
+	}
+}
+
+func TestDBPreparedOff(t *testing.T) {
+	c, err := loadConfig(envMap(map[string]string{"DB_PREPARED": "off"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Prepared {
+		t.Errorf("DB_PREPARED=off gave Prepared = true")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -84,5 +85,13 @@ func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	pcfg.MaxConns = cfg.PoolSize
+	if !cfg.Prepared {
+		// DB_PREPARED=off: no named prepared statements on the server (PgBouncer's transaction
+		// pooling hands a client a different server connection each transaction). pgx caches each
+		// statement's description (learned once through the unnamed statement) and executes every
+		// query in one round trip with Parse/Bind/Execute of the unnamed statement, so parameter
+		// types stay known ([16]byte as uuid) — the simple protocol cannot encode [16]byte.
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	return pgxpool.NewWithConfig(ctx, pcfg)
 }

@@ -20,6 +20,9 @@ pub struct LevelStats {
     pub throughput_rps: Estimate,
     /// Median latency, ms.
     pub p50_ms: Estimate,
+    /// p75, ms (source 004's column; absent in older run.json files).
+    #[serde(default)]
+    pub p75_ms: Option<Estimate>,
     /// p90, ms.
     pub p90_ms: Estimate,
     /// p95, ms.
@@ -40,6 +43,9 @@ pub struct LevelStats {
     pub stack_rss_mb: Option<Estimate>,
     /// PostgreSQL CPU, % of one core.
     pub postgres_cpu_pct: Option<Estimate>,
+    /// PgBouncer CPU, % of one core (when the plan has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgbouncer_cpu_pct: Option<Estimate>,
 }
 
 impl LevelStats {
@@ -59,6 +65,7 @@ impl LevelStats {
             n: shelves.len(),
             throughput_rps: e(&|s| s.achieved_rps)?,
             p50_ms: e(&|s| s.latency.p50_ms)?,
+            p75_ms: e(&|s| s.latency.p75_ms),
             p90_ms: e(&|s| s.latency.p90_ms)?,
             p95_ms: e(&|s| s.latency.p95_ms)?,
             p99_ms: e(&|s| s.latency.p99_ms)?,
@@ -69,6 +76,7 @@ impl LevelStats {
             stack_cpu_pct: o(&|s| s.stack.as_ref().map(|w| w.cpu_pct_mean)),
             stack_rss_mb: o(&|s| s.stack.as_ref().map(|w| w.rss_mb_mean)),
             postgres_cpu_pct: o(&|s| s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
+            pgbouncer_cpu_pct: o(&|s| s.pgbouncer.as_ref().map(|w| w.cpu_pct_mean)),
         })
     }
 }

@@ -24,6 +24,9 @@ pub struct Percentiles {
     pub mean_ms: f64,
     /// Median, ms.
     pub p50_ms: f64,
+    /// 75th percentile, ms (source 004's wrk `--latency` column; absent in older run.json files).
+    #[serde(default)]
+    pub p75_ms: f64,
     /// 90th percentile, ms.
     pub p90_ms: f64,
     /// 95th percentile, ms.
@@ -47,6 +50,7 @@ impl Percentiles {
             count: h.len(),
             mean_ms: h.mean() / 1000.0,
             p50_ms: q(0.50),
+            p75_ms: q(0.75),
             p90_ms: q(0.90),
             p95_ms: q(0.95),
             p99_ms: q(0.99),
@@ -54,11 +58,13 @@ impl Percentiles {
             max_ms: ms(h.max()),
         }
     }
-    /// The stored value for a standard percentile (50, 90, 95, 99, 99.9, 100 = max).
+    /// The stored value for a standard percentile (50, 75, 90, 95, 99, 99.9, 100 = max).
     pub fn get(&self, p: f64) -> Option<f64> {
         let eq = |a: f64| (p - a).abs() < 1e-9;
         if eq(50.0) {
             Some(self.p50_ms)
+        } else if eq(75.0) {
+            Some(self.p75_ms)
         } else if eq(90.0) {
             Some(self.p90_ms)
         } else if eq(95.0) {
@@ -109,6 +115,24 @@ mod tests {
     use ceiling_metrics::record_us;
 
     #[test]
+    fn mean_and_p75_beside_the_percentiles() {
+        let mut h = new_histogram();
+        for i in 1..=1000u64 {
+            record_us(&mut h, i * 100); // 0.1 ms … 100 ms, evenly
+        }
+        let p = Percentiles::of(&h);
+        assert!((p.mean_ms - 50.05).abs() < 0.1, "{p:?}");
+        assert!((p.p75_ms - 75.0).abs() < 0.1, "{p:?}");
+        assert!((p.p50_ms - 50.0).abs() < 0.1, "{p:?}");
+        assert_eq!(p.get(75.0), Some(p.p75_ms));
+        // run.json written before p75 existed still reads
+        let mut v = serde_json::to_value(&p).unwrap();
+        v.as_object_mut().unwrap().remove("p75_ms");
+        let back: Percentiles = serde_json::from_value(v).unwrap();
+        assert_eq!((back.p75_ms, back.p50_ms), (0.0, p.p50_ms));
+    }
+
+    #[test]
     fn sparse_round_trip_is_exact() {
         let mut h = new_histogram();
         for i in 1..5000u64 {
@@ -125,7 +149,8 @@ mod tests {
         let p = Percentiles::of(&h);
         assert_eq!(p.count, 5000);
         assert_eq!(p.get(99.0), Some(p.p99_ms));
-        assert_eq!(p.get(75.0), None);
+        assert_eq!(p.get(75.0), Some(p.p75_ms));
+        assert_eq!(p.get(80.0), None);
         assert_eq!(percentile_ms(&new_histogram(), 99.0), None);
     }
 }

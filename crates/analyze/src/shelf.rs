@@ -498,6 +498,9 @@ pub struct ShelfResult {
     pub stack: Option<ResourceWindow>,
     /// PostgreSQL over the window.
     pub postgres: Option<ResourceWindow>,
+    /// PgBouncer over the window (when the plan put one between the stacks and PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgbouncer: Option<ResourceWindow>,
     /// Generator process (as sampled by the stand) over the window.
     pub generator: Option<ResourceWindow>,
     /// Stack CPU time per completed request: mean CPU% / 100 × window seconds / requests, µs.
@@ -652,6 +655,7 @@ fn judge(
     let win = kept_start.zip(kept_end);
     let stack = win.and_then(|(a, b)| window_of(resources, Role::Stack, a, b));
     let postgres = win.and_then(|(a, b)| window_of(resources, Role::Postgres, a, b));
+    let pgbouncer = win.and_then(|(a, b)| window_of(resources, Role::Pgbouncer, a, b));
     let generator = win.and_then(|(a, b)| window_of(resources, Role::Generator, a, b));
     let cpu_per = |w: &Option<ResourceWindow>| {
         w.as_ref()
@@ -781,6 +785,7 @@ fn judge(
         postgres_cpu_us_per_request: cpu_per(&postgres),
         stack,
         postgres,
+        pgbouncer,
         generator,
         verdict,
         reasons,

@@ -66,9 +66,10 @@ pub struct LoadArgs {
     /// percentiles averaged). Start them together: each counts time from its own start.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
-    /// Generator threads (each its own event loop and shard of the schedule).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Generator threads (each its own event loop and shard of the schedule; default: the plan's
+    /// load.threads, else 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Seed for the request stream and Poisson arrivals.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -202,6 +203,9 @@ fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
     if a.no_keep_alive {
         plan.load.keep_alive = false;
     }
+    if let Some(t) = a.threads {
+        plan.load.threads = t;
+    }
     if let Some(t) = &a.timeout {
         plan.load.timeout = dur(t, "timeout")?;
     }
@@ -230,7 +234,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let target = target_of(&parsed, &url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cfg.threads = a.threads.clamp(1, 64);
+    cfg.threads = plan.load.threads.clamp(1, 64);
     if let Some(sh) = a.shard {
         cfg.process_shard = sh;
     }

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
   ceiling run plans/000-status-mixed.toml --quick --stacks go-pgx     (the demo: ~3 min)
   ceiling run plans/000-status-mixed.toml                              (source 000 at full length)
   ceiling run plans/003-people.toml --quick
+  ceiling run plans/004-ping.toml --no-keep-alive                      (a new connection per request)
+  ceiling run plans/004-db-ping-pgbouncer.toml --allow-unverified      (through PgBouncer, transaction pooling)
   ceiling run plans/000-status-mixed.toml --db-url postgres://bench:bench@127.0.0.1:5432/bench")]
 pub struct RunArgs {
     /// Plan file (see plans/).
@@ -40,12 +42,27 @@ pub struct RunArgs {
     /// Rebuild stacks even when their source is unchanged.
     #[arg(long)]
     pub rebuild: bool,
-    /// Generator threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Generator threads (default: the plan's load.threads, else 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Open a new TCP connection for every request (overrides the plan's load.keep_alive; the
+    /// connection's set-up is inside each request's latency).
+    #[arg(long)]
+    pub no_keep_alive: bool,
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// The generator options `run` and `search` share with the plan: `--threads` and
+/// `--no-keep-alive` override `[load] threads` and `keep_alive`, so run.json records what ran.
+pub fn apply_load_flags(plan: &mut Plan, threads: Option<usize>, no_keep_alive: bool) {
+    if let Some(t) = threads {
+        plan.load.threads = t.clamp(1, 256);
+    }
+    if no_keep_alive {
+        plan.load.keep_alive = false;
+    }
 }
 
 /// Finds the repository root (the directory holding `contract/` and `stacks/`).
@@ -405,6 +422,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
+    apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
     if plan.target.stacks.is_empty() {
         bail!(
             "{}: no stacks to run: set target.stacks in the plan or pass --stacks",
@@ -429,9 +447,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if plan.scaled_by != 1.0 {
         eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
     }
+    if !plan.load.keep_alive {
+        eprintln!("note: keep-alive off — a new TCP connection for every request, its set-up inside the latency");
+    }
 
     let opts = a.stand.options(&root, &dir);
-    eprintln!("stand: starting PostgreSQL…");
+    eprintln!(
+        "stand: starting PostgreSQL{}…",
+        match &plan.stand.pgbouncer {
+            Some(b) => format!(
+                " and PgBouncer ({} pooling, default_pool_size {})",
+                b.pool_mode.as_str(),
+                b.default_pool_size
+            ),
+            None => String::new(),
+        }
+    );
     let mut stand = match Stand::start(&opts, &plan.stand) {
         Ok(s) => s,
         Err(e) if ceiling_stand::cancelled() => {
@@ -462,6 +493,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     report.environment = serde_json::to_value(stand.fingerprint())?;
     if let Some(l) = stand.postgres_limits() {
         report.limits.insert("postgres".into(), l.clone());
+    }
+    if let Some(b) = stand.pgbouncer() {
+        eprintln!(
+            "stand: PgBouncer {} on 127.0.0.1:{} ({} pooling, default_pool_size {}); the stacks connect through it",
+            b.binary().version,
+            b.port(),
+            b.settings().pool_mode.as_str(),
+            b.settings().default_pool_size
+        );
+        report
+            .limits
+            .insert(Role::Pgbouncer.as_str().into(), b.limits_applied().clone());
     }
     let mut series = Series::new();
     let mut exit = ExitCode::SUCCESS;
@@ -502,7 +545,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     let what = format!("{} while `{name}` was measured", e.describe());
                     if !e.log_tail.is_empty() {
                         std::fs::write(
-                            dir.join("logs").join(format!("postgres-exit-{name}.txt")),
+                            dir.join("logs")
+                                .join(format!("{}-exit-{name}.txt", e.part.as_str())),
                             &e.log_tail,
                         )
                         .ok();
@@ -510,19 +554,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     let last = i + 1 == plan.target.stacks.len();
                     match plan.stand.on_part_exit {
                         OnPartExit::Restart if !last && !stop.load(Ordering::Relaxed) => {
+                            let part = e.part.title();
                             eprintln!(
-                                "stand: restarting PostgreSQL (stand.on_part_exit = \"restart\")…"
+                                "stand: restarting {part} (stand.on_part_exit = \"restart\")…"
                             );
                             let t = Instant::now();
-                            match stand.restart_postgres() {
+                            // PostgreSQL's restart restarts PgBouncer too (a new port)
+                            let restarted = if e.part == Role::Pgbouncer {
+                                stand.restart_pgbouncer()
+                            } else {
+                                stand.restart_postgres()
+                            };
+                            match restarted {
                                 Ok(_) => {
                                     eprintln!(
-                                        "stand: PostgreSQL {} ready again in {:.1}s",
-                                        stand.postgres_version(),
-                                        t.elapsed().as_secs_f64()
+                                        "stand: {part} ready again in {:.1}s (PostgreSQL {})",
+                                        t.elapsed().as_secs_f64(),
+                                        stand.postgres_version()
                                     );
                                     report.warnings.push(format!(
-                                        "{what}; PostgreSQL was restarted and the run went on with the next stack"
+                                        "{what}; {part} was restarted and the run went on with the next stack"
                                     ));
                                 }
                                 Err(err) => {
@@ -720,7 +771,7 @@ fn run_stack(
         data_dir,
         &out,
         targets,
-        a.threads,
+        plan.load.threads,
         stop,
         a.quiet,
         || {
@@ -731,6 +782,18 @@ fn run_stack(
                     from_s: 0.0, // set by measure_watched from the last second seen alive
                     status,
                     log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
+                }));
+            }
+            // then PgBouncer, when the stacks reach PostgreSQL through it
+            if let Some(status) = stand.pgbouncer_exited() {
+                return Some(Halt::PartExited(PartExit {
+                    part: Role::Pgbouncer,
+                    from_s: 0.0,
+                    status,
+                    log_tail: stand
+                        .pgbouncer()
+                        .map(|p| p.log_tail(10))
+                        .unwrap_or_default(),
                 }));
             }
             if stack.is_alive() {

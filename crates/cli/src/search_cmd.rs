@@ -89,9 +89,14 @@ pub struct SearchArgs {
     /// Allow a non-loopback --url.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Generator threads to start with (a generator-bound probe is retried with more).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Generator threads to start with (a generator-bound probe is retried with more; default:
+    /// the plan's load.threads, else 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Open a new TCP connection for every request (overrides the plan's load.keep_alive; the
+    /// connection's set-up is inside each request's latency).
+    #[arg(long)]
+    pub no_keep_alive: bool,
     /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
     /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
     /// the other).
@@ -250,6 +255,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
+    crate::run_cmd::apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }
@@ -348,8 +354,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut log = |m: &str| eprintln!("{m}");
+    if !plan.load.keep_alive {
+        eprintln!("note: keep-alive off — a new TCP connection for every request, its set-up inside the latency");
+    }
     let opts = SearchOptions {
-        threads: a.threads.max(1),
+        threads: plan.load.threads.max(1),
         ..Default::default()
     };
 
@@ -398,6 +407,12 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             .prepare_data(plan.stand.seed)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = serde_json::to_value(stand.fingerprint())?;
+        if let Some(l) = stand.postgres_limits() {
+            report.limits.insert("postgres".into(), l.clone());
+        }
+        if let Some(l) = stand.pgbouncer_limits() {
+            report.limits.insert("pgbouncer".into(), l.clone());
+        }
         let data_dir = stand.data_dir().map(Path::to_path_buf);
         let names = plan.target.stacks.clone();
         // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
@@ -603,7 +618,7 @@ fn stack_round(
         wp.warmup.clear();
         let spec = ProbeSpec {
             label: format!("warmup-{}", job.rounds),
-            threads: a.threads.max(1),
+            threads: plan.load.threads.max(1),
             kind: ProbeKind::Check,
         };
         log(&format!(

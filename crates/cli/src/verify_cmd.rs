@@ -65,7 +65,8 @@ pub fn verify_stack(
 #[command(after_help = "Examples:
   ceiling verify go-pgx                      (the stand starts PostgreSQL and the stack)
   ceiling verify --url http://127.0.0.1:8080 --db-url postgres://postgres:pw@127.0.0.1:5432/bench
-  ceiling verify go-pgx --only status,sql-transfer --json")]
+  ceiling verify go-pgx --only status,sql-transfer --json
+  ceiling verify go-pgx --plan plans/004-db-ping-pgbouncer-unprepared.toml   (the plan's [stand]: PgBouncer, env, PostgreSQL)")]
 pub struct VerifyArgs {
     /// A stack in stacks/ to build, start and check.
     #[arg(conflicts_with = "url")]
@@ -86,6 +87,10 @@ pub struct VerifyArgs {
     /// Rebuild the stack even when its source is unchanged.
     #[arg(long)]
     pub rebuild: bool,
+    /// Start the stand and the stack with this plan's `[stand]` settings (PostgreSQL's version
+    /// and settings, PgBouncer, pool size, workers, `[stand.env]`) instead of the defaults.
+    #[arg(long, conflicts_with = "url")]
+    pub plan: Option<PathBuf>,
 }
 
 /// Runs `ceiling verify`.
@@ -107,10 +112,20 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         opts.db_url = a.db_url.clone();
         let log_dir: PathBuf = opts.cache_dir.join("logs");
         opts.log_dir = log_dir;
-        let settings = ceiling_plan::parse_plan("name = \"verify\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n", std::path::Path::new("<verify>"))
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .stand;
-        eprintln!("stand: starting PostgreSQL…");
+        let settings = match &a.plan {
+            Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?.stand,
+            None => ceiling_plan::parse_plan("name = \"verify\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n", std::path::Path::new("<verify>"))
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .stand,
+        };
+        eprintln!(
+            "stand: starting PostgreSQL{}…",
+            if settings.pgbouncer.is_some() {
+                " and PgBouncer"
+            } else {
+                ""
+            }
+        );
         let mut stand = Stand::start(&opts, &settings).map_err(|e| anyhow::anyhow!("{e}"))?;
         stand
             .prepare_data(settings.seed)

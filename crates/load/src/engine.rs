@@ -182,7 +182,10 @@ impl Ctx {
     }
 
     /// Sends one request on `conn` (connecting first if needed) and records it.
-    /// `intended` is the latency origin: the schedule's time (open) or the write time (closed).
+    /// `intended` is the latency origin: the schedule's time (open model); without it (closed
+    /// model) the moment this call started, so a connection opened for the request — every
+    /// request with keep-alive off — has its set-up inside the latency. Service time runs from the
+    /// write either way.
     async fn exchange(
         &self,
         conn: &mut Option<Conn>,
@@ -193,7 +196,8 @@ impl Ctx {
         let head_only = self.specs[tag].method == "HEAD";
         let timeout = self.cfg.timeout;
         let mut outcome = Outcome::Ok;
-        let mut sent = now_ns();
+        let started = now_ns();
+        let mut sent = started;
         if conn.is_none() {
             let addr = self.cfg.target.addr;
             match tokio::time::timeout(timeout, Conn::connect(addr)).await {
@@ -263,7 +267,7 @@ impl Ctx {
             }
         }
         let done = now_ns();
-        let origin = intended.unwrap_or(sent);
+        let origin = intended.unwrap_or(started);
         let mut rec = self.rec.borrow_mut();
         let ts = rec.tag(done, tag);
         record_us(&mut ts.latency, done.saturating_sub(origin) / 1000);

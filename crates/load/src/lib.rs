@@ -187,7 +187,7 @@ impl LoadConfig {
             stages: plan.stages.clone(),
             requests: plan.requests.clone(),
             data,
-            threads: 1,
+            threads: plan.load.threads.max(1),
             hard_limit,
             stop: Arc::new(AtomicBool::new(false)),
             process_shard: (0, 1),

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// One measured or limited part of a run. Serialised as `stack`, `postgres`, `generator` (the
-/// names run.json, `timeseries.csv` and the cgroup names have always used).
+/// One measured or limited part of a run. Serialised as `stack`, `postgres`, `pgbouncer`,
+/// `generator` (the names run.json, `timeseries.csv` and the cgroup names use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -17,28 +17,37 @@ pub enum Role {
     Stack,
     /// The stand's PostgreSQL (postmaster and backends).
     Postgres,
+    /// The stand's PgBouncer, between the stacks and PostgreSQL when the plan asks for it.
+    Pgbouncer,
     /// The load generator (this process).
     Generator,
 }
 
 impl Role {
     /// Every role, in report order.
-    pub const ALL: [Role; 3] = [Role::Stack, Role::Postgres, Role::Generator];
+    pub const ALL: [Role; 4] = [
+        Role::Stack,
+        Role::Postgres,
+        Role::Pgbouncer,
+        Role::Generator,
+    ];
 
-    /// The serialised name: `stack`, `postgres`, `generator`.
+    /// The serialised name: `stack`, `postgres`, `pgbouncer`, `generator`.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Stack => "stack",
             Role::Postgres => "postgres",
+            Role::Pgbouncer => "pgbouncer",
             Role::Generator => "generator",
         }
     }
 
-    /// The name for sentences: `the stack`, `PostgreSQL`, `the generator`.
+    /// The name for sentences: `the stack`, `PostgreSQL`, `PgBouncer`, `the generator`.
     pub fn title(self) -> &'static str {
         match self {
             Role::Stack => "the stack",
             Role::Postgres => "PostgreSQL",
+            Role::Pgbouncer => "PgBouncer",
             Role::Generator => "the generator",
         }
     }
@@ -56,7 +65,7 @@ impl std::str::FromStr for Role {
         Role::ALL
             .into_iter()
             .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("`{s}` is not a role (stack, postgres or generator)"))
+            .ok_or_else(|| format!("`{s}` is not a role (stack, postgres, pgbouncer or generator)"))
     }
 }
 
@@ -188,6 +197,7 @@ mod tests {
         for (r, s) in [
             (Role::Stack, "\"stack\""),
             (Role::Postgres, "\"postgres\""),
+            (Role::Pgbouncer, "\"pgbouncer\""),
             (Role::Generator, "\"generator\""),
         ] {
             assert_eq!(serde_json::to_string(&r).unwrap(), s);

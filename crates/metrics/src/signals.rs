@@ -26,7 +26,8 @@ pub struct SignalRow {
     pub host_iowait_pct: Option<f64>,
     /// Host steal time (the hypervisor ran someone else), % of one core.
     pub host_steal_pct: Option<f64>,
-    /// CPU of processes outside the run: host busy − stack − PostgreSQL − generator, % of one core.
+    /// CPU of processes outside the run: host busy − stack − PostgreSQL − PgBouncer − generator,
+    /// % of one core.
     pub other_cpu_pct: Option<f64>,
     /// Runnable tasks (`/proc/loadavg`), the largest of the second's 100 ms samples.
     pub run_queue_max: Option<f64>,

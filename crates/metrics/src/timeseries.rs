@@ -1,5 +1,5 @@
 //! `timeseries.csv`: one row per second with the generator's view and, when the stand samples
-//! them, the stack's, the database's and the generator's CPU and memory.
+//! them, the stack's, the database's (and PgBouncer's) and the generator's CPU and memory.
 
 use crate::{Outcome, ResourceSample, Role, Second};
 use serde::{Deserialize, Serialize};
@@ -62,6 +62,12 @@ pub struct TimeseriesRow {
     pub postgres_cpu_pct: Option<f64>,
     /// PostgreSQL RSS, MiB.
     pub postgres_rss_mb: Option<f64>,
+    /// PgBouncer CPU, % of one core (empty when the plan has no PgBouncer; absent in older files).
+    #[serde(default)]
+    pub pgbouncer_cpu_pct: Option<f64>,
+    /// PgBouncer RSS, MiB.
+    #[serde(default)]
+    pub pgbouncer_rss_mb: Option<f64>,
 }
 
 fn ms(us: u64) -> f64 {
@@ -116,6 +122,8 @@ impl TimeseriesRow {
             stack_rss_mb: pick(Role::Stack).map(|r| r.rss_bytes as f64 / 1048576.0),
             postgres_cpu_pct: pick(Role::Postgres).map(|r| r.cpu_pct),
             postgres_rss_mb: pick(Role::Postgres).map(|r| r.rss_bytes as f64 / 1048576.0),
+            pgbouncer_cpu_pct: pick(Role::Pgbouncer).map(|r| r.cpu_pct),
+            pgbouncer_rss_mb: pick(Role::Pgbouncer).map(|r| r.rss_bytes as f64 / 1048576.0),
         }
     }
 }
@@ -145,4 +153,37 @@ pub fn read_timeseries<R: std::io::Read>(r: R) -> Result<Vec<TimeseriesRow>, Str
         .deserialize()
         .collect::<Result<_, _>>()
         .map_err(|e| format!("timeseries.csv: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_without_pgbouncer_columns_still_read() {
+        let mut buf = Vec::new();
+        TimeseriesWriter::new(&mut buf)
+            .write(&TimeseriesRow {
+                t: 3,
+                phase: "measure".into(),
+                postgres_cpu_pct: Some(12.5),
+                pgbouncer_cpu_pct: Some(4.0),
+                ..Default::default()
+            })
+            .unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let rows = read_timeseries(text.as_bytes()).unwrap();
+        assert_eq!(rows[0].pgbouncer_cpu_pct, Some(4.0));
+        // an older file: no PgBouncer columns at all
+        let old: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let cols: Vec<&str> = l.split(',').collect();
+                cols[..cols.len() - 2].join(",")
+            })
+            .collect();
+        let rows = read_timeseries(old.join("\n").as_bytes()).unwrap();
+        assert_eq!((rows[0].t, rows[0].postgres_cpu_pct), (3, Some(12.5)));
+        assert_eq!(rows[0].pgbouncer_cpu_pct, None);
+    }
 }

@@ -90,6 +90,9 @@ pub struct LoadSettings {
     pub max_backlog: usize,
     /// Repetitions of every closed-model level (source 003 used 5).
     pub repetitions: u32,
+    /// Generator threads (`[load] threads`; wrk's `-t`). `ceiling run/search/load --threads`
+    /// overrides it.
+    pub threads: usize,
 }
 
 /// One stage of the load profile.
@@ -255,7 +258,7 @@ pub struct AnalysisSettings {
 }
 
 /// Embedded stand settings.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StandSettings {
     /// PostgreSQL major version wanted (`None` = whatever the system has).
     pub postgres_version: Option<u32>,
@@ -278,13 +281,69 @@ pub struct StandSettings {
     pub cooldown: Duration,
     /// Run `ceiling verify` before measuring each stack.
     pub verify: bool,
-    /// What to do when a part of the stand (PostgreSQL) exits while a stack is measured.
+    /// What to do when a part of the stand (PostgreSQL, PgBouncer) exits while a stack is measured.
     pub on_part_exit: OnPartExit,
+    /// `[stand.env]`: extra environment for every stack of the plan, the same for all (after each
+    /// stack's `run.env`, so the plan's value wins; the env contract's names are refused).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `[stand.pgbouncer]`: PgBouncer between the stacks and PostgreSQL (`None`: direct).
+    #[serde(default)]
+    pub pgbouncer: Option<PgBouncerSettings>,
+}
+
+/// The environment the stand sets for every stack (the env contract, `contract/API.md`); neither a
+/// stack's `run.env` nor a plan's `[stand.env]` may set them.
+pub const CONTRACT_ENV: &[&str] = &[
+    "HTTP_PORT",
+    "DB_HOST",
+    "DB_PORT",
+    "DB_NAME",
+    "DB_USER",
+    "DB_PASSWORD",
+    "DB_POOL_SIZE",
+    "WORKERS",
+];
+
+/// `[stand.pgbouncer]`: the stand starts PgBouncer (Debian's `pgbouncer`) in front of its
+/// PostgreSQL and the stacks' `DB_HOST`/`DB_PORT` point at it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PgBouncerSettings {
+    /// `pool_mode`: when a server connection goes back to the pool.
+    pub pool_mode: PoolMode,
+    /// `default_pool_size`: server connections per database/user pair (source 004: 50).
+    pub default_pool_size: u32,
+    /// `max_client_conn`: client connections PgBouncer accepts (default 1000).
+    pub max_client_conn: u32,
+    /// `max_prepared_statements` (PgBouncer ≥ 1.21: protocol-level prepared statements tracked
+    /// across transaction pooling); `None` = not set (PgBouncer's default, 0 before 1.22).
+    pub max_prepared_statements: Option<u32>,
+}
+
+/// PgBouncer's `pool_mode`. `statement` is not offered: the contract's transfer is a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    /// A server connection belongs to a client for the client's whole session.
+    Session,
+    /// A server connection is a client's for one transaction only (breaks named prepared
+    /// statements that outlive it).
+    Transaction,
+}
+
+impl PoolMode {
+    /// `session` or `transaction`, as PgBouncer's configuration writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolMode::Session => "session",
+            PoolMode::Transaction => "transaction",
+        }
+    }
 }
 
 /// `stand.on_part_exit`: what a run does after a part of the stand exited mid-measurement. Either
 /// way that stack's measurement stops and its affected shelves are invalid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OnPartExit {
     /// Restart the part and go on with the next stack (the default).

@@ -34,7 +34,9 @@ struct RawPlan {
     #[serde(default)]
     analysis: Option<S<RawAnalysis>>,
     #[serde(default)]
-    stand: Option<S<RawStand>>,
+    // not Spanned: `[stand.env]` or `[stand.pgbouncer]` without a `[stand]` header makes `stand`
+    // an implicit table, which toml's Spanned cannot take
+    stand: Option<RawStand>,
     #[serde(default)]
     search: Option<S<RawSearch>>,
     quick_scale: Option<S<f64>>,
@@ -58,6 +60,7 @@ struct RawLoad {
     seed: Option<u64>,
     max_backlog: Option<S<i64>>,
     repetitions: Option<S<i64>>,
+    threads: Option<S<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -114,7 +117,7 @@ struct RawAnalysis {
 struct RawStand {
     postgres_version: Option<S<i64>>,
     #[serde(default)]
-    postgres_settings: BTreeMap<String, toml::Value>,
+    postgres_settings: BTreeMap<String, S<toml::Value>>,
     seed: Option<u64>,
     pool_size: Option<S<i64>>,
     workers: Option<S<i64>>,
@@ -124,6 +127,18 @@ struct RawStand {
     cooldown: Option<S<String>>,
     verify: Option<bool>,
     on_part_exit: Option<S<String>>,
+    #[serde(default)]
+    env: BTreeMap<String, S<toml::Value>>,
+    pgbouncer: Option<S<RawPgBouncer>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPgBouncer {
+    pool_mode: Option<S<String>>,
+    default_pool_size: Option<S<i64>>,
+    max_client_conn: Option<S<i64>>,
+    max_prepared_statements: Option<S<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -295,6 +310,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         .int(&rl.repetitions, "load.repetitions", 1, 1000)?
         .unwrap_or(1) as u32;
     let timeout = cx.pos_dur(&rl.timeout, "load.timeout", Duration::from_secs(10))?;
+    let threads = cx.int(&rl.threads, "load.threads", 1, 256)?.unwrap_or(1) as usize;
 
     // stages
     let conv_stages = |list: &Vec<S<RawStage>>, what: &str| -> Result<Vec<Stage>, PlanError> {
@@ -596,10 +612,10 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
 
     // stand
     let ds = RawStand::default();
-    let rs = raw.stand.as_ref().map(|s| s.get_ref()).unwrap_or(&ds);
+    let rs = raw.stand.as_ref().unwrap_or(&ds);
     let mut postgres_settings = default_postgres_settings();
     for (k, v) in &rs.postgres_settings {
-        let val = match v {
+        let val = match v.get_ref() {
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
@@ -612,7 +628,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             }
             _ => {
                 return Err(cx.err(
-                    raw.stand.as_ref().map(|s| s.span()),
+                    Some(v.span()),
                     format!("stand.postgres_settings.{k}"),
                     "must be a string, number or boolean",
                 ))
@@ -620,7 +636,15 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         };
         postgres_settings.insert(k.clone(), val);
     }
+    let env = stand_env(&cx, &rs.env)?;
+    let pgbouncer = rs
+        .pgbouncer
+        .as_ref()
+        .map(|p| pgbouncer_settings(&cx, p))
+        .transpose()?;
     let stand = StandSettings {
+        env,
+        pgbouncer,
         postgres_version: cx
             .int(&rs.postgres_version, "stand.postgres_version", 12, 30)?
             .map(|v| v as u32),
@@ -759,6 +783,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             seed: rl.seed.unwrap_or(1),
             max_backlog,
             repetitions,
+            threads,
         },
         warmup,
         stages,
@@ -770,6 +795,106 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         search,
         quick_scale,
         scaled_by: 1.0,
+    })
+}
+
+/// `[stand.env]`: variable names as a shell takes them, never the env contract's; values are
+/// strings or integers (written as they will be exported).
+fn stand_env(
+    cx: &Ctx,
+    raw: &BTreeMap<String, S<toml::Value>>,
+) -> Result<BTreeMap<String, String>, PlanError> {
+    let mut env = BTreeMap::new();
+    for (k, v) in raw {
+        let field = format!("stand.env.{k}");
+        let sp = Some(v.span());
+        let name_ok = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(cx.err(
+                sp,
+                field,
+                "is not an environment variable name (letters, digits and `_`, not starting with a digit)",
+            ));
+        }
+        if CONTRACT_ENV.contains(&k.as_str()) {
+            return Err(cx.err(
+                sp,
+                field,
+                format!("{k} is set by the stand (the env contract); use stand.pool_size or stand.workers for the pool and workers"),
+            ));
+        }
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            _ => return Err(cx.err(sp, field, "must be a string (e.g. \"off\") or an integer")),
+        };
+        if val.contains('\0') {
+            return Err(cx.err(sp, field, "must not contain a NUL byte"));
+        }
+        env.insert(k.clone(), val);
+    }
+    Ok(env)
+}
+
+/// `[stand.pgbouncer]`: `pool_mode` is required (the source contradicts itself on it, so a plan
+/// says which it measures); the rest default to the source's `default_pool_size = 50`.
+fn pgbouncer_settings(cx: &Ctx, raw: &S<RawPgBouncer>) -> Result<PgBouncerSettings, PlanError> {
+    let r = raw.get_ref();
+    let pool_mode = match r.pool_mode.as_ref().map(|s| (s.get_ref().as_str(), s.span())) {
+        Some(("session", _)) => PoolMode::Session,
+        Some(("transaction", _)) => PoolMode::Transaction,
+        Some(("statement", span)) => {
+            return Err(cx.err(
+                Some(span),
+                "stand.pgbouncer.pool_mode",
+                "\"statement\" is not offered: the contract's transfer is a multi-statement transaction; use \"session\" or \"transaction\"",
+            ))
+        }
+        Some((other, span)) => {
+            return Err(cx.err(
+                Some(span),
+                "stand.pgbouncer.pool_mode",
+                format!("`{other}` is not a pool mode: use \"session\" or \"transaction\""),
+            ))
+        }
+        None => {
+            return Err(cx.err(
+                Some(raw.span()),
+                "stand.pgbouncer.pool_mode",
+                "is required: write pool_mode = \"session\" or \"transaction\"",
+            ))
+        }
+    };
+    Ok(PgBouncerSettings {
+        pool_mode,
+        default_pool_size: cx
+            .int(
+                &r.default_pool_size,
+                "stand.pgbouncer.default_pool_size",
+                1,
+                10_000,
+            )?
+            .unwrap_or(50) as u32,
+        max_client_conn: cx
+            .int(
+                &r.max_client_conn,
+                "stand.pgbouncer.max_client_conn",
+                1,
+                100_000,
+            )?
+            .unwrap_or(1000) as u32,
+        max_prepared_statements: cx
+            .int(
+                &r.max_prepared_statements,
+                "stand.pgbouncer.max_prepared_statements",
+                0,
+                100_000,
+            )?
+            .map(|v| v as u32),
     })
 }
 
@@ -907,5 +1032,107 @@ errors = "1%"
         assert_eq!(q.stages[1].duration().unwrap().as_secs(), 10);
         assert_eq!(q.analysis.trim_head.as_secs(), 60);
         assert!((q.scaled_by - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn stand_env_and_pgbouncer_parse() {
+        let text = format!(
+            "{GOOD}\n[load]\nthreads = 4\n[stand]\npool_size = 60\n[stand.env]\nDB_PREPARED = \"off\"\nGOGC = 200\n[stand.pgbouncer]\npool_mode = \"transaction\"\n"
+        );
+        let p = parse_plan(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(p.load.threads, 4);
+        assert_eq!(p.stand.env["DB_PREPARED"], "off");
+        assert_eq!(p.stand.env["GOGC"], "200");
+        let b = p.stand.pgbouncer.unwrap();
+        assert_eq!(b.pool_mode, PoolMode::Transaction);
+        assert_eq!(b.default_pool_size, 50, "source 004's default_pool_size");
+        assert_eq!(b.max_client_conn, 1000);
+        assert_eq!(b.max_prepared_statements, None);
+        // the inline form, with every key
+        let text = format!(
+            "{GOOD}\n[stand]\npgbouncer = {{ pool_mode = \"session\", default_pool_size = 20, max_client_conn = 500, max_prepared_statements = 100 }}\n"
+        );
+        let b = parse_plan(&text, Path::new("p.toml"))
+            .unwrap()
+            .stand
+            .pgbouncer
+            .unwrap();
+        assert_eq!(
+            (b.pool_mode, b.default_pool_size, b.max_client_conn),
+            (PoolMode::Session, 20, 500)
+        );
+        assert_eq!(b.max_prepared_statements, Some(100));
+        // `[stand.pgbouncer]` alone (no `[stand]` header: an implicit table)
+        let text = format!("{GOOD}\n[stand.pgbouncer]\npool_mode = \"session\"\n");
+        let p = parse_plan(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(p.stand.pgbouncer.unwrap().pool_mode, PoolMode::Session);
+        // defaults: direct, no extra environment, one generator thread
+        let p = parse_plan(GOOD, Path::new("p.toml")).unwrap();
+        assert!(p.stand.pgbouncer.is_none() && p.stand.env.is_empty());
+        assert_eq!(p.load.threads, 1);
+    }
+
+    #[test]
+    fn stand_env_and_pgbouncer_errors_name_file_line_and_field() {
+        // the appended text starts on the line after GOOD's last
+        let lines = GOOD.lines().count();
+        let at = |extra: &str| -> PlanError {
+            parse_plan(&format!("{GOOD}{extra}"), Path::new("plans/p.toml")).unwrap_err()
+        };
+        let e = at("[stand.env]\nDB_HOST = \"10.0.0.1\"\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "stand.env.DB_HOST"),
+            "{e}"
+        );
+        assert!(e.message.contains("env contract"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("plans/p.toml:{}: stand.env.DB_HOST", lines + 2)),
+            "{e}"
+        );
+        let e = at("[stand.env]\nX = true\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "stand.env.X"),
+            "{e}"
+        );
+        let e = at("[stand.env]\n\"1X\" = \"a\"\n");
+        assert!(
+            e.message.contains("not an environment variable name"),
+            "{e}"
+        );
+        let e = at("[stand.pgbouncer]\npool_mode = \"statement\"\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "stand.pgbouncer.pool_mode"),
+            "{e}"
+        );
+        let e = at("[stand.pgbouncer]\npool_mode = \"txn\"\n");
+        assert!(e.message.contains("`txn` is not a pool mode"), "{e}");
+        let e = at("[stand.pgbouncer]\ndefault_pool_size = 50\n");
+        assert_eq!(e.field, "stand.pgbouncer.pool_mode", "{e}");
+        assert!(e.message.contains("required") && e.line.is_some(), "{e}");
+        let e = at("[stand.pgbouncer]\npool_mode = \"session\"\ndefault_pool_size = 0\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 3), "stand.pgbouncer.default_pool_size"),
+            "{e}"
+        );
+        let e = at("[stand.pgbouncer]\npool_mode = \"session\"\npool_size = 5\n");
+        assert_eq!(e.line, Some(lines + 3), "{e}");
+        assert!(e.message.contains("pool_size"), "{e}");
+        let e = at("[stand]\nseed = 2\npostgres_settings = { fsync = [1] }\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 3), "stand.postgres_settings.fsync"),
+            "{e}"
+        );
+        let e = at("[load]\nthreads = 0\n");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(lines + 2), "load.threads"),
+            "{e}"
+        );
     }
 }

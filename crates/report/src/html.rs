@@ -364,6 +364,13 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
             points(rows, |r| r.postgres_cpu_pct, Agg::Mean),
         ));
     }
+    if rows.iter().any(|r| r.pgbouncer_cpu_pct.is_some()) {
+        c.series.push(Line::line(
+            "pgbouncer",
+            PALETTE[5],
+            points(rows, |r| r.pgbouncer_cpu_pct, Agg::Mean),
+        ));
+    }
     let mut g = Line::line(
         "generator",
         PALETTE[7],
@@ -392,6 +399,13 @@ fn time_charts(r: &RunReport, a: &StackAnalysis, rows: &[TimeseriesRow]) -> Vec<
             "postgres",
             PALETTE[4],
             points(rows, |r| r.postgres_rss_mb, Agg::Mean),
+        ));
+    }
+    if rows.iter().any(|r| r.pgbouncer_rss_mb.is_some()) {
+        c.series.push(Line::line(
+            "pgbouncer",
+            PALETTE[5],
+            points(rows, |r| r.pgbouncer_rss_mb, Agg::Mean),
         ));
     }
     c.bands = bands;

@@ -87,6 +87,14 @@ pub struct PlanSummary {
     pub timeout_ms: f64,
     /// Closed-model repetitions.
     pub repetitions: u32,
+    /// Generator threads the run used (wrk's `-t`; absent in older run.json files).
+    #[serde(default = "one_thread")]
+    pub threads: usize,
+    /// The stand's settings as the run used them: pool size, workers, limits, the stacks' extra
+    /// environment (`[stand.env]`), PgBouncer, PostgreSQL's version and settings (absent in older
+    /// run.json files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stand: Option<ceiling_plan::StandSettings>,
     /// Factor every duration was scaled by (1 = the plan's own timings).
     pub scaled_by: f64,
     /// `p99≤350ms, errors<1%`.
@@ -99,6 +107,10 @@ pub struct PlanSummary {
     pub requests: Vec<RequestSummary>,
     /// Planned total duration, seconds (request-bounded stages count 0).
     pub total_duration_s: f64,
+}
+
+fn one_thread() -> usize {
+    1
 }
 
 fn template_text(t: &ceiling_plan::Template) -> String {
@@ -132,6 +144,8 @@ impl PlanSummary {
             max_connections: plan.load.max_connections,
             timeout_ms: plan.load.timeout.as_secs_f64() * 1000.0,
             repetitions: plan.load.repetitions,
+            threads: plan.load.threads,
+            stand: Some(plan.stand.clone()),
             scaled_by: plan.scaled_by,
             slo: plan.slo.describe(),
             criteria: ShelfCriteria::from_plan(plan),
@@ -638,6 +652,7 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
         "error_rate",
         "mean_ms",
         "p50_ms",
+        "p75_ms",
         "p90_ms",
         "p95_ms",
         "p99_ms",
@@ -651,6 +666,8 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
         "stack_rss_mb",
         "postgres_cpu_pct",
         "postgres_rss_mb",
+        "pgbouncer_cpu_pct",
+        "pgbouncer_rss_mb",
         "cpu_us_per_request",
         "postgres_cpu_us_per_request",
         "stability_window_dev",
@@ -684,6 +701,7 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
                 s.error_rate.to_string(),
                 s.latency.mean_ms.to_string(),
                 s.latency.p50_ms.to_string(),
+                s.latency.p75_ms.to_string(),
                 s.latency.p90_ms.to_string(),
                 s.latency.p95_ms.to_string(),
                 s.latency.p99_ms.to_string(),
@@ -697,6 +715,8 @@ pub fn render_shelves_csv(r: &RunReport) -> String {
                 o(s.stack.as_ref().map(|w| w.rss_mb_mean)),
                 o(s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
                 o(s.postgres.as_ref().map(|w| w.rss_mb_mean)),
+                o(s.pgbouncer.as_ref().map(|w| w.cpu_pct_mean)),
+                o(s.pgbouncer.as_ref().map(|w| w.rss_mb_mean)),
                 o(s.cpu_us_per_request),
                 o(s.postgres_cpu_us_per_request),
                 s.stability.window_deviation.to_string(),

@@ -293,8 +293,11 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
             "reps",
             "kept",
             "throughput RPS",
+            "mean ms",
             "p50 ms",
+            "p75 ms",
             "p99 ms",
+            "errors",
             "CPU µs/req",
             "stack CPU",
             "RSS MiB",
@@ -308,6 +311,9 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
             t.rows.push(vec![
                 l.label.clone(),
                 "0".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
                 "–".into(),
                 "–".into(),
                 "–".into(),
@@ -331,8 +337,14 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
             l.repetitions.len().to_string(),
             format!("{} ({})", s.n, kept),
             spread(&s.throughput_rps, &rps),
+            spread(&s.mean_ms, &|x| fmt_ms(x)),
             spread(&s.p50_ms, &|x| fmt_ms(x)),
+            s.p75_ms
+                .as_ref()
+                .map(|e| spread(e, &|x| fmt_ms(x)))
+                .unwrap_or_else(|| "–".into()),
             spread(&s.p99_ms, &|x| fmt_ms(x)),
+            spread(&s.error_rate, &|x| format!("{:.2}%", x * 100.0)),
             s.cpu_us_per_request
                 .as_ref()
                 .map(|e| spread(e, &num))

@@ -25,6 +25,10 @@ pub struct Environment {
     pub os: String,
     /// PostgreSQL server version, when known.
     pub postgres: Option<String>,
+    /// PgBouncer between the stacks and PostgreSQL: its version and the plan's settings (absent
+    /// when the stacks connect directly).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgbouncer: Option<crate::PgBouncerRecord>,
     /// First line of `--version` for each toolchain found (missing ones are absent).
     pub toolchains: BTreeMap<String, String>,
     /// `v1`, `v2`, `hybrid` or `none`.
@@ -109,6 +113,7 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
         kernel,
         os,
         postgres: postgres.map(|s| s.to_string()),
+        pgbouncer: None,
         toolchains,
         cgroup_mode: cgroups.mode().to_string(),
         cgroups: cgroups.describe(),

@@ -16,6 +16,15 @@ pub enum StandError {
         /// The end of the server log, if there is one.
         log_tail: String,
     },
+    /// PgBouncer (a plan's `[stand.pgbouncer]`) is missing, cannot do what the plan asks, or
+    /// failed to start.
+    #[error("PgBouncer: {message}{}", tail_suffix(.log_tail))]
+    PgBouncer {
+        /// What failed and what to do.
+        message: String,
+        /// The end of its log, if there is one.
+        log_tail: String,
+    },
     /// A SQL command (run through `psql`) failed.
     #[error("SQL failed ({what}): {stderr}")]
     Sql {

@@ -44,6 +44,7 @@ mod error;
 pub mod hostprobe;
 mod interrupt;
 mod pg;
+mod pgbouncer;
 mod process;
 pub mod procfs;
 mod sampler;
@@ -63,6 +64,11 @@ pub use interrupt::{cancel, cancel_flag, cancelled, install_signal_cleanup, inte
 pub use pg::{
     default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user,
     EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
+};
+pub use pgbouncer::{
+    check_settings as check_pgbouncer_settings, config_text as pgbouncer_config_text,
+    find_pgbouncer, parse_pgbouncer_version, PgBouncer, PgBouncerBinary, PgBouncerOptions,
+    PgBouncerRecord, MAX_PREPARED_STATEMENTS_SINCE,
 };
 pub use process::{
     cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,
@@ -135,14 +141,19 @@ impl StandOptions {
     }
 }
 
-/// The whole stand for one run: PostgreSQL (embedded or external), the data, and the cgroup
-/// support; stacks are started from it one at a time. Dropping it stops PostgreSQL.
+/// The whole stand for one run: PostgreSQL (embedded or external), PgBouncer in front of it when
+/// the plan asks, the data, and the cgroup support; stacks are started from it one at a time.
+/// Dropping it stops PgBouncer and PostgreSQL.
 pub struct Stand {
     opts: StandOptions,
     cgroups: CgroupSystem,
     pg: Option<EmbeddedPostgres>,
     /// How the embedded server was started, to start it again after it died.
     pg_launch: Option<(PgBinaries, PgOptions)>,
+    /// PgBouncer between the stacks and PostgreSQL (the plan's `[stand.pgbouncer]`).
+    pgbouncer: Option<PgBouncer>,
+    /// How PgBouncer was started, to start it again (after it or PostgreSQL died).
+    pgb_launch: Option<(PgBouncerBinary, PgBouncerOptions)>,
     admin: Db,
     pg_version: String,
     data: Option<DataSetup>,
@@ -152,12 +163,22 @@ pub struct Stand {
 impl Stand {
     /// Cleans up after killed earlier runs, then starts the embedded PostgreSQL (binaries per
     /// `settings.postgres_version`, settings `settings.postgres_settings`, CPU limit
-    /// `settings.postgres_cpus`) or connects to `opts.db_url`.
+    /// `settings.postgres_cpus`) or connects to `opts.db_url`, and PgBouncer in front of it when
+    /// `settings.pgbouncer` asks (checked to be installed, and able to do what the plan asks,
+    /// before PostgreSQL starts).
     pub fn start(opts: &StandOptions, settings: &StandSettings) -> Result<Stand> {
         let state = opts.cache_dir.join("run");
         let swept = sweep_stale(&state);
         set_state_dir(&state);
         let cgroups = CgroupSystem::detect();
+        let pgb_bin = match &settings.pgbouncer {
+            Some(s) => {
+                let bin = find_pgbouncer()?;
+                check_pgbouncer_settings(&bin, s)?;
+                Some(bin)
+            }
+            None => None,
+        };
         let (pg, pg_launch, admin) = match &opts.db_url {
             Some(url) => {
                 let cfg = DbConfig::from_url(url)?;
@@ -190,16 +211,76 @@ impl Stand {
             }
         };
         let pg_version = admin.server_version().unwrap_or_default();
+        let pgb_launch = match (&settings.pgbouncer, pgb_bin) {
+            (Some(s), Some(bin)) => Some((
+                bin,
+                PgBouncerOptions::new(
+                    &opts.cache_dir,
+                    s.clone(),
+                    (admin.config.host.clone(), admin.config.port),
+                ),
+            )),
+            _ => None,
+        };
+        let pgbouncer = match &pgb_launch {
+            Some((bin, po)) => Some(PgBouncer::start(bin, po, &cgroups)?),
+            None => None,
+        };
         Ok(Stand {
             opts: opts.clone(),
             cgroups,
             pg,
             pg_launch,
+            pgbouncer,
+            pgb_launch,
             admin,
             pg_version,
             data: None,
             swept,
         })
+    }
+
+    /// PgBouncer, when the plan put it between the stacks and PostgreSQL.
+    pub fn pgbouncer(&self) -> Option<&PgBouncer> {
+        self.pgbouncer.as_ref()
+    }
+    /// How PgBouncer ended (`signal 9`, `exit 1`) if it has exited; `None` while it runs or when
+    /// there is none. One `waitpid(WNOHANG)`, so it can be called every second while measuring.
+    pub fn pgbouncer_exited(&mut self) -> Option<String> {
+        self.pgbouncer.as_mut().and_then(PgBouncer::exit_status)
+    }
+    /// The limits record of PgBouncer's process (accounted, not limited), when there is one.
+    pub fn pgbouncer_limits(&self) -> Option<&LimitsApplied> {
+        self.pgbouncer.as_ref().map(|p| p.limits_applied())
+    }
+    /// Starts PgBouncer again (after it exited, or after PostgreSQL moved to a new port): what is
+    /// left of the old one is stopped, a new one starts against the current PostgreSQL, on a new
+    /// port (start stacks afresh). Returns the old one's log tail; `Ok("")` when the plan has no
+    /// PgBouncer.
+    pub fn restart_pgbouncer(&mut self) -> Result<String> {
+        let Some((bin, mut po)) = self.pgb_launch.clone() else {
+            return Ok(String::new());
+        };
+        let mut tail = String::new();
+        if let Some(mut old) = self.pgbouncer.take() {
+            tail = old.log_tail(20);
+            old.stop();
+        }
+        po.server = (self.admin.config.host.clone(), self.admin.config.port);
+        let pgb = PgBouncer::start(&bin, &po, &self.cgroups)?;
+        self.pgb_launch = Some((bin, po));
+        self.pgbouncer = Some(pgb);
+        if self.data.is_some() {
+            self.check_pgbouncer()?;
+        }
+        Ok(tail)
+    }
+    /// A query as role `bench` through PgBouncer (database `postgres`), once the role exists.
+    fn check_pgbouncer(&self) -> Result<()> {
+        match &self.pgbouncer {
+            Some(b) => b.check(&self.admin.psql, "postgres"),
+            None => Ok(()),
+        }
     }
 
     /// The options in use.
@@ -237,8 +318,8 @@ impl Stand {
     /// one): what is left of the old server is stopped (its backends, its cgroup), a new one
     /// starts on the same data directory with the same settings (crash recovery runs first) — on
     /// a new port, so take [`Stand::admin`] and [`Stand::reset_db`] afresh — and the data is
-    /// checked again ([`Stand::prepare_data`], reused when intact). Returns the old server's log
-    /// tail.
+    /// checked again ([`Stand::prepare_data`], reused when intact); PgBouncer, if any, is
+    /// restarted against the new port. Returns the old server's log tail.
     pub fn restart_postgres(&mut self) -> Result<String> {
         let Some((bins, po)) = self.pg_launch.clone() else {
             return Err(StandError::Other(
@@ -257,6 +338,11 @@ impl Stand {
             .admin
             .exec("create extension if not exists pg_stat_statements");
         self.pg = Some(pg);
+        // PostgreSQL listens on a new port: PgBouncer must point at it (before the data check,
+        // which also queries through PgBouncer)
+        if self.pgb_launch.is_some() {
+            self.restart_pgbouncer()?;
+        }
         if let Some(d) = &self.data {
             let seed = d.seed;
             self.prepare_data(seed)?;
@@ -290,6 +376,8 @@ impl Stand {
             &self.opts.cache_dir.join("data"),
         )?;
         self.data = Some(d.clone());
+        // the role `bench` exists now: prove the stacks' way through PgBouncer works
+        self.check_pgbouncer()?;
         Ok(d)
     }
     /// The directory `@data/` resolves to, once [`Stand::prepare_data`] ran.
@@ -313,8 +401,10 @@ impl Stand {
             force,
         )
     }
-    /// Starts a stack with the plan's overrides against `db`; log in `<log_dir>/<name>.log`.
-    /// Use [`start_stack`] with a [`StackLaunch`] for full control (port, cpuset, extra env).
+    /// Starts a stack with the plan's overrides (pool size, workers, limits, `[stand.env]`)
+    /// against `db` — through PgBouncer when the stand has one ([`Stand::stack_db`]); log in
+    /// `<log_dir>/<name>.log`. Use [`start_stack`] with a [`StackLaunch`] for full control (port,
+    /// cpuset, extra env).
     pub fn start_stack(
         &self,
         spec: &StackSpec,
@@ -324,13 +414,21 @@ impl Stand {
         let launch = StackLaunch::new(
             spec,
             settings,
-            db,
+            self.stack_db(&db),
             self.opts.log_dir.join(format!("{}.log", spec.name)),
         );
         start_stack(spec, &launch, &self.cgroups)
     }
-    /// Sampler targets: the stack's tree (with its cgroup), PostgreSQL's tree (embedded only) and
-    /// the generator process.
+    /// How a stack reaches `db`: through PgBouncer (its host and port; same role, password and
+    /// database) when the stand has one, else directly.
+    pub fn stack_db(&self, db: &DbConfig) -> DbConfig {
+        match &self.pgbouncer {
+            Some(b) => b.route(db),
+            None => db.clone(),
+        }
+    }
+    /// Sampler targets: the stack's tree (with its cgroup), PostgreSQL's tree (embedded only),
+    /// PgBouncer's process (when there is one) and the generator process.
     pub fn sampler_targets(
         &self,
         stack: Option<&RunningStack>,
@@ -352,6 +450,13 @@ impl Stand {
                     .with_db(admin),
             ),
             None => v.push(SampleTarget::process(Role::Postgres, 0).with_db(admin)),
+        }
+        if let Some(b) = &self.pgbouncer {
+            v.push(SampleTarget::tree(
+                Role::Pgbouncer,
+                b.pid(),
+                b.cgroup().map(|c| c.probe()),
+            ));
         }
         if let Some(g) = generator_pid {
             v.push(SampleTarget::process(Role::Generator, g));
@@ -376,12 +481,18 @@ impl Stand {
     pub fn money_check(&self) -> Result<Option<ceiling_metrics::MoneyCheck>> {
         db::money_check(&self.admin)
     }
-    /// The environment fingerprint (with this server's version).
+    /// The environment fingerprint (with this server's version and PgBouncer's, if any).
     pub fn fingerprint(&self) -> Environment {
-        fingerprint(Some(&self.pg_version), &self.cgroups)
+        let mut e = fingerprint(Some(&self.pg_version), &self.cgroups);
+        e.pgbouncer = self.pgbouncer.as_ref().map(PgBouncer::record);
+        e
     }
-    /// Stops the embedded PostgreSQL (fast shutdown) and removes its cgroup. Idempotent.
+    /// Stops PgBouncer (if any), then the embedded PostgreSQL (fast shutdown), and removes their
+    /// cgroups. Idempotent.
     pub fn stop(&mut self) -> Option<StopReport> {
+        if let Some(b) = self.pgbouncer.as_mut() {
+            b.stop();
+        }
         self.pg.as_mut().map(|p| p.stop())
     }
 }

@@ -749,7 +749,7 @@ fn wait_ready(
 }
 
 /// Every ancestor of `dir` must be enterable by the server user.
-fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
+pub(crate) fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let mut p = Some(dir);
     while let Some(d) = p {
@@ -781,7 +781,7 @@ fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
     Ok(())
 }
 
-fn chown(p: &Path, u: &RunAs) -> Result<()> {
+pub(crate) fn chown(p: &Path, u: &RunAs) -> Result<()> {
     std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid))
         .ctx(|| format!("chown {} to {}", p.display(), u.name))
 }

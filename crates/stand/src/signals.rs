@@ -290,7 +290,9 @@ fn finish(a: Acc) -> SignalRow {
     if let Some(host) = r.host_busy_pct {
         if let (Some(stack), Some(gen)) = (a.cpu.get("stack"), a.cpu.get("generator")) {
             let pg = a.cpu.get("postgres").copied().unwrap_or(0.0);
-            r.other_cpu_pct = Some((host - stack - gen - pg).max(0.0));
+            // PgBouncer is a part of the run too, when the plan has one
+            let pgb = a.cpu.get("pgbouncer").copied().unwrap_or(0.0);
+            r.other_cpu_pct = Some((host - stack - gen - pg - pgb).max(0.0));
         }
     }
     r
@@ -848,6 +850,11 @@ const COUNTERS_SQL: &str = "select w.wal_sync::bigint, w.wal_sync_time::float8, 
      (b.checkpoints_timed + b.checkpoints_req)::bigint, \
      (select sum(xact_commit) from pg_stat_database)::bigint \
      from pg_stat_wal w, pg_stat_bgwriter b";
+/// PostgreSQL 17 moved the checkpoint counters to `pg_stat_checkpointer`.
+const COUNTERS_SQL_17: &str = "select w.wal_sync::bigint, w.wal_sync_time::float8, \
+     (c.num_timed + c.num_requested)::bigint, \
+     (select sum(xact_commit) from pg_stat_database)::bigint \
+     from pg_stat_wal w, pg_stat_checkpointer c";
 
 fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -920,7 +927,13 @@ fn fast_loop(run_start: Instant, db: Option<DbConfig>, sh: Arc<Shared>) {
                                 .await
                                 .ok()
                                 .map(|r| r.get::<_, i32>(0) as u32);
-                            match (c.prepare(WAITS_SQL).await, c.prepare(COUNTERS_SQL).await) {
+                            let v17 = c
+                                .query_one("select current_setting('server_version_num')::int", &[])
+                                .await
+                                .ok()
+                                .is_some_and(|r| r.get::<_, i32>(0) >= 170_000);
+                            let counters = if v17 { COUNTERS_SQL_17 } else { COUNTERS_SQL };
+                            match (c.prepare(WAITS_SQL).await, c.prepare(counters).await) {
                                 (Ok(w), Ok(k)) => client = Some((c, w, k)),
                                 (Err(e), _) | (_, Err(e)) => sh.note(format!(
                                     "PostgreSQL sampler could not prepare its queries: {e}"

@@ -349,17 +349,9 @@ impl StackSpec {
     }
 }
 
-/// The env contract variables the stand sets; `run.env` may not override them.
-pub const CONTRACT_ENV: &[&str] = &[
-    "HTTP_PORT",
-    "DB_HOST",
-    "DB_PORT",
-    "DB_NAME",
-    "DB_USER",
-    "DB_PASSWORD",
-    "DB_POOL_SIZE",
-    "WORKERS",
-];
+/// The env contract variables the stand sets; `run.env` (and a plan's `[stand.env]`) may not
+/// override them.
+pub use ceiling_plan::CONTRACT_ENV;
 
 /// Best effort: which field a toml/serde error is about.
 fn field_from_toml_error(msg: &str, text: &str, span: Option<std::ops::Range<usize>>) -> String {
@@ -709,7 +701,8 @@ pub struct StackLaunch {
 }
 
 impl StackLaunch {
-    /// Launch settings from the stack's `stack.toml` and the plan's overrides.
+    /// Launch settings from the stack's `stack.toml` and the plan's overrides; the plan's
+    /// `[stand.env]` goes into `extra_env` (so it wins over the stack's `run.env`).
     pub fn new(spec: &StackSpec, plan: &StandSettings, db: DbConfig, log: PathBuf) -> StackLaunch {
         let e = spec.effective(plan);
         StackLaunch {
@@ -719,7 +712,11 @@ impl StackLaunch {
             limits: e.limits,
             port: None,
             log,
-            extra_env: Vec::new(),
+            extra_env: plan
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             startup_timeout: None,
             stop_grace: Duration::from_secs(10),
         }
@@ -1089,6 +1086,8 @@ text = "hi"
             cooldown: Duration::from_secs(0),
             verify: false,
             on_part_exit: Default::default(),
+            env: Default::default(),
+            pgbouncer: None,
         }
     }
 

@@ -45,6 +45,8 @@ fn plan_defaults() -> ceiling_plan::StandSettings {
         cooldown: Duration::from_secs(0),
         verify: false,
         on_part_exit: Default::default(),
+        env: Default::default(),
+        pgbouncer: None,
     }
 }
 

@@ -47,6 +47,8 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
         cooldown: Duration::from_secs(0),
         verify: false,
         on_part_exit: Default::default(),
+        env: Default::default(),
+        pgbouncer: None,
     }
 }
 
@@ -260,7 +262,7 @@ fn embedded_postgres_end_to_end() {
         std::thread::sleep(Duration::from_millis(700));
         sampler.stop();
         let samples: Vec<_> = rx.try_iter().collect();
-        for who in Role::ALL {
+        for who in [Role::Stack, Role::Postgres, Role::Generator] {
             assert!(
                 samples.iter().any(|s| s.who == who),
                 "no {who} sample in {samples:?}"

@@ -21,6 +21,10 @@ class Settings:
     pool_size: int
     workers: int
     query_timeout_s: float
+    # DB_PREPARED: "on" (default) keeps asyncpg's statement cache (each statement prepared once per
+    # connection, by name); "off" sets statement_cache_size=0 (unnamed statements only), which is
+    # what PgBouncer's transaction pooling needs.
+    prepared: bool = True
 
     @property
     def pool_per_worker(self) -> int:
@@ -38,6 +42,13 @@ def _int(name: str, default: int, lo: int = 1) -> int:
     return v
 
 
+def _on_off(name: str, default: str) -> bool:
+    raw = os.environ.get(name, default)
+    if raw not in ("on", "off"):
+        raise SystemExit(f"{name}={raw!r}: want on or off")
+    return raw == "on"
+
+
 def load() -> Settings:
     return Settings(
         http_port=_int("HTTP_PORT", 8080),
@@ -49,4 +60,5 @@ def load() -> Settings:
         pool_size=_int("DB_POOL_SIZE", 64),
         workers=_int("WORKERS", 1),
         query_timeout_s=_int("QUERY_TIMEOUT_MS", 5000) / 1000,
+        prepared=_on_off("DB_PREPARED", "on"),
     )

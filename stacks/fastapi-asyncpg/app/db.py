@@ -1,5 +1,6 @@
 """The asyncpg pool, one per uvicorn worker process. SQL is exactly the contract's (contract/API.md);
-asyncpg prepares each statement once per connection and caches it (its default)."""
+asyncpg prepares each statement once per connection and caches it (its default; DB_PREPARED=off
+turns the cache off)."""
 
 from __future__ import annotations
 
@@ -41,4 +42,7 @@ async def create_pool(s: Settings) -> asyncpg.Pool:
         max_size=size,
         # Bounds every query (QUERY_TIMEOUT_MS, 5 s as in the other stacks): a timeout → 503.
         command_timeout=s.query_timeout_s,
+        # DB_PREPARED=off: no statement cache, so no named prepared statements outlive a
+        # transaction (PgBouncer's transaction pooling); asyncpg's default is 100.
+        **({} if s.prepared else {"statement_cache_size": 0}),
     )
