@@ -506,8 +506,15 @@ pub fn attribute(
                     ),
                     _ => 0.0,
                 };
+                // … and a pool full of connections held by requests the kernel is throttling (the
+                // stack's CPU quota ran out) is a symptom of the throttling: discount it by the
+                // share of CFS periods throttled
+                let throttled = match (s.stack_periods, s.stack_throttled_periods) {
+                    (Some(p), Some(t)) if p > 0 => clamp01(t as f64 / p as f64),
+                    _ => 0.0,
+                };
                 let flag: f64 = if full || pending { 1.0 } else { 0.0 };
-                Some(flag.max(waited) * (1.0 - waiting))
+                Some(flag.max(waited) * (1.0 - waiting.max(throttled)))
             }),
         },
         Probe {
@@ -1385,6 +1392,22 @@ mod tests {
             "{:?}",
             a.causes[0]
         );
+    }
+
+    #[test]
+    fn a_pool_starved_by_cpu_throttling_is_throttling() {
+        // a 0.1-CPU quota: every period throttled, and the pool full because the requests holding
+        // its connections cannot run (go-pgx under crates/cli/tests/attribution.rs's quota test)
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.stack_periods = Some(10);
+            s.stack_throttled_periods = Some(10);
+            s.pool_max = Some(16.0);
+            s.pool_in_use = Some(16.0);
+            s.pool_wait_ms = Some(5000.0);
+        });
+        assert_top(&top(&rows, &sig), CauseKind::StackThrottled);
     }
 
     #[test]
