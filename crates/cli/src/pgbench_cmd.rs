@@ -167,13 +167,24 @@ pub fn parse_report(out: &str) -> Option<(u64, u64, f64, Option<f64>)> {
     Some((tx, failed, tps, lat))
 }
 
-/// CPU (user + system) of waited-for children so far, µs.
+/// CPU (user + system) of waited-for children so far, µs: `cutime` + `cstime` of
+/// /proc/self/stat (clock-tick resolution, fine for runs of seconds). 0 if unreadable.
 fn children_cpu_us() -> u64 {
-    // SAFETY: getrusage fills a plain struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    us(ru.ru_utime) + us(ru.ru_stime)
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0;
+    };
+    // Fields after the command name (which may hold spaces) start at `state`, field 3;
+    // cutime and cstime are fields 16 and 17.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0;
+    };
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let ticks = f.get(12).copied().unwrap_or(0) + f.get(13).copied().unwrap_or(0);
+    ticks * 1_000_000 / rustix::param::clock_ticks_per_second().max(1)
 }
 
 /// pgbench next to the stand's own server binaries (or --pg-bin), else where `psql` is looked for.

@@ -6,9 +6,16 @@
 //! runtime already waits on, so precise scheduling costs one `timerfd_settime` per re-arm.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::num::NonZeroU64;
+use std::os::fd::OwnedFd;
 use std::task::{Context, Poll};
+
+use rustix::time::{
+    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+    Timespec,
+};
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 /// A re-armable one-shot timer on CLOCK_MONOTONIC with nanosecond deadlines.
 pub struct PreciseTimer {
@@ -19,24 +26,17 @@ pub struct PreciseTimer {
 impl PreciseTimer {
     /// Creates the timer (must be called inside a tokio runtime with I/O enabled).
     pub fn new() -> io::Result<Self> {
-        // Ask the kernel not to coalesce our wake-ups (default slack is 50 µs).
-        // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
-        // SAFETY: timerfd_create returns a new fd or -1.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: we own the fd and it stays open for the AsyncFd's lifetime (it owns it).
-        let fd =
-            unsafe { AsyncFd::register(owned) }.map_err(|e| io::Error::other(e.to_string()))?;
+        // Ask the kernel not to coalesce our wake-ups (default slack is 50 µs). Best effort: a
+        // refusal leaves the default, and the schedule-lag self-check sees any effect.
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
+        let owned = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
+        // SAFETY: `owned` is an OwnedFd the AsyncFd takes ownership of, so the descriptor stays
+        // open and unchanged until the AsyncFd drops it.
+        let fd = unsafe { AsyncFd::register_with_interest(owned, Interest::READABLE) }
+            .map_err(io::Error::from)?;
         Ok(PreciseTimer { fd, armed_for: 0 })
     }
 
@@ -46,25 +46,20 @@ impl PreciseTimer {
             return;
         }
         self.armed_for = deadline_ns;
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
+        let spec = Itimerspec {
+            it_interval: Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: libc::timespec {
-                tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (deadline_ns % 1_000_000_000).max(1) as libc::c_long,
+            // a zero it_value would disarm the timer: the deadline is at least 1 ns
+            it_value: Timespec {
+                tv_sec: (deadline_ns / 1_000_000_000) as _,
+                tv_nsec: (deadline_ns % 1_000_000_000).max(1) as _,
             },
         };
-        // SAFETY: valid fd and itimerspec; TFD_TIMER_ABSTIME makes the deadline absolute.
-        unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
+        // ABSTIME: the deadline is a point on CLOCK_MONOTONIC, not a delay. It cannot fail for a
+        // valid timerfd and a normalised time.
+        let _ = timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::ABSTIME, &spec);
     }
 
     /// Ready once the armed deadline has passed.
@@ -75,11 +70,9 @@ impl PreciseTimer {
                 Poll::Ready(Err(_)) => return Poll::Ready(()),
                 Poll::Pending => return Poll::Pending,
             };
+            // the expiration count: 8 bytes once the deadline has passed, EAGAIN before
             let mut buf = [0u8; 8];
-            // SAFETY: reading 8 bytes (the expiration count) into a valid buffer.
-            let n =
-                unsafe { libc::read(self.fd.get_ref().as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-            if n == 8 {
+            if let Ok(8) = rustix::io::read(self.fd.get_ref(), &mut buf) {
                 self.armed_for = 0;
                 return Poll::Ready(());
             }

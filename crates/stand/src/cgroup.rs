@@ -733,8 +733,8 @@ pub(crate) fn kill_dirs(dirs: &[PathBuf], wait: Duration) -> Vec<String> {
             for p in read_pids(d) {
                 if p != me {
                     any = true;
-                    // SAFETY: kill with a pid read from our own group; no memory is touched.
-                    unsafe { libc::kill(p as i32, libc::SIGKILL) };
+                    // a pid read from our own cgroup
+                    crate::sys::kill(p, libc::SIGKILL);
                 }
             }
         }

@@ -19,13 +19,7 @@ use std::time::{Duration, Instant};
 
 /// CLOCK_MONOTONIC now, ns (the clock `Instant` uses on Linux, comparable across processes).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::monotonic_ns()
 }
 
 /// The CLOCK_MONOTONIC time of an `Instant` (to place another process's timestamps on the run's

@@ -376,9 +376,9 @@ impl Db {
 
 /// SIGTERM to the child's process group (its own: see [`Db::run`]), SIGKILL after 1 s, reaped.
 fn stop_child(child: &mut std::process::Child) {
-    let pgid = child.id() as i32;
-    // SAFETY: kill(2) on the process group of a child we started in a group of its own.
-    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    // the process group of a child we started in a group of its own
+    let pgid = child.id();
+    crate::sys::kill_group(pgid, libc::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(1);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -386,8 +386,7 @@ fn stop_child(child: &mut std::process::Child) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    crate::sys::kill_group(pgid, libc::SIGKILL);
     let _ = child.wait();
 }
 

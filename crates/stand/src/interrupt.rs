@@ -21,7 +21,6 @@ static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 static LINKED: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
 static COUNT: AtomicU32 = AtomicU32::new(0);
 static LAST: AtomicI32 = AtomicI32::new(0);
-static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 
 /// The process-wide cancel flag: set by the first signal (or [`cancel`]). Hand it to the load
 /// engine as its stop flag.
@@ -64,77 +63,45 @@ fn set_linked() {
     }
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
-    LAST.store(sig, Ordering::SeqCst);
-    if let Some(f) = FLAG.get() {
-        f.store(true, Ordering::SeqCst);
-    }
-    if n >= 3 {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(128 + sig) };
-    }
-    let fd = PIPE_W.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let b = [n.min(255) as u8];
-        // SAFETY: write(2) on our own pipe is async-signal-safe.
-        unsafe { libc::write(fd, b.as_ptr() as *const libc::c_void, 1) };
-    }
-}
-
 /// Installs the handlers (idempotent). `force_grace` is how long the second signal lets each
 /// process still running shut down gracefully before SIGKILL.
+///
+/// signal-hook does the async-signal-safe part: in the handler itself it sets the cancel flag
+/// and, once the run is being forced, exits at once (the third signal); everything else runs on
+/// a thread fed by signal-hook's self-pipe.
 pub fn install_signal_cleanup(force_grace: Duration) -> std::io::Result<()> {
-    if PIPE_W.load(Ordering::SeqCst) >= 0 {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    if INSTALLED.get().is_some() {
         return Ok(());
     }
-    cancel_flag();
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    let flag = cancel_flag();
+    let forcing = Arc::new(AtomicBool::new(false));
+    let sigs = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    for sig in sigs {
+        // registered first, so it runs before the flag below: exits only while forcing
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, forcing.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
     }
-    let rfd = fds[0];
+    let mut signals = signal_hook::iterator::Signals::new(sigs)?;
     std::thread::Builder::new()
         .name("ceiling-signals".into())
         .spawn(move || {
-            let mut b = [0u8; 1];
-            loop {
-                // SAFETY: read(2) into a local buffer from our pipe.
-                let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, 1) };
+            for sig in signals.forever() {
+                LAST.store(sig, Ordering::SeqCst);
+                let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
                 if n == 1 {
-                    if b[0] == 1 {
-                        set_linked();
-                        eprintln!("\nceiling: stopping — writing what was measured (press Ctrl-C again to force)");
-                    } else {
-                        eprintln!("\nceiling: forced — stopping everything ceiling started");
-                        for l in crate::cleanup_all(force_grace) {
-                            eprintln!("ceiling: {l}");
-                        }
-                        std::process::exit(128 + LAST.load(Ordering::SeqCst));
-                    }
-                } else if n < 0
-                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                {
-                    continue;
+                    set_linked();
+                    eprintln!("\nceiling: stopping — writing what was measured (press Ctrl-C again to force)");
                 } else {
-                    break;
+                    forcing.store(true, Ordering::SeqCst);
+                    eprintln!("\nceiling: forced — stopping everything ceiling started");
+                    for l in crate::cleanup_all(force_grace) {
+                        eprintln!("ceiling: {l}");
+                    }
+                    std::process::exit(128 + sig);
                 }
             }
         })?;
-    PIPE_W.store(fds[1], Ordering::SeqCst);
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that only does async-signal-safe work (atomics, write(2),
-        // _exit).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-    }
+    let _ = INSTALLED.set(());
     Ok(())
 }

@@ -50,6 +50,7 @@ pub mod procfs;
 mod sampler;
 pub mod signals;
 mod stack;
+mod sys;
 
 pub use ceiling_metrics::{Limits, LimitsApplied, Role};
 pub use cgroup::{cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion};

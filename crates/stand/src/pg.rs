@@ -378,8 +378,7 @@ pub fn lookup_user(name: &str) -> Option<RunAs> {
 /// The user PostgreSQL should run as: `None` (ourselves) unless we are root, then `postgres` if
 /// it exists, else `nobody`.
 pub fn server_user() -> Result<Option<RunAs>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::sys::is_root() {
         return Ok(None);
     }
     lookup_user("postgres").or_else(|| lookup_user("nobody")).map(Some).ok_or_else(|| StandError::Postgres {
@@ -446,7 +445,6 @@ pub struct EmbeddedPostgres {
 /// Takes an exclusive, non-blocking flock on `<root>/.lock`, so two runs never share (or stop)
 /// one data directory.
 fn lock_root(root: &Path) -> Result<std::fs::File> {
-    use std::os::unix::io::AsRawFd;
     let path = root.join(".lock");
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -455,8 +453,7 @@ fn lock_root(root: &Path) -> Result<std::fs::File> {
         .write(true)
         .open(&path)
         .ctx(|| format!("opening {}", path.display()))?;
-    // SAFETY: flock on a file descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    if !crate::sys::try_lock_exclusive(&f) {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         return Err(StandError::Postgres {
             message: format!(
@@ -901,8 +898,8 @@ fn stop_leftover(data_dir: &Path) -> Result<()> {
         return Ok(());
     }
     for (sig, wait) in [(libc::SIGINT, 30), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
-        // SAFETY: kill(2) on the postmaster of our own data directory.
-        unsafe { libc::kill(pid as i32, sig) };
+        // the postmaster of our own data directory
+        crate::sys::kill(pid, sig);
         let deadline = Instant::now() + Duration::from_secs(wait);
         while Instant::now() < deadline {
             if !procfs::is_alive(pid) {

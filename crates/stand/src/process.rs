@@ -283,8 +283,8 @@ fn entry_members(p: &ProcEntry, t: &ProcTable) -> Vec<u32> {
 }
 
 fn signal(pid: u32, sig: i32) {
-    // SAFETY: plain kill(2); pids come from groups/trees we created.
-    unsafe { libc::kill(pid as i32, sig) };
+    // pids come from groups/trees we created
+    crate::sys::kill(pid, sig);
 }
 
 /// Stops one registered process tree: graceful signal, wait `grace`, SIGKILL, wait 3 s.
@@ -299,8 +299,7 @@ fn stop_entry(p: &ProcEntry, grace: Duration, poll: &mut dyn FnMut()) -> StopRep
         return rep;
     }
     if p.term_group {
-        // SAFETY: negative pid = our own process group.
-        unsafe { libc::kill(-(p.pgid as i32), p.term_signal) };
+        crate::sys::kill_group(p.pgid, p.term_signal);
         for &m in &members {
             if t.procs.get(&m).map(|s| s.pgrp != p.pgid).unwrap_or(false) {
                 signal(m, p.term_signal);
@@ -320,8 +319,7 @@ fn stop_entry(p: &ProcEntry, grace: Duration, poll: &mut dyn FnMut()) -> StopRep
     }
     if !members.is_empty() {
         rep.killed = true;
-        // SAFETY: as above.
-        unsafe { libc::kill(-(p.pgid as i32), libc::SIGKILL) };
+        crate::sys::kill_group(p.pgid, libc::SIGKILL);
         for &m in &members {
             signal(m, libc::SIGKILL);
         }

@@ -182,24 +182,12 @@ pub fn is_alive(pid: u32) -> bool {
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
 pub fn clk_tck() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 {
-        v as u64
-    } else {
-        100
-    }
+    rustix::param::clock_ticks_per_second()
 }
 
 /// Memory page size in bytes.
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as u64
-    } else {
-        4096
-    }
+    rustix::param::page_size() as u64
 }
 
 #[cfg(test)]

@@ -461,13 +461,7 @@ struct Shared {
 
 /// CPU time of the calling thread, ns.
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::thread_cpu_ns()
 }
 
 /// A process's CPU time (utime + stime), ns; `None` when it is gone or not visible.
@@ -664,10 +658,12 @@ fn spawn_control(cmd: &[String]) -> std::io::Result<Child> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // SAFETY: prctl is async-signal-safe; the child dies with us instead of lingering.
+    // SAFETY: pre_exec runs between fork and exec; the closure makes one async-signal-safe
+    // system call (prctl PR_SET_PDEATHSIG) and allocates nothing. The child dies with us
+    // instead of lingering.
     unsafe {
         c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             Ok(())
         });
     }
