@@ -27,7 +27,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 /// Scheduling priority of generator worker threads (see `worker`).
-pub const GENERATOR_NICE: libc::c_int = -10;
+pub const GENERATOR_NICE: i32 = -10;
 
 /// Granularity of the open model's send timer (adds at most this much schedule lag).
 const TIMER_GRID_NS: u64 = 200_000;
@@ -539,6 +539,23 @@ async fn run_open(
     Ok(())
 }
 
+/// Worker `shard.0`'s share of `total` among `shard.1` workers (the first `total % n` get one more).
+fn closed_share(total: u64, shard: (u64, u64)) -> u64 {
+    total / shard.1 + u64::from(shard.0 < total % shard.1)
+}
+
+/// Worker `shard.0`'s share of a closed stage's request count: in proportion to the connections
+/// it runs, so a worker without connections gets no requests it could never send (with more
+/// threads than connections, an even split of the requests would lose the idle workers' part).
+/// The shares sum to `requests` exactly.
+fn closed_request_share(requests: u64, connections: u64, shard: (u64, u64)) -> u64 {
+    let connections = connections.max(1);
+    // Connections held by the workers before this one, and by this one and those before it.
+    let before = |i: u64| i * (connections / shard.1) + i.min(connections % shard.1);
+    let upto = |i: u64| (requests as u128 * before(i) as u128 / connections as u128) as u64;
+    upto(shard.0 + 1) - upto(shard.0)
+}
+
 async fn run_closed(
     ctx: Rc<Ctx>,
     stages: Vec<(Phase, usize, Stage)>,
@@ -565,9 +582,12 @@ async fn run_closed(
             rec.cur.phase = phase;
             rec.cur.stage = idx;
         }
-        let share = |total: u64| total / shard.1 + u64::from(shard.0 < total % shard.1);
-        let n = share(connections as u64) as usize;
-        let budget = Rc::new(Cell::new(requests.map(share).unwrap_or(u64::MAX)));
+        let n = closed_share(connections as u64, shard) as usize;
+        let budget = Rc::new(Cell::new(
+            requests
+                .map(|r| closed_request_share(r, connections as u64, shard))
+                .unwrap_or(u64::MAX),
+        ));
         let deadline = duration
             .map(|d| now_ns() + d.as_nanos() as u64)
             .unwrap_or(u64::MAX);
@@ -616,14 +636,8 @@ fn worker(
     // machine (on a small box they share cores): raise this worker thread's priority (nice -10;
     // only the generator's threads, never the stack's or PostgreSQL's). Without the privilege the
     // thread keeps its normal priority, and the lag self-check still catches any effect.
-    // SAFETY: setpriority on the calling thread's own tid.
-    unsafe {
-        libc::setpriority(
-            libc::PRIO_PROCESS,
-            libc::gettid() as libc::id_t,
-            GENERATOR_NICE,
-        )
-    };
+    // (PRIO_PROCESS with a thread id sets that one thread's nice value on Linux.)
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), GENERATOR_NICE);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -868,4 +882,28 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     summary.connect_failures = connect_failures.count.load(Ordering::Relaxed);
     summary.connect_error = connect_failures.first.get().cloned();
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closed_request_share, closed_share};
+
+    #[test]
+    fn closed_shares_sum_to_the_totals_and_follow_the_connections() {
+        for (requests, connections, workers) in [(101, 2, 4), (1001, 7, 3), (5, 8, 3), (0, 3, 2)] {
+            let conns: Vec<u64> = (0..workers)
+                .map(|i| closed_share(connections, (i, workers)))
+                .collect();
+            let reqs: Vec<u64> = (0..workers)
+                .map(|i| closed_request_share(requests, connections, (i, workers)))
+                .collect();
+            assert_eq!(conns.iter().sum::<u64>(), connections);
+            assert_eq!(reqs.iter().sum::<u64>(), requests, "{reqs:?}");
+            for (c, r) in conns.iter().zip(&reqs) {
+                if *c == 0 {
+                    assert_eq!(*r, 0, "a worker without connections gets no requests");
+                }
+            }
+        }
+    }
 }

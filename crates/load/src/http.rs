@@ -7,6 +7,13 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// Responses up to this size (head + body) are read whole into the connection's buffer; larger
+/// bodies are read through it and discarded.
+const MAX_BUFFERED: usize = 1 << 20;
+
+/// The longest chunk-size or trailer line accepted.
+const MAX_LINE: usize = 8 * 1024;
+
 /// How an exchange failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExchangeError {
@@ -103,14 +110,15 @@ impl Conn {
                             continue;
                         }
                         let no_body = head_only || status == 204 || status == 304;
-                        let total = if no_body {
-                            head
-                        } else if chunked {
-                            head + self.read_chunked(head).await?
-                        } else if let Some(len) = length {
-                            self.fill_to(head + len).await?;
-                            head + len
-                        } else {
+                        if no_body {
+                            return Ok(self.finish(status, close, head, head));
+                        }
+                        if chunked {
+                            self.consume(head);
+                            let body = self.skip_chunked().await?;
+                            return Ok(self.finish(status, close, head + body, 0));
+                        }
+                        let Some(len) = length else {
                             // Body delimited by close.
                             let n = self.read_to_close(head).await;
                             return Ok(Response {
@@ -119,22 +127,16 @@ impl Conn {
                                 bytes: n,
                             });
                         };
-                        self.consume(total);
-                        if self.filled == 0 {
-                            // The response is complete and nothing else is buffered: the server
-                            // sends nothing more until our next request. Drop tokio's cached read
-                            // readiness now, so the next read waits for epoll instead of spending
-                            // a recv() syscall that can only return EAGAIN (wrk does not pay it).
-                            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || {
-                                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-                            });
+                        let total = head.checked_add(len).ok_or(ExchangeError::Malformed)?;
+                        if total <= MAX_BUFFERED {
+                            self.fill_to(total).await?;
+                            return Ok(self.finish(status, close, total, total));
                         }
-                        self.served += 1;
-                        return Ok(Response {
-                            status,
-                            reusable: !close,
-                            bytes: total,
-                        });
+                        // A body larger than we buffer (or a Content-Length no server could
+                        // mean): read it through and discard it; memory stays bounded.
+                        self.consume(head);
+                        self.discard(len).await?;
+                        return Ok(self.finish(status, close, total, 0));
                     }
                     Ok(httparse::Status::Partial) => {}
                     Err(_) => return Err(ExchangeError::Malformed),
@@ -177,44 +179,98 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads a chunked body starting at `start`; returns its encoded length.
-    async fn read_chunked(&mut self, start: usize) -> Result<usize, ExchangeError> {
-        let mut pos = start;
+    /// Completes a response: drops `consumed` bytes of the buffer (the rest may be the next,
+    /// pipelined response) and counts it.
+    fn finish(&mut self, status: u16, close: bool, bytes: usize, consumed: usize) -> Response {
+        self.consume(consumed);
+        if self.filled == 0 {
+            // The response is complete and nothing else is buffered: the server sends nothing
+            // more until our next request. Drop tokio's cached read readiness now, so the next
+            // read waits for epoll instead of spending a recv() syscall that can only return
+            // EAGAIN (wrk does not pay it).
+            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+        }
+        self.served += 1;
+        Response {
+            status,
+            reusable: !close,
+            bytes,
+        }
+    }
+
+    /// [`Self::read_more`] once part of the response has been consumed: a close is then a
+    /// response cut short, never the idle-close race.
+    async fn read_more_mid(&mut self) -> Result<(), ExchangeError> {
+        self.read_more().await.map_err(|_| ExchangeError::Reset)
+    }
+
+    /// Reads and drops `n` body bytes, through the buffer, never growing it.
+    async fn discard(&mut self, mut n: usize) -> Result<(), ExchangeError> {
         loop {
-            // Chunk size line.
-            let line_end = loop {
-                if let Some(i) = self.buf[pos..self.filled]
-                    .windows(2)
-                    .position(|w| w == b"\r\n")
-                {
-                    break pos + i;
-                }
-                self.read_more().await?;
-            };
-            let line = std::str::from_utf8(&self.buf[pos..line_end])
-                .map_err(|_| ExchangeError::Malformed)?;
+            let take = self.filled.min(n);
+            self.consume(take);
+            n -= take;
+            if n == 0 {
+                return Ok(());
+            }
+            self.read_more_mid().await?;
+        }
+    }
+
+    /// The index of the next CRLF in the buffer, reading more as needed; a line longer than
+    /// [`MAX_LINE`] is malformed.
+    async fn line_end(&mut self) -> Result<usize, ExchangeError> {
+        loop {
+            if let Some(i) = self.buf[..self.filled]
+                .windows(2)
+                .position(|w| w == b"\r\n")
+            {
+                return Ok(i);
+            }
+            if self.filled > MAX_LINE {
+                return Err(ExchangeError::Malformed);
+            }
+            self.read_more_mid().await?;
+        }
+    }
+
+    /// Reads and discards a chunked body (the head already consumed); returns its encoded
+    /// length. Chunks of any size pass through the buffer without growing it.
+    async fn skip_chunked(&mut self) -> Result<usize, ExchangeError> {
+        let mut total = 0usize;
+        loop {
+            // chunk-size [; extensions] CRLF
+            let end = self.line_end().await?;
+            let line =
+                std::str::from_utf8(&self.buf[..end]).map_err(|_| ExchangeError::Malformed)?;
             let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
                 .map_err(|_| ExchangeError::Malformed)?;
-            pos = line_end + 2;
+            self.consume(end + 2);
+            total += end + 2;
             if size == 0 {
-                // Trailers end with an empty line.
+                // trailer fields, then an empty line
                 loop {
-                    if let Some(i) = self.buf[pos..self.filled]
-                        .windows(2)
-                        .position(|w| w == b"\r\n")
-                    {
-                        let empty = i == 0;
-                        pos += i + 2;
-                        if empty {
-                            return Ok(pos - start);
-                        }
-                    } else {
-                        self.read_more().await?;
+                    let end = self.line_end().await?;
+                    self.consume(end + 2);
+                    total += end + 2;
+                    if end == 0 {
+                        return Ok(total);
                     }
                 }
             }
-            self.fill_to(pos + size + 2).await?;
-            pos += size + 2;
+            self.discard(size).await?;
+            total = total.saturating_add(size);
+            // the chunk's data ends with CRLF
+            while self.filled < 2 {
+                self.read_more_mid().await?;
+            }
+            if &self.buf[..2] != b"\r\n" {
+                return Err(ExchangeError::Malformed);
+            }
+            self.consume(2);
+            total += 2;
         }
     }
 
@@ -230,5 +286,241 @@ impl Conn {
                 Ok(k) => n += k,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The response framing against scripted servers: every way a response can arrive (in one
+    //! piece, a byte at a time, pipelined, chunked with extensions and trailers, interim 100s,
+    //! close-delimited) and every way it can be wrong.
+
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
+    /// How the scripted server writes its bytes.
+    #[derive(Clone, Copy)]
+    enum Pace {
+        /// One write.
+        Whole,
+        /// One byte per write, with a pause, so every read is short.
+        ByteByByte,
+    }
+
+    /// A server that accepts one connection, writes `script` as paced, then closes; and a
+    /// connection to it.
+    async fn scripted(script: Vec<u8>, pace: Pace) -> Conn {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            match pace {
+                Pace::Whole => {
+                    let _ = s.write_all(&script).await;
+                }
+                Pace::ByteByByte => {
+                    for b in script {
+                        if s.write_all(&[b]).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                    }
+                }
+            }
+            let _ = s.shutdown().await;
+        });
+        Conn::connect(addr).await.unwrap()
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn one(script: &[u8], pace: Pace, head_only: bool) -> Result<Response, ExchangeError> {
+        rt().block_on(async {
+            let mut c = scripted(script.to_vec(), pace).await;
+            c.receive(head_only).await
+        })
+    }
+
+    const OK: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello";
+
+    #[test]
+    fn content_length_in_one_piece_and_byte_by_byte() {
+        for pace in [Pace::Whole, Pace::ByteByByte] {
+            let r = one(OK, pace, false).unwrap();
+            assert_eq!((r.status, r.reusable, r.bytes), (200, true, OK.len()));
+        }
+    }
+
+    #[test]
+    fn pipelined_responses_in_one_write_are_two_responses() {
+        rt().block_on(async {
+            let two = [OK, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"].concat();
+            let mut c = scripted(two, Pace::Whole).await;
+            let a = c.receive(false).await.unwrap();
+            let b = c.receive(false).await.unwrap();
+            assert_eq!((a.status, b.status), (200, 404));
+            assert_eq!(c.served, 2);
+            // then the server closed: nothing of a third response arrived
+            assert_eq!(c.receive(false).await.unwrap_err(), ExchangeError::Closed);
+        });
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers_in_any_pieces() {
+        let body = b"4;ext=1\r\nWiki\r\n0b\r\npedia in \r\n\r\n0\r\nX-Trailer: yes\r\n\r\n";
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let script = [&head[..], &body[..], OK].concat();
+        for pace in [Pace::Whole, Pace::ByteByByte] {
+            rt().block_on(async {
+                let mut c = scripted(script.clone(), pace).await;
+                let r = c.receive(false).await.unwrap();
+                assert_eq!((r.status, r.bytes), (200, head.len() + body.len()));
+                // the response after it is intact
+                assert_eq!(c.receive(false).await.unwrap().bytes, OK.len());
+            });
+        }
+    }
+
+    #[test]
+    fn interim_100_continue_is_skipped() {
+        let script = [&b"HTTP/1.1 100 Continue\r\n\r\n"[..], OK].concat();
+        assert_eq!(one(&script, Pace::Whole, false).unwrap().status, 200);
+    }
+
+    #[test]
+    fn head_204_and_304_have_no_body() {
+        // a HEAD response announces the length of a body that never comes
+        let r = one(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n",
+            Pace::Whole,
+            true,
+        )
+        .unwrap();
+        assert_eq!((r.status, r.reusable), (200, true));
+        for code in ["204 No Content", "304 Not Modified"] {
+            let s = format!("HTTP/1.1 {code}\r\n\r\n");
+            let r = one(s.as_bytes(), Pace::Whole, false).unwrap();
+            assert!(r.reusable && r.bytes == s.len(), "{code}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn connection_close_and_http_1_0_are_not_reusable() {
+        let r = one(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            Pace::Whole,
+            false,
+        )
+        .unwrap();
+        assert!(!r.reusable);
+        let r = one(
+            b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+            Pace::Whole,
+            false,
+        )
+        .unwrap();
+        assert!(!r.reusable);
+        let r = one(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+            Pace::Whole,
+            false,
+        )
+        .unwrap();
+        assert!(r.reusable);
+    }
+
+    #[test]
+    fn a_body_delimited_by_close_is_read_to_the_end() {
+        let script = b"HTTP/1.1 200 OK\r\n\r\nuntil the end";
+        for pace in [Pace::Whole, Pace::ByteByByte] {
+            let r = one(script, pace, false).unwrap();
+            assert_eq!((r.reusable, r.bytes), (false, script.len()));
+        }
+    }
+
+    #[test]
+    fn bad_input_is_malformed() {
+        for bad in [
+            &b"garbage\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: five\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            // chunk data not followed by CRLF
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY0\r\n\r\n",
+            // a chunk-size line that never ends
+            &[
+                &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+                &[b'1'; 20_000],
+            ]
+            .concat(),
+        ] {
+            assert_eq!(
+                one(bad, Pace::Whole, false).unwrap_err(),
+                ExchangeError::Malformed,
+                "{:?}",
+                String::from_utf8_lossy(&bad[..bad.len().min(60)])
+            );
+        }
+    }
+
+    #[test]
+    fn closed_before_any_byte_is_closed_and_mid_response_is_reset() {
+        assert_eq!(
+            one(b"", Pace::Whole, false).unwrap_err(),
+            ExchangeError::Closed
+        );
+        for cut in [
+            &b"HTTP/1.1 200 OK\r\nContent-Len"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhel",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            assert_eq!(
+                one(cut, Pace::Whole, false).unwrap_err(),
+                ExchangeError::Reset,
+                "{:?}",
+                String::from_utf8_lossy(cut)
+            );
+        }
+    }
+
+    #[test]
+    fn huge_announced_lengths_do_not_grow_the_buffer() {
+        // a Content-Length or chunk size no server means, then the connection closes: an error,
+        // never an allocation of that size (this once sized the buffer from the header)
+        rt().block_on(async {
+            for script in [
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\nabc"[..],
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffff\r\nabc",
+            ] {
+                let mut c = scripted(script.to_vec(), Pace::Whole).await;
+                assert_eq!(c.receive(false).await.unwrap_err(), ExchangeError::Reset);
+                assert!(c.buf.len() <= 64 * 1024, "buffer grew to {}", c.buf.len());
+            }
+        });
+    }
+
+    #[test]
+    fn a_large_body_passes_through_a_bounded_buffer() {
+        rt().block_on(async {
+            let n = 3 * MAX_BUFFERED + 17;
+            let mut script = format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n").into_bytes();
+            let head = script.len();
+            script.extend(std::iter::repeat_n(b'x', n));
+            script.extend_from_slice(OK);
+            let mut c = scripted(script, Pace::Whole).await;
+            let r = c.receive(false).await.unwrap();
+            assert_eq!(r.bytes, head + n);
+            assert!(c.buf.len() <= 64 * 1024, "buffer grew to {}", c.buf.len());
+            assert_eq!(c.receive(false).await.unwrap().bytes, OK.len());
+        });
     }
 }
