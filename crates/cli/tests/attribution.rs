@@ -22,6 +22,11 @@
 //!   WAL flush waits 100 ms holding WALWriteLock, the next committers queue on `LWLock:WALWrite`
 //!   → `db_io`. (A slowed fsync would need a device-mapper delay target; commit_delay lengthens the
 //!   same critical section with PostgreSQL's own knob.)
+//! * `gc`: spring-mvc-jdbc with HotSpot's heap verification before and after every collection
+//!   (`-XX:+VerifyBeforeGC -XX:+VerifyAfterGC` through the plan's `[stand.env]`
+//!   `JAVA_TOOL_OPTIONS`) and a 16 MB young generation: each stop-the-world pause lasts a walk
+//!   over the heap, about once a second → `runtime_pause`, read from Micrometer's
+//!   `jvm_gc_pause_seconds` on the stack's `/metrics`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -355,4 +360,23 @@ fn a_generator_starved_of_cpu_is_generator_bound() {
         stop_hogs(hogs);
     });
     check(&dir, "generator_bound");
+}
+
+#[test]
+fn slow_gc_pauses_on_a_jvm_stack_are_runtime_pauses() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    for tool in ["java", "mvn"] {
+        if Command::new(tool).arg("-version").output().is_err() {
+            eprintln!("skipped: no {tool} (spring-mvc-jdbc is built with Maven)");
+            return;
+        }
+    }
+    // the fault is in the plan itself ([stand.env] JAVA_TOOL_OPTIONS): every GC pause walks the
+    // heap twice, so the stack stops for tens of milliseconds each time it collects
+    let dir = run_with("crates/cli/tests/plans/why-gc.toml", |_, _| {});
+    check(&dir, "runtime_pause");
 }
