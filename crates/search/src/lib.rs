@@ -214,6 +214,21 @@ impl Searcher<'_> {
         self.deadline_s - self.runner.now_s()
     }
 
+    /// True when one more probe (with the recovery that may follow it) would leave too little
+    /// of the budget for the confirming shelf, none has run yet, and the probes bracket a
+    /// ceiling to confirm.
+    fn confirm_is_due(&self) -> bool {
+        let s = &self.plan.search;
+        if s.confirm.is_zero() || self.st.confirms_tried > 0 {
+            return false;
+        }
+        let probes = || self.st.probes.iter().filter(|p| p.kind == ProbeKind::Probe);
+        let bracketed = probes().any(|p| p.passed()) && probes().any(|p| !p.passed());
+        // a probe, the recovery after it, and some slack for starting each shelf
+        let next_probe = self.st.probe_len + s.drain + s.recovery_max + Duration::from_secs(10);
+        bracketed && self.left_s() < (next_probe + s.confirm).as_secs_f64()
+    }
+
     fn guard(&self, cost: Duration) -> Flow {
         if self.runner.stopped() {
             return Err(StopReason::Signal);
@@ -712,6 +727,18 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
         }
         steps += 1;
         s.maybe_lengthen();
+        if s.confirm_is_due() {
+            // the budget keeps the confirming shelf's time: confirm what the probes support so
+            // far, then stop (the outcome still says the interval was not narrowed)
+            (s.log)(&format!(
+                "  the budget keeps {} for the confirming shelf: no more probes",
+                ceiling_plan::format_duration(s.plan.search.confirm)
+            ));
+            return Some(match confirm(s) {
+                Ok(_) => StopReason::Budget,
+                Err(e) => e,
+            });
+        }
         let next = match s.next() {
             Ok(n) => n,
             Err(e) => return Some(e),
@@ -725,28 +752,8 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 if s.st.confirms_tried == CONFIRM_ATTEMPTS {
                     return Some(StopReason::ConfirmFailed);
                 }
-                s.st.confirms_tried += 1;
-                let obs = observations(&s.st.probes);
-                let lo = capacity_interval(&obs, 0x5EED)
-                    .map(|i| i.lo)
-                    .unwrap_or(0.0)
-                    .round();
-                if lo < MIN_RATE {
-                    return Some(StopReason::Converged);
-                }
-                (s.log)(&format!(
-                    "  confirming {lo:.0} RPS (the interval's lower end) for {}",
-                    ceiling_plan::format_duration(s.plan.search.confirm)
-                ));
-                match s.probe(lo, ProbeKind::Confirm) {
-                    Ok(_)
-                        if s.st
-                            .probes
-                            .last()
-                            .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()) =>
-                    {
-                        return Some(StopReason::Converged)
-                    }
+                match confirm(s) {
+                    Ok(true) => return Some(StopReason::Converged),
                     r => r.map(|_| ()),
                 }
             }
@@ -755,6 +762,29 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
             return Some(e);
         }
     }
+}
+
+/// Runs the confirming shelf at the interval's lower end; true when it passed (or there is no
+/// rate to confirm).
+fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
+    s.st.confirms_tried += 1;
+    let obs = observations(&s.st.probes);
+    let lo = capacity_interval(&obs, 0x5EED)
+        .map(|i| i.lo)
+        .unwrap_or(0.0)
+        .round();
+    if lo < MIN_RATE {
+        return Ok(true);
+    }
+    (s.log)(&format!(
+        "  confirming {lo:.0} RPS (the interval's lower end) for {}",
+        ceiling_plan::format_duration(s.plan.search.confirm)
+    ));
+    s.probe(lo, ProbeKind::Confirm)?;
+    Ok(s.st
+        .probes
+        .last()
+        .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()))
 }
 
 /// Wall time a search may take at most (for messages): the budget.

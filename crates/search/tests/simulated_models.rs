@@ -9,7 +9,7 @@
 //! The engine, the analysis and the search loop are the production ones; only the service and
 //! the generator's per-second records are simulated.
 
-use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchStatus, StackAnalysis};
+use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchStatus, StackAnalysis, StopReason};
 use ceiling_metrics::{Outcome, Phase, Second};
 use ceiling_plan::{parse_plan, Plan, Stage};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, SearchOptions};
@@ -402,4 +402,48 @@ fn a_generator_limit_gives_a_lower_bound_never_zero() {
         .iter()
         .all(|v| v.recovery.as_ref().is_some_and(|r| r.recovered)));
     assert!(invalid.iter().any(|v| v.threads > 1) || SearchOptions::default().max_threads == 1);
+}
+
+#[test]
+fn a_budget_too_short_to_narrow_still_keeps_time_for_the_confirming_shelf() {
+    // the stalls model cannot narrow in 12 virtual minutes; the search must stop probing in
+    // time to run its 60-s confirming shelf inside the budget, and say it was not narrowed
+    let mut p = plan();
+    p.search.confirm = Duration::from_secs(60);
+    p.search.max_probe = Some(Duration::from_secs(30));
+    p.search.max_time = Duration::from_secs(12 * 60);
+    for seed in 0..5 {
+        let mut sim = Sim::new(
+            Model::Stalls {
+                mu: 1200.0,
+                sigma8: 0.9,
+            },
+            seed,
+        );
+        let mut pl = p.clone();
+        pl.load.seed = seed * 7919;
+        let out = search(&pl, &mut sim, &SearchOptions::default(), &mut |_| {});
+        assert!(
+            out.elapsed_s <= p.search.max_time.as_secs_f64() + 1e-6,
+            "seed {seed}: {} s > budget",
+            out.elapsed_s
+        );
+        if out.status == SearchStatus::Narrowed {
+            continue; // a lucky trial narrowed and confirmed the usual way
+        }
+        assert_eq!(
+            out.stop,
+            StopReason::Budget,
+            "seed {seed}: {}",
+            out.describe()
+        );
+        assert!(
+            out.probes
+                .iter()
+                .any(|v| v.kind == ceiling_analyze::ProbeKind::Confirm),
+            "seed {seed}: the budget ended without the confirming shelf: {}",
+            out.describe()
+        );
+        assert!(!out.confirms.is_empty(), "seed {seed}");
+    }
 }
