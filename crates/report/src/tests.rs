@@ -705,3 +705,13 @@ fn percentile_spectrum_from_the_hlog() {
     assert!(html.contains("latency percentile spectrum per shelf"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The outputs a user reads, as snapshots (crates/report/src/snapshots/): any change to the
+/// terminal table or summary.md shows up as a reviewed diff. Update with
+/// `INSTA_UPDATE=always cargo test -p ceiling-report` and read the diff before committing.
+#[test]
+fn terminal_and_markdown_outputs_are_as_reviewed() {
+    let (rep, _) = demo(0.1);
+    insta::assert_snapshot!("terminal_demo", render_terminal(&rep));
+    insta::assert_snapshot!("summary_md_demo", render_summary_md(&rep));
+}
