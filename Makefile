@@ -3,7 +3,8 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/ceiling
 
-JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima
+JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima \
+  spring-mvc-jpa spring-webflux-jpa spring-mvc-data-jdbc spring-mvc-jdbi spring-webflux-data-r2dbc
 # Source 004's stacks: Python, Node.js, and the nginx static-JSON baseline (checked on /ping only).
 SCRIPT_STACKS := fastapi-asyncpg fastify-pg nginx-static
 

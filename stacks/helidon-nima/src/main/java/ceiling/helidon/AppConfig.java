@@ -10,6 +10,8 @@ import io.helidon.config.Config;
  * @param poolSize DB_POOL_SIZE: HikariCP maximumPoolSize = minimumIdle (a fixed-size pool)
  * @param workers  WORKERS: not read by the server; run.sh maps it to the virtual-thread scheduler's
  *                 parallelism (its carrier threads), recorded here for the startup log
+ * @param ordersId ORDERS_ID: "include" (default, the contract) or "omit": GET /orders rows without
+ *                 {@code id}, source 002's Níma payload (a variant plan sets it; breaks the contract)
  */
 record AppConfig(
         int httpPort,
@@ -20,7 +22,8 @@ record AppConfig(
         String dbPassword,
         String dbSslMode,
         int poolSize,
-        int workers) {
+        int workers,
+        boolean ordersId) {
 
     static AppConfig from(Config config) {
         return new AppConfig(
@@ -32,7 +35,17 @@ record AppConfig(
                 config.get("DB_PASSWORD").asString().orElse(""),
                 string(config, "DB_SSLMODE", "disable"),
                 intValue(config, "DB_POOL_SIZE", 100, 1, 10_000),
-                intValue(config, "WORKERS", Runtime.getRuntime().availableProcessors(), 1, 1024));
+                intValue(config, "WORKERS", Runtime.getRuntime().availableProcessors(), 1, 1024),
+                ordersId(config));
+    }
+
+    private static boolean ordersId(Config config) {
+        String v = config.get("ORDERS_ID").asString().orElse("");
+        return switch (v) {
+            case "", "include" -> true;
+            case "omit" -> false;
+            default -> throw new IllegalArgumentException("ORDERS_ID=\"" + v + "\": want include or omit");
+        };
     }
 
     private static String string(Config config, String key, String fallback) {

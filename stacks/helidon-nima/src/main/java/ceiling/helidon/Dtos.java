@@ -28,6 +28,11 @@ final class Dtos {
     record OrderDto(long id, String customer, String item, int quantity, long priceCents, String createdAt) {
     }
 
+    /** Source 002's Níma row: every field but {@code id} (ORDERS_ID=omit; not the contract). */
+    @JsonPropertyOrder({"customer", "item", "quantity", "priceCents", "createdAt"})
+    record OrderNoIdDto(String customer, String item, int quantity, long priceCents, String createdAt) {
+    }
+
     /** Exactly {@code {"ok":true,"message":"OK"}} (source 004 compares bytes). */
     @JsonPropertyOrder({"ok", "message"})
     record PingDto(boolean ok, String message) {

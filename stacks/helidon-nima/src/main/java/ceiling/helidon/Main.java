@@ -64,7 +64,7 @@ public final class Main {
                                       .mediaSupportsDiscoverServices(false)
                                       .addMediaSupport(JacksonSupport.create(Http.MAPPER))
                                       .build())
-                .routing((HttpRouting.Builder rules) -> routing(rules, db, registry))
+                .routing((HttpRouting.Builder rules) -> routing(rules, db, registry, cfg.ordersId()))
                 .build()
                 .start();
 
@@ -76,10 +76,10 @@ public final class Main {
     }
 
     /** No request logging and no per-request metrics: the hot path does only the contract's work. */
-    static void routing(HttpRouting.Builder routing, Db db, PrometheusMeterRegistry registry) {
+    static void routing(HttpRouting.Builder routing, Db db, PrometheusMeterRegistry registry, boolean ordersId) {
         routing.register(new StatusService(db.jdbi))
                 .register(new BankService(db.jdbi))
-                .register(new OrderService(db.jdbi))
+                .register(new OrderService(db.jdbi, ordersId))
                 .register(new PingService(db.jdbi))
                 .register(new OpsService(db.jdbi, registry))
                 .error(ApiException.class, (req, res, e) -> Http.sendError(res, e.status, e.code, e.getMessage()))

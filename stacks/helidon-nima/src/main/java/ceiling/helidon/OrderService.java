@@ -9,10 +9,15 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
 import ceiling.helidon.Dtos.OrderDto;
+import ceiling.helidon.Dtos.OrderNoIdDto;
 import org.jdbi.v3.core.Jdbi;
 import org.jdbi.v3.core.mapper.RowMapper;
 
-/** rows workload (sources 002, 003). SQL as in contract/API.md. Every field, `id` included. */
+/**
+ * rows workload (sources 002, 003). SQL as in contract/API.md. Every field, `id` included, unless
+ * ORDERS_ID=omit: then the rows leave out {@code id} as source 002's Níma service did (the same
+ * query; only the payload differs).
+ */
 final class OrderService implements HttpService {
     static final String SQL_ORDERS =
             "SELECT id, customer, item, quantity, price_cents, created_at FROM orders ORDER BY id LIMIT :limit";
@@ -25,10 +30,19 @@ final class OrderService implements HttpService {
             rs.getLong(5),
             Inputs.formatTime(rs.getObject(6, OffsetDateTime.class)));
 
-    private final Jdbi jdbi;
+    private static final RowMapper<OrderNoIdDto> ROW_NO_ID = (rs, ctx) -> new OrderNoIdDto(
+            rs.getString(2),
+            rs.getString(3),
+            rs.getInt(4),
+            rs.getLong(5),
+            Inputs.formatTime(rs.getObject(6, OffsetDateTime.class)));
 
-    OrderService(Jdbi jdbi) {
+    private final Jdbi jdbi;
+    private final boolean withId;
+
+    OrderService(Jdbi jdbi, boolean withId) {
         this.jdbi = jdbi;
+        this.withId = withId;
     }
 
     @Override
@@ -38,9 +52,10 @@ final class OrderService implements HttpService {
 
     private void list(ServerRequest req, ServerResponse res) {
         int limit = Inputs.parseLimit(Http.queryAll(req, "limit"));
-        List<OrderDto> rows = jdbi.withHandle(h -> h.createQuery(SQL_ORDERS)
+        RowMapper<?> row = withId ? ROW : ROW_NO_ID;
+        List<?> rows = jdbi.withHandle(h -> h.createQuery(SQL_ORDERS)
                 .bind("limit", limit)
-                .map(ROW)
+                .map(row)
                 .list());
         res.send(rows);
     }
