@@ -88,6 +88,25 @@ pub enum Message {
     },
 }
 
+/// The agent's admission rule for a target: the URL the coordinator asks for must be the one its
+/// plan names (`plan_target`, compared after resolution, so `localhost` and `127.0.0.1` on the same
+/// port agree), and it must be loopback unless the agent itself was started with `--allow-remote`
+/// (the coordinator cannot grant that). Returns the resolved target or the reason for refusal.
+pub fn admit_target(
+    requested: &str,
+    plan_target: &str,
+    allow_remote: bool,
+) -> Result<ceiling_load::Target, String> {
+    let want = ceiling_load::parse_target(requested, allow_remote).map_err(|e| e.to_string())?;
+    let named = ceiling_load::parse_target(plan_target, true).map_err(|e| e.to_string())?;
+    if want.addr != named.addr || want.base_path != named.base_path {
+        return Err(format!(
+            "target `{requested}` is not the plan's target `{plan_target}`; an agent sends only to the target its plan names"
+        ));
+    }
+    Ok(want)
+}
+
 /// Clock offset of an agent from one NTP-style round trip (`t0` coordinator send, `t1` agent
 /// receive, `t2` agent send, `t3` coordinator receive, all µs): `(offset, round_trip)`, where
 /// `offset` is agent clock − coordinator clock. The sample with the smallest round trip bounds the
@@ -355,6 +374,16 @@ mod tests {
         assert!(!token_matches("s3cre", "s3cret"));
         assert!(!token_matches("s3crett", "s3cret"));
         assert!(!token_matches("", "s3cret"));
+    }
+
+    #[test]
+    fn agents_admit_only_the_plans_loopback_target() {
+        assert!(admit_target("http://127.0.0.1:8080", "http://127.0.0.1:8080", false).is_ok());
+        let other = admit_target("http://127.0.0.1:9090", "http://127.0.0.1:8080", false);
+        assert!(other.unwrap_err().contains("not the plan's target"));
+        let remote = admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", false);
+        assert!(remote.unwrap_err().contains("--allow-remote"));
+        assert!(admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", true).is_ok());
     }
 
     #[test]
