@@ -9,6 +9,8 @@
 //! Not built yet: the `ceiling agent` listener, the coordinator (clock-offset measurement, common
 //! start instant, merge into a local run's outputs) and the `--agents` flag.
 
+pub mod session;
+
 use base64::Engine as _;
 use ceiling_metrics::{Counts, Phase, Second, TagSecond};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
