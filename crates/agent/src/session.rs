@@ -120,6 +120,33 @@ pub struct Opened {
     pub rtt_us: i64,
 }
 
+/// The coordinator's refusal to start: every agent's clock offset, less its uncertainty (half its
+/// probe's round trip), must be within `bound_us`; otherwise the error names each agent that is
+/// not, its offset, round trip and the bound, so the report can state it.
+pub fn check_offsets(opened: &[Opened], bound_us: i64) -> Result<(), String> {
+    let bad: Vec<String> = opened
+        .iter()
+        .filter(|o| o.offset_us.abs() + o.rtt_us / 2 > bound_us)
+        .map(|o| {
+            format!(
+                "agent `{}`: clock offset {} µs ± {} µs exceeds the bound of {} µs",
+                o.agent,
+                o.offset_us,
+                o.rtt_us / 2,
+                bound_us
+            )
+        })
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "not starting: {}; synchronise the clocks (e.g. chrony) or raise the bound",
+            bad.join("; ")
+        ))
+    }
+}
+
 /// Coordinator side: sends the hello, expects `welcome`, then sends `probes` clock probes (at least
 /// one) and keeps the offset of the one with the smallest round trip.
 pub async fn coordinator_open<R, W>(
@@ -217,6 +244,21 @@ mod tests {
         assert!(o.rtt_us >= 0, "{o:?}");
         assert!(o.offset_us.abs() <= o.rtt_us / 2 + 1, "{o:?}");
         assert!(agent.unwrap().is_none());
+    }
+
+    #[test]
+    fn offsets_beyond_the_bound_refuse_the_start_and_name_the_agent() {
+        let o = |agent: &str, offset_us, rtt_us| Opened {
+            agent: agent.into(),
+            offset_us,
+            rtt_us,
+        };
+        assert!(check_offsets(&[o("a", 400, 200), o("b", -900, 100)], 1000).is_ok());
+        let e = check_offsets(&[o("a", 400, 200), o("b", -980, 100)], 1000).unwrap_err();
+        assert!(
+            e.contains("agent `b`") && e.contains("-980") && !e.contains("agent `a`"),
+            "{e}"
+        );
     }
 
     #[tokio::test]
