@@ -1,0 +1,435 @@
+//! The generator-agent control protocol (issue 15, step 1 — **partial**).
+//!
+//! What exists: the messages a coordinator and an agent exchange ([`Message`]), their framing
+//! (one JSON object per line, bounded in length: [`write_message`], [`read_message`]), the shared
+//! token check ([`token_matches`], constant time in the token's content), and the exact wire form of
+//! a per-second record ([`WireSecond`]: every HdrHistogram in hdrhistogram's V2 + deflate
+//! serialisation, base64 in JSON, so a [`Second`] crosses the wire without losing a count).
+//!
+//! Not built yet: the `ceiling agent` listener, the coordinator (clock-offset measurement, common
+//! start instant, merge into a local run's outputs) and the `--agents` flag.
+
+pub mod session;
+
+use base64::Engine as _;
+use ceiling_metrics::{Counts, Phase, Second, TagSecond};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Errors of the protocol layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// Reading or writing the socket failed.
+    #[error("control channel I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// A line was not a valid message.
+    #[error("malformed message: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A line exceeded [`MAX_LINE_BYTES`].
+    #[error("message longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+    /// A histogram field could not be decoded.
+    #[error("histogram `{field}`: {reason}")]
+    Histogram {
+        /// Which field of the record.
+        field: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// One message of the control channel, in either direction.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Coordinator → agent, first message: protocol version and the shared token.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the sender.
+        version: u32,
+        /// The shared secret given to both sides.
+        token: String,
+    },
+    /// Agent → coordinator: the hello was accepted.
+    Welcome {
+        /// The agent's name (host name or `--name`).
+        agent: String,
+    },
+    /// Coordinator → agent: a clock probe; the agent answers [`Message::Pong`].
+    Ping {
+        /// Coordinator's clock at send, µs since the Unix epoch.
+        t0_us: i64,
+    },
+    /// Agent → coordinator: answer to a probe.
+    Pong {
+        /// The probe's `t0_us`, echoed.
+        t0_us: i64,
+        /// Agent's clock when the probe arrived, µs since the Unix epoch.
+        t1_us: i64,
+        /// Agent's clock when the answer left, µs since the Unix epoch.
+        t2_us: i64,
+    },
+    /// Agent → coordinator: one recorded second, sent as soon as it is recorded.
+    Second(Box<WireSecond>),
+    /// Either side: the request was refused, with the reason; the sender closes the channel.
+    Refused {
+        /// Why, in words naming the problem.
+        reason: String,
+    },
+    /// Agent → coordinator: the shard finished; no more seconds follow.
+    Done {
+        /// Requests the agent sent in total.
+        sent: u64,
+    },
+}
+
+/// The agent's admission rule for a target: the URL the coordinator asks for must be the one its
+/// plan names (`plan_target`, compared after resolution, so `localhost` and `127.0.0.1` on the same
+/// port agree), and it must be loopback unless the agent itself was started with `--allow-remote`
+/// (the coordinator cannot grant that). Returns the resolved target or the reason for refusal.
+pub fn admit_target(
+    requested: &str,
+    plan_target: &str,
+    allow_remote: bool,
+) -> Result<ceiling_load::Target, String> {
+    let want = ceiling_load::parse_target(requested, allow_remote).map_err(|e| e.to_string())?;
+    let named = ceiling_load::parse_target(plan_target, true).map_err(|e| e.to_string())?;
+    if want.addr != named.addr || want.base_path != named.base_path {
+        return Err(format!(
+            "target `{requested}` is not the plan's target `{plan_target}`; an agent sends only to the target its plan names"
+        ));
+    }
+    Ok(want)
+}
+
+/// Clock offset of an agent from one NTP-style round trip (`t0` coordinator send, `t1` agent
+/// receive, `t2` agent send, `t3` coordinator receive, all µs): `(offset, round_trip)`, where
+/// `offset` is agent clock − coordinator clock. The sample with the smallest round trip bounds the
+/// offset's error by half that round trip.
+pub fn clock_offset(t0: i64, t1: i64, t2: i64, t3: i64) -> (i64, i64) {
+    let offset = ((t1 - t0) + (t2 - t3)) / 2;
+    let rtt = (t3 - t0) - (t2 - t1);
+    (offset, rtt)
+}
+
+/// Whether `given` equals `expected`, taking time independent of where they differ (it still
+/// depends on the length of `expected`). `subtle` is not in this workspace's offline registry, so
+/// this is the usual XOR fold behind [`std::hint::black_box`].
+pub fn token_matches(given: &str, expected: &str) -> bool {
+    let (g, e) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = (g.len() ^ e.len()) as u64;
+    for (i, &b) in e.iter().enumerate() {
+        let x = g.get(i).copied().unwrap_or(!b);
+        diff |= u64::from(std::hint::black_box(x ^ b));
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Writes one message as a JSON line and flushes it.
+pub async fn write_message<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    m: &Message,
+) -> Result<(), ProtocolError> {
+    let mut line = serde_json::to_vec(m)?;
+    line.push(b'\n');
+    w.write_all(&line).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// Reads one message; `Ok(None)` when the peer closed the channel cleanly between messages.
+pub async fn read_message<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+) -> Result<Option<Message>, ProtocolError> {
+    let mut line = Vec::new();
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            if line.is_empty() {
+                return Ok(None);
+            }
+            return Err(ProtocolError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        if line.len() + chunk.len() > MAX_LINE_BYTES {
+            return Err(ProtocolError::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let n = chunk.len();
+        r.consume(n);
+        if done {
+            return Ok(Some(serde_json::from_slice(&line)?));
+        }
+    }
+}
+
+/// A request name's second on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireTag {
+    /// Latency histogram, V2 + deflate, base64.
+    pub latency: String,
+    /// Service-time histogram, V2 + deflate, base64.
+    pub service: String,
+    /// Outcome counts.
+    pub counts: Counts,
+}
+
+/// A [`Second`] on the wire: the same fields, histograms serialised exactly.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireSecond {
+    /// See [`Second::t`].
+    pub t: u32,
+    /// See [`Second::phase`].
+    pub phase: Phase,
+    /// See [`Second::stage`].
+    pub stage: usize,
+    /// See [`Second::offered`].
+    pub offered: u64,
+    /// See [`Second::sent`].
+    pub sent: u64,
+    /// See [`Second::tags`].
+    pub tags: Vec<WireTag>,
+    /// Schedule-lag histogram, V2 + deflate, base64.
+    pub lag: String,
+    /// See [`Second::backlog`].
+    pub backlog: u64,
+    /// See [`Second::overflow`].
+    pub overflow: u64,
+    /// See [`Second::connections`].
+    pub connections: u64,
+    /// See [`Second::generator_cpu`].
+    pub generator_cpu: f64,
+}
+
+fn encode(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .expect("serialising into a Vec cannot fail for a valid histogram");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+fn decode(s: &str, field: &str) -> Result<Histogram<u64>, ProtocolError> {
+    let err = |reason: String| ProtocolError::Histogram {
+        field: field.to_string(),
+        reason,
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map_err(|e| err(format!("base64: {e}")))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| err(format!("{e:?}")))?;
+    // Bring it to the local bounds so it merges with local histograms exactly.
+    let mut out = ceiling_metrics::new_histogram();
+    out.add(&h).map_err(|e| err(format!("{e:?}")))?;
+    Ok(out)
+}
+
+impl WireSecond {
+    /// The wire form of a recorded second.
+    pub fn from_second(s: &Second) -> Self {
+        WireSecond {
+            t: s.t,
+            phase: s.phase,
+            stage: s.stage,
+            offered: s.offered,
+            sent: s.sent,
+            tags: s
+                .tags
+                .iter()
+                .map(|t| WireTag {
+                    latency: encode(&t.latency),
+                    service: encode(&t.service),
+                    counts: t.counts,
+                })
+                .collect(),
+            lag: encode(&s.lag),
+            backlog: s.backlog,
+            overflow: s.overflow,
+            connections: s.connections,
+            generator_cpu: s.generator_cpu,
+        }
+    }
+
+    /// The recorded second back, every histogram count intact.
+    pub fn to_second(&self) -> Result<Second, ProtocolError> {
+        let mut tags = Vec::with_capacity(self.tags.len());
+        for (i, t) in self.tags.iter().enumerate() {
+            tags.push(TagSecond {
+                latency: decode(&t.latency, &format!("tags[{i}].latency"))?,
+                service: decode(&t.service, &format!("tags[{i}].service"))?,
+                counts: t.counts,
+            });
+        }
+        let mut s = Second::new(self.t, self.phase, self.stage, 0);
+        s.offered = self.offered;
+        s.sent = self.sent;
+        s.tags = tags;
+        s.lag = decode(&self.lag, "lag")?;
+        s.backlog = self.backlog;
+        s.overflow = self.overflow;
+        s.connections = self.connections;
+        s.generator_cpu = self.generator_cpu;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ceiling_metrics::{record_us, Outcome};
+
+    fn sample(seed: u64) -> Second {
+        let mut s = Second::new(7, Phase::Measure, 2, 2);
+        s.offered = 100 + seed;
+        s.sent = 99 + seed;
+        for i in 0..1000u64 {
+            let v = (i * 7919 + seed * 104_729) % 2_000_000 + 1;
+            record_us(&mut s.tags[(i % 2) as usize].latency, v);
+            record_us(&mut s.tags[(i % 2) as usize].service, v / 2 + 1);
+            record_us(&mut s.lag, v % 5000 + 1);
+            s.tags[(i % 2) as usize].counts.add(Outcome::Ok);
+        }
+        s.backlog = 3;
+        s.overflow = 1;
+        s.connections = 40;
+        s.generator_cpu = 37.5;
+        s
+    }
+
+    #[test]
+    fn a_second_crosses_the_wire_exactly() {
+        let s = sample(1);
+        let json =
+            serde_json::to_string(&Message::Second(Box::new(WireSecond::from_second(&s)))).unwrap();
+        let Message::Second(w) = serde_json::from_str(&json).unwrap() else {
+            panic!("not a second");
+        };
+        let back = w.to_second().unwrap();
+        assert_eq!(back.tags.len(), 2);
+        for (a, b) in s.tags.iter().zip(&back.tags) {
+            assert_eq!(a.latency, b.latency);
+            assert_eq!(a.service, b.service);
+            assert_eq!(a.counts, b.counts);
+        }
+        assert_eq!(s.lag, back.lag);
+        assert_eq!(
+            (
+                s.t,
+                s.stage,
+                s.offered,
+                s.sent,
+                s.backlog,
+                s.overflow,
+                s.connections
+            ),
+            (
+                back.t,
+                back.stage,
+                back.offered,
+                back.sent,
+                back.backlog,
+                back.overflow,
+                back.connections
+            )
+        );
+        assert_eq!(s.generator_cpu, back.generator_cpu);
+    }
+
+    #[test]
+    fn merging_decoded_shards_equals_merging_the_originals() {
+        let (a, b) = (sample(1), sample(2));
+        let mut local = a.clone();
+        local.merge(&b);
+        let mut remote = WireSecond::from_second(&a).to_second().unwrap();
+        remote.merge(&WireSecond::from_second(&b).to_second().unwrap());
+        assert_eq!(local.tags[0].latency, remote.tags[0].latency);
+        assert_eq!(local.tags[1].service, remote.tags[1].service);
+        assert_eq!(local.lag, remote.lag);
+        assert_eq!(local.counts(), remote.counts());
+        assert_eq!(local.sent, remote.sent);
+    }
+
+    #[test]
+    fn a_corrupt_histogram_names_its_field() {
+        let mut w = WireSecond::from_second(&sample(1));
+        w.tags[1].service = "not base64!".into();
+        let e = w.to_second().unwrap_err().to_string();
+        assert!(e.contains("tags[1].service"), "{e}");
+    }
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(token_matches("s3cret", "s3cret"));
+        assert!(!token_matches("s3creT", "s3cret"));
+        assert!(!token_matches("s3cre", "s3cret"));
+        assert!(!token_matches("s3crett", "s3cret"));
+        assert!(!token_matches("", "s3cret"));
+    }
+
+    #[test]
+    fn agents_admit_only_the_plans_loopback_target() {
+        assert!(admit_target("http://127.0.0.1:8080", "http://127.0.0.1:8080", false).is_ok());
+        let other = admit_target("http://127.0.0.1:9090", "http://127.0.0.1:8080", false);
+        assert!(other.unwrap_err().contains("not the plan's target"));
+        let remote = admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", false);
+        assert!(remote.unwrap_err().contains("--allow-remote"));
+        assert!(admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", true).is_ok());
+    }
+
+    #[test]
+    fn clock_offset_recovers_a_known_skew() {
+        // Agent clock 5 ms ahead; 300 µs each way; 50 µs in the agent.
+        let (t0, skew) = (1_000_000, 5_000);
+        let t1 = t0 + 300 + skew;
+        let t2 = t1 + 50;
+        let t3 = t2 - skew + 300;
+        assert_eq!(clock_offset(t0, t1, t2, t3), (5_000, 600));
+    }
+
+    #[tokio::test]
+    async fn messages_frame_over_a_socket_and_overlong_lines_are_refused() {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let mut r = tokio::io::BufReader::new(b);
+        let mut w = a;
+        let hello = Message::Hello {
+            version: PROTOCOL_VERSION,
+            token: "t".into(),
+        };
+        write_message(&mut w, &hello).await.unwrap();
+        write_message(&mut w, &Message::Done { sent: 9 })
+            .await
+            .unwrap();
+        drop(w);
+        assert!(matches!(
+            read_message(&mut r).await.unwrap(),
+            Some(Message::Hello {
+                version: PROTOCOL_VERSION,
+                ..
+            })
+        ));
+        assert!(matches!(
+            read_message(&mut r).await.unwrap(),
+            Some(Message::Done { sent: 9 })
+        ));
+        assert!(read_message(&mut r).await.unwrap().is_none());
+
+        let big = vec![b'x'; MAX_LINE_BYTES + 10];
+        let mut r = tokio::io::BufReader::new(big.as_slice());
+        assert!(matches!(
+            read_message(&mut r).await,
+            Err(ProtocolError::TooLong)
+        ));
+    }
+}
