@@ -6,8 +6,8 @@
 //! a per-second record ([`WireSecond`]: every HdrHistogram in hdrhistogram's V2 + deflate
 //! serialisation, base64 in JSON, so a [`Second`] crosses the wire without losing a count).
 //!
-//! Not built yet: the `ceiling agent` listener, the coordinator (clock-offset measurement, common
-//! start instant, merge into a local run's outputs) and the `--agents` flag.
+//! The `ceiling agent` listener and the coordinator of `ceiling load --agents` are in the CLI
+//! (crates/cli/src/agents.rs). Not built yet: agents for `run` and `search`, a remote stand, k8s.
 
 pub mod session;
 
@@ -83,10 +83,39 @@ pub enum Message {
         /// Why, in words naming the problem.
         reason: String,
     },
+    /// Coordinator → agent, after the clock probes: run this share of the load.
+    Start {
+        /// What to run, as the coordinator's command line gave it (the CLI's own typed
+        /// arguments, serialised at this edge; the protocol does not interpret them).
+        spec: serde_json::Value,
+        /// The plan file's text, when the run has one (the agent does not read the
+        /// coordinator's files), and its name for error messages.
+        plan_toml: Option<String>,
+        /// The plan file's name, for error messages naming the place.
+        plan_name: Option<String>,
+        /// This agent's share of the schedule: it sends every `shard.1`-th intended send time
+        /// starting at `shard.0`.
+        shard: (u64, u64),
+        /// When to start, on the **agent's** clock (µs since the Unix epoch): the coordinator's
+        /// start plus the measured offset, so all agents start together.
+        start_at_us: i64,
+    },
     /// Agent → coordinator: the shard finished; no more seconds follow.
     Done {
         /// Requests the agent sent in total.
         sent: u64,
+        /// Connections the agent could not open (their requests were never sent).
+        #[serde(default)]
+        connect_failures: u64,
+        /// The first connection failure, as a sentence.
+        #[serde(default)]
+        connect_error: Option<String>,
+        /// The agent's run was stopped early (Ctrl-C, its time bound, the coordinator gone).
+        #[serde(default)]
+        stopped_early: bool,
+        /// The agent process's CPU over its run, seconds.
+        #[serde(default)]
+        cpu_s: f64,
     },
 }
 
@@ -130,6 +159,13 @@ pub fn token_matches(given: &str, expected: &str) -> bool {
         diff |= u64::from(std::hint::black_box(x ^ b));
     }
     std::hint::black_box(diff) == 0
+}
+
+/// One message as a JSON line (with its newline), for a blocking writer.
+pub fn encode_line(m: &Message) -> Result<Vec<u8>, ProtocolError> {
+    let mut v = serde_json::to_vec(m)?;
+    v.push(b'\n');
+    Ok(v)
 }
 
 /// Writes one message as a JSON line and flushes it.
@@ -408,9 +444,18 @@ mod tests {
             token: "t".into(),
         };
         write_message(&mut w, &hello).await.unwrap();
-        write_message(&mut w, &Message::Done { sent: 9 })
-            .await
-            .unwrap();
+        write_message(
+            &mut w,
+            &Message::Done {
+                sent: 9,
+                connect_failures: 0,
+                connect_error: None,
+                stopped_early: false,
+                cpu_s: 0.5,
+            },
+        )
+        .await
+        .unwrap();
         drop(w);
         assert!(matches!(
             read_message(&mut r).await.unwrap(),
@@ -421,7 +466,7 @@ mod tests {
         ));
         assert!(matches!(
             read_message(&mut r).await.unwrap(),
-            Some(Message::Done { sent: 9 })
+            Some(Message::Done { sent: 9, .. })
         ));
         assert!(read_message(&mut r).await.unwrap().is_none());
 

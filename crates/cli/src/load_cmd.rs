@@ -9,18 +9,19 @@ use ceiling_plan::{
 };
 use clap::Args;
 use hdrhistogram::Histogram;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Arguments of `ceiling load`.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[command(after_help = "Examples:
   ceiling load --url http://127.0.0.1:8080/ping --rate 5000 --duration 30s
   ceiling load --url http://127.0.0.1:8080/ping --connections 64 --duration 10s   (closed model, like wrk -c64)
   ceiling load plans/000-status-mixed.toml --url http://127.0.0.1:8080 --data-dir .ceiling/data --quick
-  ceiling load --url http://127.0.0.1:8080/ --rate 2000 --duration 1m --arrivals poisson --out results/x --json")]
+  ceiling load --url http://127.0.0.1:8080/ --rate 2000 --duration 1m --arrivals poisson --out results/x --json
+  ceiling load --url http://127.0.0.1:8080/ping --rate 20000 --agents 10.0.0.2:7700,10.0.0.3:7700 --agent-token-file tok   (see `ceiling agent`)")]
 pub struct LoadArgs {
     /// Plan file (TOML) with stages and a weighted request mix. Without it, --url is requested alone.
     pub plan: Option<PathBuf>,
@@ -94,6 +95,21 @@ pub struct LoadArgs {
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Generator agents (`ceiling agent --listen ADDR`) that send the load instead of this
+    /// process, comma-separated `host:port`: agent i of N sends every N-th intended send time
+    /// from i, all start together, and their per-second histograms are merged exactly here.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,…")]
+    #[serde(skip)]
+    pub agents: Vec<String>,
+    /// File holding the agents' shared token (else the CEILING_AGENT_TOKEN environment variable).
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub agent_token_file: Option<PathBuf>,
+    /// Refuse to start when an agent's clock differs from this one's by more than this (plus
+    /// half the probe's round trip).
+    #[arg(long, default_value = "5ms")]
+    #[serde(skip)]
+    pub max_clock_offset: String,
 }
 
 fn dur(s: &str, what: &str) -> anyhow::Result<Duration> {
@@ -146,9 +162,18 @@ pub fn url_plan(
 
 /// Builds the plan from a file or from flags.
 fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
-    let mut plan = match &a.plan {
-        Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => {
+    build_plan_from(a, None)
+}
+
+/// Builds the plan from flags and the plan file's text when given (`(text, name)`: what an agent
+/// receives from its coordinator), else from the file `a.plan` names.
+pub(crate) fn build_plan_from(a: &LoadArgs, text: Option<(&str, &Path)>) -> anyhow::Result<Plan> {
+    let mut plan = match (&a.plan, text) {
+        (_, Some((t, name))) => {
+            ceiling_plan::parse_plan(t, name).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        (Some(p), None) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+        (None, None) => {
             let url = a.url.as_deref().context("give a plan file or --url")?;
             if a.rate.is_none() && a.connections.is_none() {
                 bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
@@ -261,14 +286,22 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let mut rec = Recorder::new(a.out.as_deref(), "", tags, total, "load", a.quiet || a.json)?;
-    let cpu0 = ceiling_load::process_cpu_ns();
-    let t0 = std::time::Instant::now();
-    let summary = ceiling_load::run(cfg, |s| rec.second(s)).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
-    let wall = t0.elapsed().as_secs_f64();
+    let (summary, cpu, agents) = if a.agents.is_empty() {
+        let cpu0 = ceiling_load::process_cpu_ns();
+        let summary =
+            ceiling_load::run(cfg, |s| rec.second(s)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
+        (summary, cpu, None)
+    } else {
+        let ran = crate::agents::coordinate(&a, &plan, cfg.hard_limit, |s| rec.second(s))?;
+        let cpu = ran.agents.iter().map(|g| g.cpu_s).sum();
+        (ran.merged, cpu, Some(ran.agents))
+    };
     rec.finish();
-    let report = LoadReport::new(&plan, &url, &summary, cpu);
-    let _ = wall;
+    let mut report = LoadReport::new(&plan, &url, &summary, cpu);
+    if let Some(agents) = &agents {
+        report.judge_by_agents(&plan, &url, agents);
+    }
     if let Some(dir) = &a.out {
         std::fs::write(
             dir.join("summary.json"),
@@ -282,13 +315,21 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report);
+        if let Some(ag) = &report.agents {
+            print_agents(ag);
+        }
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("stopped early by signal; the results above cover the time that ran");
         return Ok(ExitCode::from(130));
     }
-    // Nothing reached the service: a failed measurement, whatever the numbers say.
-    Ok(if report.no_connection {
+    // Nothing reached the service, or an agent vanished with part of the schedule: a failed
+    // or incomplete measurement, whatever the numbers say.
+    let lost = report
+        .agents
+        .as_ref()
+        .is_some_and(|g| g.iter().any(|x| x.lost.is_some()));
+    Ok(if report.no_connection || lost {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -417,6 +458,34 @@ pub struct LoadReport {
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     verdict: String,
     stopped_early: bool,
+    /// Per generator agent, when the load came from agents (`--agents`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agents: Option<Vec<AgentReport>>,
+}
+
+/// One generator agent's part of a run with `--agents`.
+#[derive(serde::Serialize)]
+pub struct AgentReport {
+    /// `host:port` it was reached at.
+    address: String,
+    /// The name it gave.
+    name: String,
+    /// Its clock − this one's, µs, and the round trip that bounds the error (± half of it).
+    clock_offset_us: i64,
+    clock_rtt_us: i64,
+    /// Its share of the schedule, `I/N`.
+    shard: String,
+    offered: u64,
+    sent: u64,
+    completed: u64,
+    schedule_lag: Percentiles,
+    generator_cpu_mean_pct: f64,
+    generator_cpu_max_pct: f64,
+    generator_bound: bool,
+    generator_verdict: String,
+    /// Set when the agent vanished before it said it was done: what happened, and how much of
+    /// its record arrived (everything that arrived is in the merged figures).
+    lost: Option<String>,
 }
 
 fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<&'static str, u64> {
@@ -549,7 +618,92 @@ impl LoadReport {
             no_connection,
             verdict,
             stopped_early: s.stopped_early,
+            agents: None,
         }
+    }
+
+    /// With generator agents the generator's verdict is each agent's own (one generator-bound
+    /// agent makes the whole result generator-bound; their CPU figures are not added into one
+    /// process's), and an agent that vanished makes the result incomplete.
+    fn judge_by_agents(&mut self, plan: &Plan, url: &str, agents: &[crate::agents::AgentRun]) {
+        let mut per = Vec::new();
+        let mut bound = Vec::new();
+        let mut lost = Vec::new();
+        for g in agents {
+            let r = LoadReport::new(plan, url, &g.summary, g.cpu_s);
+            if r.generator_bound {
+                bound.push(format!("{} ({})", g.name, r.generator_verdict));
+            }
+            if let Some(l) = &g.lost {
+                lost.push(format!("{}: {l}", g.name));
+            }
+            per.push(AgentReport {
+                address: g.address.clone(),
+                name: g.name.clone(),
+                clock_offset_us: g.offset_us,
+                clock_rtt_us: g.rtt_us,
+                shard: format!("{}/{}", g.shard.0, g.shard.1),
+                offered: r.offered,
+                sent: g.summary.sent,
+                completed: r.completed,
+                schedule_lag: r.schedule_lag,
+                generator_cpu_mean_pct: r.generator_cpu_mean_pct,
+                generator_cpu_max_pct: r.generator_cpu_max_pct,
+                generator_bound: r.generator_bound,
+                generator_verdict: r.generator_verdict,
+                lost: g.lost.clone(),
+            });
+        }
+        self.generator_bound = !bound.is_empty() || !lost.is_empty();
+        self.generator_verdict = if !lost.is_empty() {
+            format!(
+                "INCOMPLETE — an agent vanished mid-run ({}); the figures hold what arrived",
+                lost.join("; ")
+            )
+        } else if !bound.is_empty() {
+            format!(
+                "GENERATOR-BOUND — this result describes the generators, not the service: {}",
+                bound.join("; ")
+            )
+        } else {
+            format!(
+                "the generators kept up (each of {} agents within its lag, CPU and backlog bounds)",
+                agents.len()
+            )
+        };
+        if !self.no_connection {
+            self.verdict = self.generator_verdict.clone();
+        }
+        self.stopped_early |= !lost.is_empty();
+        self.agents = Some(per);
+    }
+}
+
+fn print_agents(agents: &[AgentReport]) {
+    println!();
+    println!(
+        "  {:<16} {:<22} {:>6} {:>10} {:>10} {:>12} {:>8} {:>13}  verdict",
+        "agent", "address", "shard", "sent", "completed", "lag p99 ms", "CPU max", "clock offset"
+    );
+    for g in agents {
+        let verdict = match (&g.lost, g.generator_bound) {
+            (Some(l), _) => format!("LOST: {l}"),
+            (None, true) => "generator-bound".to_string(),
+            (None, false) => "kept up".to_string(),
+        };
+        println!(
+            "  {:<16} {:<22} {:>6} {:>10} {:>10} {:>12.3} {:>7.0}% {:>6.2} ±{:.2} ms  {}",
+            g.name,
+            g.address,
+            g.shard,
+            g.sent,
+            g.completed,
+            g.schedule_lag.p99_ms,
+            g.generator_cpu_max_pct,
+            g.clock_offset_us as f64 / 1000.0,
+            g.clock_rtt_us as f64 / 2000.0,
+            verdict
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 // `[analysis]` are literal text there.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+mod agents;
 mod compare_cmd;
 mod load_cmd;
 mod merge_cmd;
@@ -58,6 +59,9 @@ enum Cmd {
     /// The database's own ceiling: pgbench (select-only by default) against the stand's
     /// PostgreSQL with a plan's settings, with PostgreSQL's CPU per transaction.
     Pgbench(pgbench_cmd::PgbenchArgs),
+    /// Serve as a generator agent: a coordinator's `ceiling load --agents` hands this process a
+    /// share of its schedule, and the recorded seconds stream back to it.
+    Agent(agents::AgentArgs),
     /// Internal: the control endpoint a run probes to tell a host stall from a stack stall
     /// (serves and probes itself over loopback, one line per probe on stdout).
     #[command(hide = true)]
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
     }
     let res = match cli.cmd {
         Cmd::Load(a) => load_cmd::run(a),
+        Cmd::Agent(a) => agents::agent(a),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),

@@ -54,7 +54,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub(crate) fn new(reqs: &[RequestSpec]) -> Self {
+    /// An empty summary for a plan's request names (what a coordinator merging other processes'
+    /// seconds starts from).
+    pub fn new(reqs: &[RequestSpec]) -> Self {
         Summary {
             tags: reqs
                 .iter()
@@ -81,7 +83,8 @@ impl Summary {
         }
     }
 
-    pub(crate) fn add(&mut self, s: &Second) {
+    /// Adds one recorded second (only the measured phase counts towards the totals).
+    pub fn add(&mut self, s: &Second) {
         self.seconds = self.seconds.max(s.t + 1);
         if s.phase != Phase::Measure {
             return;
