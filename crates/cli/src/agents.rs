@@ -381,17 +381,15 @@ pub fn coordinate(
         let mut opened: Vec<Opened> = Vec::new();
         let mut chans = Vec::new();
         for addr in &a.agents {
-            let s = tokio::time::timeout(
-                Duration::from_secs(5),
-                tokio::net::TcpStream::connect(addr),
-            )
-            .await
-            .with_context(|| format!("agent {addr}: no answer within 5 s"))?
-            .with_context(|| {
-                format!(
+            let s =
+                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                    .await
+                    .with_context(|| format!("agent {addr}: no answer within 5 s"))?
+                    .with_context(|| {
+                        format!(
                     "agent {addr}: cannot connect (is `ceiling agent --listen {addr}` running?)"
                 )
-            })?;
+                    })?;
             s.set_nodelay(true)?;
             let (r, mut w) = s.into_split();
             let mut r = BufReader::new(r);
