@@ -7,6 +7,7 @@
 
 mod agents;
 mod compare_cmd;
+mod k8s_cmd;
 mod load_cmd;
 mod merge_cmd;
 mod pgbench_cmd;
@@ -62,6 +63,10 @@ enum Cmd {
     /// Serve as a generator agent: a coordinator's `ceiling load --agents` hands this process a
     /// share of its schedule, and the recorded seconds stream back to it.
     Agent(agents::AgentArgs),
+    /// Render a plan as Kubernetes manifests (PostgreSQL, each stack with requests = limits,
+    /// generator agents as an Indexed Job, roles on different nodes), a Dockerfile per stack and a
+    /// run script. Renders only; nothing is applied to a cluster.
+    K8s(k8s_cmd::K8sArgs),
     /// Internal: the control endpoint a run probes to tell a host stall from a stack stall
     /// (serves and probes itself over loopback, one line per probe on stdout).
     #[command(hide = true)]
@@ -78,6 +83,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Load(a) => load_cmd::run(a),
         Cmd::Agent(a) => agents::agent(a),
+        Cmd::K8s(a) => k8s_cmd::run(a),
         Cmd::Run(a) => run_cmd::run(a),
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
