@@ -793,7 +793,8 @@ pub fn dockerfile(s: &StackInput) -> String {
     );
     for i in &s.build_inputs {
         let p = i.trim_start_matches("../");
-        d.push_str(&format!("COPY stacks/{p}/ stacks/{p}/\n"));
+        // no trailing slash: a file input (a pom.xml) and a folder both copy to the same path
+        d.push_str(&format!("COPY stacks/{p} stacks/{p}\n"));
     }
     d.push_str(&format!(
         "COPY stacks/{0}/ stacks/{0}/\nWORKDIR /src/stacks/{0}\n",
