@@ -346,7 +346,7 @@ fn dockerfiles_build_each_stack_with_its_own_commands() {
     );
     assert!(jdbi
         .text
-        .contains("COPY stacks/spring-common/ stacks/spring-common/"));
+        .contains("COPY stacks/spring-common stacks/spring-common\n"));
 }
 
 #[test]
