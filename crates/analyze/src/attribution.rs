@@ -1239,13 +1239,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn cpu_bound_on_a_saturated_host_without_quota() {
+    /// The stack saturating a 2-core host without a CPU quota: p99 `p99_ms`, stack at 150%.
+    fn saturated_host(p99_ms: f64) -> (Vec<TimeseriesRow>, Vec<SignalRow>) {
         let (mut rows, mut sig) = healthy();
         for r in rows.iter_mut() {
             r.p50_ms = 150.0;
-            r.p99_ms = 600.0;
-            r.max_ms = 800.0;
+            r.p99_ms = p99_ms;
+            r.max_ms = p99_ms + 200.0;
             r.stack_cpu_pct = Some(150.0);
         }
         for s in sig.iter_mut() {
@@ -1255,6 +1255,12 @@ mod tests {
             s.host_busy_pct = Some(199.0);
             s.other_cpu_pct = Some(5.0);
         }
+        (rows, sig)
+    }
+
+    #[test]
+    fn cpu_bound_on_a_saturated_host_without_quota() {
+        let (rows, sig) = saturated_host(600.0);
         let a = top(&rows, &sig);
         assert_top(&a, CauseKind::StackCpu);
     }
@@ -1403,20 +1409,11 @@ mod tests {
     fn a_generator_waiting_for_cpu_on_a_saturated_host_but_on_time_is_not_the_cause() {
         // the stack saturates a 2-core host: every thread waits for a CPU, the generator's too
         // (350 ms/s), but its schedule lag stays within the limit while p99 is the stack's
-        let (mut rows, mut sig) = healthy();
+        let (mut rows, mut sig) = saturated_host(800.0);
         for r in rows.iter_mut() {
-            r.p50_ms = 150.0;
-            r.p99_ms = 800.0;
-            r.max_ms = 1000.0;
             r.lag_p99_ms = 4.0;
-            r.stack_cpu_pct = Some(150.0);
         }
         for s in sig.iter_mut() {
-            s.stack_cpu_limit_pct = None;
-            s.stack_periods = None;
-            s.stack_throttled_periods = None;
-            s.host_busy_pct = Some(199.0);
-            s.other_cpu_pct = Some(5.0);
             s.gen_run_delay_ms = Some(350.0);
         }
         let a = top(&rows, &sig);

@@ -516,6 +516,10 @@ pub struct ShelfResult {
     /// before attribution ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<crate::attribution::Attribution>,
+    /// The stack's runtime over the kept window (heap, GC, threads from its `/metrics`), filled
+    /// by [`crate::runtime_analysis`]; `None` when the stack exposes none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<crate::runtime::RuntimeWindow>,
 }
 
 impl ShelfResult {
@@ -790,6 +794,7 @@ fn judge(
         verdict,
         reasons,
         attribution: None,
+        runtime: None,
     }
 }
 

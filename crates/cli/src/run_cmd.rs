@@ -348,6 +348,8 @@ pub fn measure_watched(
     let mut analysis = acc.finish();
     // why each failed shelf failed, from the same per-second rows the report shows
     ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
+    // and what the runtime held (heap, GC, threads) on every shelf
+    ceiling_analyze::runtime_analysis(&mut analysis, &rec.signal_rows);
     for n in signal_notes {
         analysis.warnings.push(ceiling_analyze::Warning::new(
             ceiling_analyze::WarningKind::Other,

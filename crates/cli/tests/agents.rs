@@ -72,12 +72,15 @@ fn token_file(dir: &std::path::Path, token: &str) -> PathBuf {
 
 /// Starts `ceiling agent --once` on an ephemeral loopback port and reads the address it printed.
 fn agent(token: &PathBuf) -> Agent {
-    let mut child = Command::new(bin())
-        .args(["agent", "--listen", "127.0.0.1:0", "--once", "--token-file"])
-        .arg(token)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.args(["agent", "--listen", "127.0.0.1:0", "--once", "--token-file"])
+        .arg(token);
+    spawn_agent(cmd)
+}
+
+/// Spawns an agent command and reads the address from its first line (`… listening on ADDR …`).
+fn spawn_agent(mut cmd: Command) -> Agent {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
@@ -303,30 +306,14 @@ fn netns(k: u32) -> Option<(Netns, String, String)> {
 
 /// Starts `ceiling agent --once --allow-remote` inside namespace `ns` on `addr:0`.
 fn agent_in(ns: &Netns, addr: &str, token: &PathBuf) -> Agent {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns.name])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.name])
         .arg(bin())
         .args(["agent", "--once", "--allow-remote", "--listen"])
         .arg(format!("{addr}:0"))
         .arg("--token-file")
-        .arg(token)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in `{line}`"))
-        .to_string();
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = err.read_to_string(&mut sink);
-    });
-    Agent { child, addr }
+        .arg(token);
+    spawn_agent(cmd)
 }
 
 #[test]

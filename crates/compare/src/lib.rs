@@ -17,6 +17,6 @@ pub mod render;
 pub mod runs;
 pub mod source;
 
-pub use published::{load_published, Metric, Published, PublishedError, Value};
+pub use published::{load_published, MemoryKind, Metric, Published, PublishedError, Value};
 pub use runs::{compare_runs, compare_stacks, RunComparison, RunsRefused};
 pub use source::{compare_with_source, SourceComparison};

@@ -235,6 +235,20 @@ pub enum PoolMode {
     Transaction,
 }
 
+/// What a source's memory column measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    /// Resident memory of the process (tree): what ceiling samples for every stack.
+    #[default]
+    Rss,
+    /// The runtime's live heap (JVM heap used, Go heap alloc) from its metrics endpoint.
+    RuntimeHeap,
+    /// Something else (private memory from smaps, a container's usage); compared with RSS and
+    /// flagged as different in kind.
+    Other,
+}
+
 /// One row of a published table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -382,6 +396,9 @@ pub struct Table {
     /// What each metric column meant in this source.
     #[serde(default)]
     pub columns: BTreeMap<Metric, String>,
+    /// Which quantity the `mem_mib` column is, so ceiling sets the same one beside it.
+    #[serde(default)]
+    pub memory: MemoryKind,
     /// The rows, as published.
     #[serde(default)]
     pub rows: Vec<Row>,

@@ -1,6 +1,6 @@
 //! A run beside its source's published tables.
 
-use crate::published::{Metric, Point, PoolMode, Published, Row, Table, Value};
+use crate::published::{MemoryKind, Metric, Point, PoolMode, Published, Row, Table, Value};
 use ceiling_analyze::{LevelAggregate, ShelfResult, StackAnalysis, Verdict};
 use ceiling_report::RunReport;
 use serde::Serialize;
@@ -20,7 +20,8 @@ pub struct Cell {
     /// `ours / published` (against a range's midpoint); `None` when either is missing or the
     /// published value is 0.
     pub ratio: Option<f64>,
-    /// How ceiling's figure differs in kind from the source's, when it does (`RSS, not heap`).
+    /// What ceiling's figure is where the quantity could be mistaken (memory: RSS of the
+    /// process tree, or the runtime's heap as the source took it).
     pub ours_is: Option<String>,
 }
 
@@ -359,8 +360,32 @@ fn ours_value(
         }
         return (Some(a.ceiling.rps), None, None);
     }
-    let mem_kind = |_: ()| Some("RSS of the process tree".to_string());
+    let mem_kind = |_: ()| {
+        Some(match t.memory {
+            MemoryKind::Rss => "RSS of the process tree".to_string(),
+            _ => "RSS of the process tree; the source's column is another quantity".to_string(),
+        })
+    };
     match at {
+        // the source tabulated the runtime's heap, and the stack's /metrics gave ceiling the same
+        Some(Ours::Shelf(s))
+            if m == Metric::MemMib
+                && t.memory == MemoryKind::RuntimeHeap
+                && s.runtime.as_ref().is_some_and(|r| r.heap_mb_mean.is_some()) =>
+        {
+            let r = s.runtime.as_ref().expect("checked");
+            let what = r.heap_kind.map(|k| k.label()).unwrap_or("runtime heap");
+            (
+                r.heap_mb_mean,
+                None,
+                Some(format!("{what} from /metrics, as the source (RSS {})", {
+                    s.stack
+                        .as_ref()
+                        .map(|w| format!("{:.0} MiB", w.rss_mb_mean))
+                        .unwrap_or_else(|| "not sampled".into())
+                })),
+            )
+        }
         Some(Ours::Shelf(s)) => {
             let v = match m {
                 Metric::Rps => Some(s.achieved_rps),

@@ -248,3 +248,67 @@ fn two_stacks_of_one_run() {
         .to_string();
     assert!(e.contains("no stack `nope`"), "{e}");
 }
+
+/// A source that tabulated the JVM's heap is compared with the heap the stack's /metrics gave,
+/// not with RSS; a shelf without a heap falls back to RSS and says the kinds differ.
+#[test]
+fn a_heap_column_is_compared_with_the_heap() {
+    let mut r = run("350ms", 5.0);
+    let go = &mut r.stacks[0];
+    let shelf = go
+        .shelves
+        .iter_mut()
+        .find(|s| s.rate.is_some_and(|x| (x - 1500.0).abs() < 1.0))
+        .unwrap();
+    shelf.runtime = Some(ceiling_analyze::RuntimeWindow {
+        seconds: 35,
+        heap_kind: Some(ceiling_metrics::HeapKind::JvmHeapUsed),
+        heap_mb_mean: Some(42.0),
+        heap_mb_min: Some(30.0),
+        heap_mb_max: Some(60.0),
+        gc_count: Some(7),
+        gc_pause_ms_per_s: Some(1.5),
+        threads_mean: Some(20.0),
+    });
+    let text = r#"
+source = "000"
+title = "t"
+published = "p"
+seed = "000_x.txt"
+[[tables]]
+id = "heap"
+title = "At 1500"
+line = 1
+plan = "000-status-mixed"
+point = "shelf"
+memory = "runtime-heap"
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+rate = 1500
+mem_mib = 40
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+rate = 3000
+mem_mib = 40
+"#;
+    let p = parse_published(text, Path::new("plans/published/000.toml")).unwrap();
+    let c = compare_with_source(&r, &p);
+    let rows = &c.tables[0].rows;
+    let with_heap = rows[0]
+        .cells
+        .iter()
+        .find(|c| c.metric == Metric::MemMib)
+        .unwrap();
+    assert!((with_heap.ours.unwrap() - 42.0).abs() < 1e-9, "{with_heap:?}");
+    let is = with_heap.ours_is.as_deref().unwrap();
+    assert!(is.contains("heap") && is.contains("RSS 20 MiB"), "{is}");
+    let without = rows[1]
+        .cells
+        .iter()
+        .find(|c| c.metric == Metric::MemMib)
+        .unwrap();
+    assert!((without.ours.unwrap() - 20.0).abs() < 0.5, "{without:?}");
+    assert!(without.ours_is.as_deref().unwrap().contains("another quantity"));
+}

@@ -5,11 +5,10 @@
 //! A closed-model run against the same server is shown for contrast: its connections simply wait
 //! out each stall, so only a handful of requests see it and its p99 hides the stall.
 
-use ceiling_load::{parse_target, run, LoadConfig};
-use ceiling_plan::{Arrivals, Model, RequestSpec, Stage, Template};
-use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+mod support;
+
+use ceiling_load::{run, LoadConfig};
+use ceiling_plan::{Model, Stage};
 use std::time::{Duration, Instant};
 
 const STALL: Duration = Duration::from_millis(100);
@@ -37,33 +36,11 @@ fn server(stall: Duration, period: Duration) -> u16 {
     })
 }
 
+/// The shared test config (crates/load/tests/support) with stall.rs's connection cap.
 fn config(port: u16, model: Model, stage: Stage) -> LoadConfig {
-    LoadConfig {
-        target: parse_target(&format!("http://127.0.0.1:{port}"), false).unwrap(),
-        model,
-        arrivals: Arrivals::Uniform,
-        keep_alive: true,
-        max_connections: 2000,
-        timeout: Duration::from_secs(5),
-        seed: 1,
-        max_backlog: 1_000_000,
-        warmup: vec![],
-        stages: vec![stage],
-        requests: vec![RequestSpec {
-            name: "get".into(),
-            weight: 1,
-            method: "GET".into(),
-            path: Template::parse("/").unwrap(),
-            headers: vec![],
-            body: None,
-            expect: vec![],
-        }],
-        data: BTreeMap::new(),
-        threads: 1,
-        hard_limit: Duration::from_secs(60),
-        stop: Arc::new(AtomicBool::new(false)),
-        process_shard: (0, 1),
-    }
+    let mut c = support::config(port, model, true, stage);
+    c.max_connections = 2000;
+    c
 }
 
 #[test]

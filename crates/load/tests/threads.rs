@@ -41,47 +41,42 @@ fn open_model_on_four_threads_sends_the_schedule_once() {
     );
 }
 
-#[test]
-fn closed_model_with_fewer_connections_than_threads() {
+/// A closed stage of `requests` over `connections` on `threads` workers: every request sent
+/// once, over exactly `connections` connections (one per loop).
+fn closed(connections: usize, threads: usize, requests: u64) {
     let (port, accepted) = counting_server(Duration::ZERO);
     let mut cfg = config(
         port,
         Model::Closed,
         true,
         Stage::Closed {
-            connections: 2,
+            connections,
             duration: None,
-            requests: Some(101),
+            requests: Some(requests),
         },
     );
-    cfg.threads = 4;
+    cfg.threads = threads;
     let s = run(cfg, |_| {}).unwrap();
     let c = s.counts();
-    assert_eq!(c.get(Outcome::Ok), 101, "{c:?}");
-    assert_eq!(c.total(), 101, "{c:?}");
+    assert_eq!(
+        (c.get(Outcome::Ok), c.total()),
+        (requests, requests),
+        "{c:?}"
+    );
     assert_eq!(
         accepted.load(Ordering::SeqCst),
-        2,
-        "two loops, two connections"
+        connections as u64,
+        "one connection per loop"
     );
 }
 
 #[test]
+fn closed_model_with_fewer_connections_than_threads() {
+    // two workers have no connection: their share of the requests must not be lost
+    closed(2, 4, 101);
+}
+
+#[test]
 fn closed_model_with_an_uneven_split() {
-    let (port, accepted) = counting_server(Duration::ZERO);
-    let mut cfg = config(
-        port,
-        Model::Closed,
-        true,
-        Stage::Closed {
-            connections: 7,
-            duration: None,
-            requests: Some(1001),
-        },
-    );
-    cfg.threads = 3;
-    let s = run(cfg, |_| {}).unwrap();
-    let c = s.counts();
-    assert_eq!((c.get(Outcome::Ok), c.total()), (1001, 1001), "{c:?}");
-    assert_eq!(accepted.load(Ordering::SeqCst), 7);
+    closed(7, 3, 1001);
 }

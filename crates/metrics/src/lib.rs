@@ -14,7 +14,7 @@ mod timeseries;
 pub use audit::MoneyCheck;
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
-pub use signals::{read_signals, SignalRow, SignalsWriter};
+pub use signals::{read_signals, HeapKind, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 
 use hdrhistogram::Histogram;

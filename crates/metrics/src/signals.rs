@@ -126,6 +126,40 @@ pub struct SignalRow {
     pub pool_empty_acquires: Option<u64>,
     /// Time spent acquiring connections, ms (summed over requests).
     pub pool_wait_ms: Option<f64>,
+    /// Live heap at the scrape, MiB: the runtime's own figure, which [`Self::heap_kind`] names
+    /// (source 000's "RAM" column; not RSS, which the resource samples carry).
+    #[serde(default)]
+    pub heap_used_mb: Option<f64>,
+    /// Which runtime figure `heap_used_mb` is.
+    #[serde(default)]
+    pub heap_kind: Option<HeapKind>,
+    /// Live threads at the scrape (JVM `jvm_threads_live_threads`, Go `go_threads`).
+    #[serde(default)]
+    pub threads: Option<f64>,
+}
+
+/// Which runtime reported a heap figure; they measure different things, so reports name it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeapKind {
+    /// Micrometer's `jvm_memory_used_bytes{area="heap"}`: every heap pool's used bytes, garbage
+    /// not yet collected included (so it saws between collections).
+    JvmHeapUsed,
+    /// client_golang's `go_memstats_alloc_bytes`: bytes of allocated heap objects.
+    GoHeapAlloc,
+    /// prom-client's `nodejs_heap_size_used_bytes`: V8's used heap.
+    V8HeapUsed,
+}
+
+impl HeapKind {
+    /// How a report labels the figure.
+    pub fn label(self) -> &'static str {
+        match self {
+            HeapKind::JvmHeapUsed => "JVM heap used",
+            HeapKind::GoHeapAlloc => "Go heap alloc",
+            HeapKind::V8HeapUsed => "V8 heap used",
+        }
+    }
 }
 
 impl SignalRow {
@@ -185,5 +219,22 @@ mod tests {
         let back = read_signals(&buf[..]).unwrap();
         assert_eq!(back, vec![a, b]);
         assert_eq!(back[1].pg_lock, None);
+    }
+
+    #[test]
+    fn heap_kind_round_trips_and_old_files_still_read() {
+        let mut a = SignalRow::new(1);
+        a.heap_used_mb = Some(12.5);
+        a.heap_kind = Some(HeapKind::JvmHeapUsed);
+        let mut buf = Vec::new();
+        SignalsWriter::new(&mut buf).write(&a).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.contains("jvm-heap-used"), "{text}");
+        assert_eq!(read_signals(&buf[..]).unwrap(), vec![a]);
+        // a signals.csv written before these columns existed
+        let old = "t,pg_lock\n7,1.5\n";
+        let back = read_signals(old.as_bytes()).unwrap();
+        assert_eq!(back[0].t, 7);
+        assert_eq!(back[0].heap_kind, None);
     }
 }

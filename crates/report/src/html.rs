@@ -2,7 +2,9 @@
 //! resources), rendered with a minijinja template.
 
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
-use crate::tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
+use crate::tables::{
+    closed_table, request_table, runtime_table, search_table, shelf_table, summary_table, Table,
+};
 use crate::{fmt, RunReport, Series, SignalSeries, Spectra};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
 use ceiling_metrics::{Phase, SignalRow, TimeseriesRow};
@@ -713,6 +715,7 @@ struct StackView {
     requests: Table,
     closed: Option<Table>,
     search: Option<Table>,
+    runtime: Option<Table>,
     no_series: bool,
 }
 
@@ -803,6 +806,7 @@ pub fn render_html_full(
                 requests: request_table(a),
                 closed: (!a.levels.is_empty()).then(|| closed_table(a)),
                 search: a.search.as_ref().map(|_| search_table(a)),
+                runtime: runtime_table(a),
                 no_series: rows.is_empty(),
             }
         })
@@ -1014,6 +1018,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   {{ s.spectrum|safe }}
   <h3>Shelves</h3>
   {{ table(s.shelves, true) }}
+  {% if s.runtime %}<h3>Memory and runtime</h3>{{ table(s.runtime, false) }}{% endif %}
   {% if s.closed %}<h3>Levels (closed model, over repetitions)</h3>{{ table(s.closed, false) }}{% endif %}
   {% if s.search %}<h3>Capacity search</h3>{{ table(s.search, true) }}{% endif %}
   <details><summary>Per-request percentiles ({{ s.requests.rows|length }} rows)</summary>{{ table(s.requests, false) }}</details>

@@ -19,7 +19,9 @@ pub mod svg;
 mod tables;
 
 pub use html::{render_html, render_html_full, render_html_with, HtmlSection};
-pub use tables::{closed_table, request_table, search_table, shelf_table, summary_table, Table};
+pub use tables::{
+    closed_table, request_table, runtime_table, search_table, shelf_table, summary_table, Table,
+};
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
 use ceiling_metrics::{read_signals, read_timeseries, LimitsApplied, SignalRow, TimeseriesRow};
@@ -472,6 +474,9 @@ pub fn recompute_attribution(report: &mut RunReport, series: &Series, signals: &
         };
         let sig = signals.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
         ceiling_analyze::attribute_analysis(a, rows, sig);
+        if !sig.is_empty() {
+            ceiling_analyze::runtime_analysis(a, sig);
+        }
     }
 }
 
@@ -517,6 +522,10 @@ pub fn render_terminal(r: &RunReport) -> String {
         s.push_str(&shelf_table(a).to_text());
         for w in why_lines(a) {
             s.push_str(&format!("why: {w}\n"));
+        }
+        if let Some(t) = runtime_table(a) {
+            s.push('\n');
+            s.push_str(&t.to_text());
         }
         if let Some(m) = &a.money {
             s.push_str(&format!("{}\n", m.describe()));
@@ -581,6 +590,10 @@ pub fn render_summary_md(r: &RunReport) -> String {
         }
         s.push_str("### Shelves\n\n");
         s.push_str(&shelf_table(a).to_markdown());
+        if let Some(t) = runtime_table(a) {
+            s.push_str("\n### Memory and runtime\n\n");
+            s.push_str(&t.to_markdown());
+        }
         let why = why_lines(a);
         if !why.is_empty() {
             s.push_str("\n### Why\n\n");

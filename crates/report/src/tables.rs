@@ -176,6 +176,61 @@ pub fn summary_table(r: &RunReport) -> Table {
     t
 }
 
+/// The stack's memory as both quantities, and its runtime, per shelf: RSS (what ceiling's RAM
+/// column is) beside the runtime's live heap (what source 000 called RAM), GC and threads.
+/// `None` when no shelf has a runtime figure (the stack's `/metrics` exposes none of them).
+pub fn runtime_table(a: &StackAnalysis) -> Option<Table> {
+    if a.shelves.iter().all(|s| s.runtime.is_none()) {
+        return None;
+    }
+    let kind = a
+        .shelves
+        .iter()
+        .filter_map(|s| s.runtime.as_ref()?.heap_kind)
+        .next();
+    let mut t = Table {
+        header: h(&[
+            "shelf",
+            "stack RSS",
+            "heap mean",
+            "heap min–max",
+            "GCs",
+            "GC pause",
+            "threads",
+        ]),
+        ..Default::default()
+    };
+    for s in &a.shelves {
+        let Some(r) = &s.runtime else { continue };
+        t.rows.push(vec![
+            s.label.clone(),
+            mib(s.stack.as_ref().map(|w| w.rss_mb_mean)),
+            mib(r.heap_mb_mean),
+            match (r.heap_mb_min, r.heap_mb_max) {
+                (Some(lo), Some(hi)) => format!("{}–{}", mib(Some(lo)), mib(Some(hi))),
+                _ => "–".into(),
+            },
+            r.gc_count
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "–".into()),
+            r.gc_pause_ms_per_s
+                .map(|p| format!("{p:.1} ms/s"))
+                .unwrap_or_else(|| "–".into()),
+            r.threads_mean
+                .map(|n| format!("{n:.0}"))
+                .unwrap_or_else(|| "–".into()),
+        ]);
+        t.classes.push(s.verdict.to_string());
+    }
+    t.notes.push(format!(
+        "Heap = {} from the stack's /metrics, sampled each second over the kept window (source \
+         000's \"RAM\"); RSS = resident memory of the process tree (ceiling's RAM column).",
+        kind.map(|k| k.label())
+            .unwrap_or("the runtime's heap figure")
+    ));
+    Some(t)
+}
+
 /// Every shelf of one stack: offered vs achieved, percentiles, errors, generator, resources,
 /// verdict and reasons.
 pub fn shelf_table(a: &StackAnalysis) -> Table {

@@ -22,7 +22,7 @@ use crate::control;
 use crate::db::DbConfig;
 use crate::hostprobe::{self, CgroupFiles, CpuTicks, DiskTotals, NetCounters, Throttling};
 use crate::procfs;
-use ceiling_metrics::{ResourceSample, Role, SignalRow};
+use ceiling_metrics::{HeapKind, ResourceSample, Role, SignalRow};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -301,7 +301,13 @@ fn finish(a: Acc) -> SignalRow {
 /// A control probe slower than this counts as a miss.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Prometheus text → sum of every sample per metric name (labels summed over).
+/// Labels whose values split a metric into quantities of different kinds: a sample carrying one
+/// is also summed under `name{label="value"}` (Micrometer's `jvm_memory_used_bytes` is heap and
+/// non-heap under one name; the source 000 reported only `area="heap"`).
+const SPLIT_LABELS: &[&str] = &["area"];
+
+/// Prometheus text → sum of every sample per metric name (labels summed over), plus the sums per
+/// value of each label in `SPLIT_LABELS` (today `area`) under `name{label="value"}`.
 pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     for l in text.lines() {
@@ -323,6 +329,20 @@ pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
         };
         if v.is_finite() {
             *m.entry(name.to_string()).or_insert(0.0) += v;
+            if l[name_end..].starts_with('{') {
+                let labels = &l[name_end..];
+                for key in SPLIT_LABELS {
+                    let pat = format!("{key}=\"");
+                    // `{area="heap",…}` or `…,area="heap"}`: the key must start a label
+                    let at = labels
+                        .match_indices(&pat)
+                        .find(|&(i, _)| matches!(labels.as_bytes()[i - 1], b'{' | b','))
+                        .map(|(i, _)| i + pat.len());
+                    if let Some(val) = at.and_then(|i| labels[i..].split('"').next()) {
+                        *m.entry(format!("{name}{{{key}=\"{val}\"}}")).or_insert(0.0) += v;
+                    }
+                }
+            }
         }
     }
     m
@@ -347,6 +367,10 @@ pub struct RuntimeScrape {
     pub pool_empty: Option<f64>,
     /// Cumulative acquire seconds.
     pub pool_wait_s: Option<f64>,
+    /// Live heap, bytes, and which runtime's figure it is.
+    pub heap: Option<(f64, HeapKind)>,
+    /// Live threads (JVM threads, Go OS threads).
+    pub threads: Option<f64>,
 }
 
 /// Picks the runtime figures each stack's standard exporter publishes (Go client_golang + the
@@ -384,6 +408,18 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
             "pgxpool_acquire_duration_seconds_total",
             "hikaricp_connections_acquire_seconds_sum",
         ]),
+        // the quantity source 000 called RAM: what the runtime holds live on its heap
+        heap: [
+            (
+                "jvm_memory_used_bytes{area=\"heap\"}",
+                HeapKind::JvmHeapUsed,
+            ),
+            ("go_memstats_alloc_bytes", HeapKind::GoHeapAlloc),
+            ("nodejs_heap_size_used_bytes", HeapKind::V8HeapUsed),
+        ]
+        .iter()
+        .find_map(|(n, k)| m.get(*n).map(|v| (*v, *k))),
+        threads: first(&["jvm_threads_live_threads", "go_threads"]),
     }
 }
 
@@ -813,6 +849,9 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
                     r.pool_wait_ms = dd(a.pool_wait_s, b.pool_wait_s).map(|s| s * 1000.0);
                 }
                 if let Some(a) = rt {
+                    r.heap_used_mb = a.heap.map(|(b, _)| b / 1048576.0);
+                    r.heap_kind = a.heap.map(|(_, k)| k);
+                    r.threads = a.threads;
                     r.event_loop_lag_ms = a.loop_lag_s.map(|s| s * 1000.0);
                     r.pool_max = a.pool_max;
                     r.pool_in_use = a.pool_in_use;
@@ -1094,7 +1133,41 @@ mod tests {
         assert_eq!(r.pool_in_use, Some(3.0));
         assert_eq!(r.pool_empty, Some(7.0));
         assert_eq!(r.pool_pending, None);
+        assert_eq!(r.heap, None);
         assert_eq!(url_port("http://127.0.0.1:8080"), Some(8080));
         assert_eq!(dechunk("5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n"), "helloabc");
+    }
+
+    /// Micrometer's memory gauges as Spring Boot 3 prints them: heap and non-heap pools under one
+    /// name, told apart by `area`; only the heap pools are the source's RAM.
+    #[test]
+    fn jvm_heap_is_the_heap_area_only() {
+        let text = "\
+# TYPE jvm_memory_used_bytes gauge
+jvm_memory_used_bytes{area=\"heap\",id=\"G1 Eden Space\"} 4194304.0
+jvm_memory_used_bytes{area=\"nonheap\",id=\"Metaspace\"} 50000000.0
+jvm_memory_used_bytes{id=\"G1 Old Gen\",area=\"heap\"} 2097152.0
+jvm_memory_used_bytes{id=\"x\",subarea=\"heap\"} 1.0
+jvm_threads_live_threads 31.0
+go_memstats_alloc_bytes 9.0
+";
+        let m = parse_prometheus(text);
+        assert_eq!(
+            m.get("jvm_memory_used_bytes{area=\"heap\"}"),
+            Some(&6291456.0)
+        );
+        assert_eq!(
+            m.get("jvm_memory_used_bytes{area=\"nonheap\"}"),
+            Some(&50000000.0)
+        );
+        let r = runtime_of(&m);
+        // the JVM's name wins over a Go name in the same text (never both in one real stack)
+        assert_eq!(r.heap, Some((6291456.0, HeapKind::JvmHeapUsed)));
+        assert_eq!(r.threads, Some(31.0));
+        let go = runtime_of(&parse_prometheus(
+            "go_memstats_alloc_bytes 1048576\ngo_threads 9\n",
+        ));
+        assert_eq!(go.heap, Some((1048576.0, HeapKind::GoHeapAlloc)));
+        assert_eq!(go.threads, Some(9.0));
     }
 }
