@@ -301,7 +301,10 @@ mem_mib = 40
         .iter()
         .find(|c| c.metric == Metric::MemMib)
         .unwrap();
-    assert!((with_heap.ours.unwrap() - 42.0).abs() < 1e-9, "{with_heap:?}");
+    assert!(
+        (with_heap.ours.unwrap() - 42.0).abs() < 1e-9,
+        "{with_heap:?}"
+    );
     let is = with_heap.ours_is.as_deref().unwrap();
     assert!(is.contains("heap") && is.contains("RSS 20 MiB"), "{is}");
     let without = rows[1]
@@ -310,5 +313,9 @@ mem_mib = 40
         .find(|c| c.metric == Metric::MemMib)
         .unwrap();
     assert!((without.ours.unwrap() - 20.0).abs() < 0.5, "{without:?}");
-    assert!(without.ours_is.as_deref().unwrap().contains("another quantity"));
+    assert!(without
+        .ours_is
+        .as_deref()
+        .unwrap()
+        .contains("another quantity"));
 }
