@@ -694,7 +694,7 @@ pub fn start_verified(
             }
             None => Vec::new(),
         };
-        let res = crate::verify_cmd::verify_stack(stand, &stack.url(), &db, &only);
+        let res = crate::verify_cmd::verify_stack(stand, &spec, &stack, &db, &only);
         stack.stop();
         match res {
             Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),

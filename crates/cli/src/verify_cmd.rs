@@ -3,7 +3,7 @@
 
 use crate::run_cmd::repo_root;
 use anyhow::{bail, Context};
-use ceiling_stand::{DbConfig, StackSpec, Stand, StandOptions};
+use ceiling_stand::{DbConfig, RunningStack, StackSpec, Stand, StandOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,24 +34,70 @@ fn run_suite(
     url: &str,
     db: ceiling_verify::DbConfig,
     only: &[String],
+    fairness: Option<ceiling_verify::FairnessExpect>,
 ) -> anyhow::Result<ceiling_verify::VerifyReport> {
     let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
     cfg.only = only.to_vec();
+    // a partial-contract stack is still held to what it declares about its pool and keep-alive
+    if fairness.is_some() && !cfg.only.is_empty() && !cfg.only.iter().any(|o| o == "fairness") {
+        cfg.only.push("fairness".into());
+    }
+    cfg.fairness = fairness;
     cfg.cancel = Some(ceiling_stand::cancel_flag());
     ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// What the stack's `[fairness]` table means for this start: the pool it was given
+/// (`DB_POOL_SIZE`, `WORKERS` as the stand set them) and what it says it opens up front. The
+/// pool is not checked behind PgBouncer (PostgreSQL sees PgBouncer's connections, not the
+/// stack's).
+fn fairness_expect(
+    stand: &Stand,
+    spec: &StackSpec,
+    stack: &RunningStack,
+) -> anyhow::Result<Option<ceiling_verify::FairnessExpect>> {
+    let Some(f) = &spec.fairness else {
+        return Ok(None);
+    };
+    let env = |k: &str, default: u32| {
+        stack
+            .env()
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.parse::<u32>().ok())
+            .unwrap_or(default)
+    };
+    let size = env("DB_POOL_SIZE", spec.settings.pool_size);
+    let workers = env("WORKERS", spec.settings.workers);
+    let open = f
+        .open_at_start(size, workers)
+        .map_err(|e| anyhow::anyhow!("{}: fairness.pool_open_at_start {e}", spec.file.display()))?;
+    Ok(Some(ceiling_verify::FairnessExpect {
+        pool: stand
+            .pgbouncer()
+            .is_none()
+            .then_some(ceiling_verify::PoolExpect {
+                size,
+                open_at_start: open,
+            }),
+        keep_alive_max_requests: f.keep_alive_max_requests,
+    }))
+}
+
 /// Runs the conformance suite against a started stack whose database is `db` (only `only`'s
-/// cases when not empty: a baseline's declared part of the contract). Statement counting reads
-/// pg_stat_statements as the stand's superuser, on the stack's database.
+/// cases when not empty: a baseline's declared part of the contract), and the `fairness` group
+/// against what its stack.toml declares. Statement counting reads pg_stat_statements as the
+/// stand's superuser, on the stack's database.
 pub fn verify_stack(
     stand: &Stand,
-    url: &str,
+    spec: &StackSpec,
+    stack: &RunningStack,
     db: &DbConfig,
     only: &[String],
 ) -> anyhow::Result<VerifySummary> {
     let admin = stand.admin().config.with_db(&db.dbname);
-    let r = run_suite(url, to_verify_db(&admin), only)?;
+    let fairness = fairness_expect(stand, spec, stack)?;
+    let r = run_suite(&stack.url(), to_verify_db(&admin), only, fairness)?;
     Ok(VerifySummary {
         passed: r.passed(),
         failed: r.failed(),
@@ -99,7 +145,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         ceiling_load::parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
         let db = ceiling_verify::DbConfig::from_url(a.db_url.as_deref().unwrap_or_default())
             .map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
-        run_suite(url, db, &a.only)?
+        run_suite(url, db, &a.only, None)?
     } else {
         let Some(name) = &a.stack else {
             bail!("give a stack name (see stacks/) or --url with --db-url")
@@ -148,7 +194,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
             );
             only = c.only.clone();
         }
-        let r = run_suite(&stack.url(), to_verify_db(&admin), &only)
+        let r = fairness_expect(&stand, &spec, &stack)
+            .and_then(|f| run_suite(&stack.url(), to_verify_db(&admin), &only, f))
             .context("running the conformance suite");
         stack.stop();
         stand.stop();

@@ -362,6 +362,15 @@ health = "/health"
 [settings]
 pool_size = 1
 workers = 1
+[fairness]
+pool_open_at_start = "none"
+keep_alive_max_requests = 0
+db_timeout = "n/a"
+request_timing = "none"
+json = "n/a"
+runtime = "sh"
+gc_heap = "n/a"
+log_level = "n/a"
 "#;
 
 /// A static HTTP server (python3) that ignores SIGTERM.
@@ -376,4 +385,13 @@ startup_timeout_s = 20
 [settings]
 pool_size = 1
 workers = 1
+[fairness]
+pool_open_at_start = "none"
+keep_alive_max_requests = 0
+db_timeout = "n/a"
+request_timing = "none"
+json = "n/a"
+runtime = "sh"
+gc_heap = "n/a"
+log_level = "n/a"
 "#;

@@ -77,9 +77,9 @@ pub use process::{
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
-    build_stack, http_status, list_stacks, source_hash, start_stack, BuildOutcome, BuildSpec,
-    Conformance, Effective, RunSpec, RunningStack, StackLaunch, StackLimits, StackSettings,
-    StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
+    build_stack, fairness_markdown, http_status, list_stacks, source_hash, start_stack,
+    BuildOutcome, BuildSpec, Conformance, Effective, Fairness, RunSpec, RunningStack, StackLaunch,
+    StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
 };
 
 use ceiling_plan::StandSettings;

@@ -40,6 +40,103 @@ pub struct StackSpec {
     pub notes: serde_json::Value,
     /// A partial contract (a baseline such as static nginx); `None`: the whole contract.
     pub conformance: Option<Conformance>,
+    /// The settings that decide a fair comparison (`None` only for a partial-contract baseline).
+    pub fairness: Option<Fairness>,
+}
+
+/// `[fairness]`: every setting that decides whether two stacks are compared fairly, in one place.
+/// The first two are measured on the running stack by `ceiling verify` (its `fairness` group);
+/// the rest are declared, shown side by side in `docs/fairness.md` (a test keeps that file equal
+/// to the stack.toml files) and recorded in run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fairness {
+    /// Pool connections opened at start-up: `"all"`, `"none"` (lazy) or `"N per worker"`.
+    pub pool_open_at_start: String,
+    /// Requests one keep-alive connection serves before the server closes it; 0 = no limit.
+    pub keep_alive_max_requests: u32,
+    /// How long a request waits on the database before it fails (acquire and query), as text.
+    pub db_timeout: String,
+    /// Per-request timing on the measured path (`none`, or the meter).
+    pub request_timing: String,
+    /// JSON library.
+    pub json: String,
+    /// Runtime and version as installed by the project.
+    pub runtime: String,
+    /// Garbage collector and heap sizing (or `n/a`).
+    pub gc_heap: String,
+    /// Log level on the measured path.
+    pub log_level: String,
+}
+
+/// The `[fairness]` tables of `specs` side by side as Markdown (docs/fairness.md), one row per
+/// stack, partial-contract baselines without a table listed as such.
+pub fn fairness_markdown(specs: &[StackSpec]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from(
+        "# Fairness, stack by stack\n\n\
+         Generated from each `stacks/*/stack.toml` `[fairness]` table (and `[settings]`) by\n\
+         `CEILING_BLESS=1 cargo test -p ceiling-stand --test fairness`; the test fails when this file\n\
+         and the stack.toml files disagree. `ceiling verify` (and every `ceiling run`) measures the\n\
+         two columns marked ✓ on the running stack: the connections in `pg_stat_activity` at start-up\n\
+         and under a burst of twice the pool, and the requests one keep-alive connection serves. The\n\
+         other columns are declared by the stack's author and reviewed, not measured.\n\n\
+         | stack | pool | opened at start ✓ | keep-alive limit ✓ | DB timeout | request timing | JSON | runtime | GC / heap | log level |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for s in specs {
+        match &s.fairness {
+            Some(f) => out.push_str(&format!(
+                "| {} | {} over {} worker(s) | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                s.name,
+                s.settings.pool_size,
+                s.settings.workers,
+                cell(&f.pool_open_at_start),
+                if f.keep_alive_max_requests == 0 {
+                    "none".to_string()
+                } else {
+                    f.keep_alive_max_requests.to_string()
+                },
+                cell(&f.db_timeout),
+                cell(&f.request_timing),
+                cell(&f.json),
+                cell(&f.runtime),
+                cell(&f.gc_heap),
+                cell(&f.log_level),
+            )),
+            None => out.push_str(&format!(
+                "| {} | — (partial-contract baseline: {}) | | | | | | | | |\n",
+                s.name,
+                cell(
+                    &s.conformance
+                        .as_ref()
+                        .map(|c| c.reason.clone())
+                        .unwrap_or_default()
+                )
+            )),
+        }
+    }
+    out
+}
+
+impl Fairness {
+    /// Connections the pool opens at start-up for a pool of `size` over `workers` workers (each
+    /// worker's pool is `ceil(size / workers)`), or an error saying what is wrong with the text.
+    pub fn open_at_start(&self, size: u32, workers: u32) -> std::result::Result<u32, String> {
+        let t = self.pool_open_at_start.trim();
+        match t {
+            "all" => Ok(size),
+            "none" => Ok(0),
+            _ => {
+                let n = t
+                    .strip_suffix("per worker")
+                    .and_then(|n| n.trim().parse::<u32>().ok())
+                    .ok_or_else(|| format!("`{t}`: want \"all\", \"none\" or \"N per worker\""))?;
+                let per = size.div_ceil(workers.max(1));
+                Ok(n.min(per) * workers.max(1))
+            }
+        }
+    }
 }
 
 /// `[conformance]`: a stack that by design serves only part of the contract (a baseline such as
@@ -139,6 +236,8 @@ struct RawStack {
     notes: Option<toml::Value>,
     #[serde(default)]
     conformance: Option<Conformance>,
+    #[serde(default)]
+    fairness: Option<Fairness>,
 }
 
 impl StackSpec {
@@ -301,6 +400,19 @@ impl StackSpec {
                 ));
             }
         }
+        match (&raw.fairness, &raw.conformance) {
+            (Some(f), _) => {
+                f.open_at_start(raw.settings.pool_size, raw.settings.workers)
+                    .map_err(|m| err("fairness.pool_open_at_start", m))?;
+            }
+            (None, None) => {
+                return Err(err(
+                    "fairness",
+                    "missing: a stack that serves the whole contract declares its [fairness] table (see stacks/README.md)".into(),
+                ))
+            }
+            (None, Some(_)) => {}
+        }
         let notes = raw
             .notes
             .map(|n| serde_json::to_value(n).unwrap_or(serde_json::Value::Null))
@@ -317,6 +429,7 @@ impl StackSpec {
             limits: raw.limits,
             notes,
             conformance: raw.conformance,
+            fairness: raw.fairness,
         })
     }
 
@@ -1046,6 +1159,16 @@ memory_mb = 256
 
 [notes]
 text = "hi"
+
+[fairness]
+pool_open_at_start = "3 per worker"
+keep_alive_max_requests = 0
+db_timeout = "5 s"
+request_timing = "none"
+json = "sh"
+runtime = "sh"
+gc_heap = "n/a"
+log_level = "warn"
 "#;
 
     fn parse(t: &str) -> Result<StackSpec> {
@@ -1071,6 +1194,30 @@ text = "hi"
         plan2.cpus = Some(2.0);
         let e = s.effective(&plan2);
         assert_eq!((e.pool_size, e.limits.cpus), (64, Some(2.0)));
+    }
+
+    #[test]
+    fn fairness_is_declared_and_its_pool_text_understood() {
+        let f = parse(GOOD).unwrap().fairness.unwrap();
+        // pool 8 over 2 workers: 4 each, 3 of them opened at start
+        assert_eq!(f.open_at_start(8, 2), Ok(6));
+        // a worker's share smaller than the declared minimum opens its whole share
+        assert_eq!(f.open_at_start(4, 2), Ok(4));
+        let all = Fairness {
+            pool_open_at_start: "all".into(),
+            ..f.clone()
+        };
+        assert_eq!(all.open_at_start(64, 2), Ok(64));
+        let e = err_of(&GOOD.replace("\"3 per worker\"", "\"some\""));
+        assert!(
+            e.contains("fairness.pool_open_at_start") && e.contains("N per worker"),
+            "{e}"
+        );
+        let start = GOOD.find("[fairness]").unwrap();
+        let e = err_of(&GOOD[..start]);
+        assert!(e.contains("fairness") && e.contains("missing"), "{e}");
+        let e = err_of(&GOOD.replace("json = \"sh\"\n", ""));
+        assert!(e.contains("json"), "{e}");
     }
 
     fn ceiling_plan_defaults() -> StandSettings {

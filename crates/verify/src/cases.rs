@@ -18,17 +18,17 @@ const MAX_BALANCE: i64 = 1 << 62;
 const OVERSIZED: usize = 70_000;
 
 pub(crate) struct Ctx {
-    cfg: VerifyConfig,
-    base: BaseUrl,
+    pub(crate) cfg: VerifyConfig,
+    pub(crate) base: BaseUrl,
     db: tokio_postgres::Client,
     seen: Mutex<Vec<StatementSeen>>,
     /// 60 seeded status ids (lower-case, ascending).
-    ids: Vec<String>,
+    pub(crate) ids: Vec<String>,
     /// A seeded client.
     client_id: i64,
 }
 
-type Outcome = Check<String>;
+pub(crate) type Outcome = Check<String>;
 
 fn micros(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
@@ -60,7 +60,11 @@ impl Ctx {
             .map_err(|e| format!("database: {} (running {sql})", sql::db_error(&e)))
     }
 
-    async fn q1(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Check<tokio_postgres::Row> {
+    pub(crate) async fn q1(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Check<tokio_postgres::Row> {
         let mut rows = self.q(sql, params).await?;
         if rows.len() != 1 {
             return Err(format!("database: {} rows from {sql}, want 1", rows.len()));
@@ -1773,6 +1777,8 @@ macro_rules! cases {
 }
 
 cases! {
+    // first: what the pool holds before any other case has used it
+    "fairness" "pool-open-at-start" pool_open_at_start,
     "ops" "health" health,
     "ops" "metrics" metrics,
     "ping" "ping" ping,
@@ -1842,6 +1848,23 @@ cases! {
     "sql" "sql-orders" sql_orders,
     "sql" "sql-orders-repeat" sql_orders_repeat,
     "concurrency" "transfer-burst" transfer_burst,
+    "fairness" "pool-bounded" pool_bounded,
+    "fairness" "keep-alive-limit" keep_alive_limit,
+}
+
+use crate::fairness::{keep_alive_limit, pool_bounded, pool_open_at_start};
+
+/// Whether a case applies to this configuration: the `sql` group needs statement counting; the
+/// `fairness` group needs the stack's declaration (and the pool cases a visible pool).
+fn applies(cfg: &VerifyConfig, group: &str, name: &str) -> bool {
+    match group {
+        "sql" => cfg.check_statements,
+        "fairness" => match &cfg.fairness {
+            None => false,
+            Some(f) => f.pool.is_some() || !name.starts_with("pool-"),
+        },
+        _ => true,
+    }
 }
 
 /// Names and groups of every case the suite has, in run order.
@@ -1858,7 +1881,7 @@ pub(crate) async fn run(cfg: &VerifyConfig) -> Result<VerifyReport, VerifyError>
         if !cfg.only.is_empty() && !cfg.only.iter().any(|o| selects(o, group, name)) {
             continue;
         }
-        if *group == "sql" && !cfg.check_statements {
+        if !applies(cfg, group, name) {
             continue;
         }
         let t = Instant::now();

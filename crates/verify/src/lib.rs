@@ -22,6 +22,7 @@
 
 mod cases;
 pub mod check;
+pub mod fairness;
 pub mod http;
 pub mod sql;
 
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use cases::case_names;
+pub use fairness::{FairnessExpect, PoolExpect};
 pub use sql::{classify, Shape, StatementSeen};
 
 /// How to reach the stack's database.
@@ -121,6 +123,9 @@ pub struct VerifyConfig {
     pub check_statements: bool,
     /// Run only the cases whose name or group is listed (empty: all).
     pub only: Vec<String>,
+    /// What the stack declares in its `[fairness]` table, checked by the `fairness` group
+    /// (`None`: that group does not run).
+    pub fairness: Option<FairnessExpect>,
     /// Stop as soon as this is set (Ctrl-C): [`verify`] returns [`VerifyError::Cancelled`] within
     /// about 50 ms, dropping the suite's connections.
     pub cancel: Option<Arc<AtomicBool>>,
@@ -138,6 +143,7 @@ impl VerifyConfig {
             clock_tolerance: Duration::from_secs(5),
             check_statements: true,
             only: Vec::new(),
+            fairness: None,
             cancel: None,
         }
     }
@@ -165,7 +171,7 @@ pub enum VerifyError {
 pub struct CaseResult {
     /// Unique, stable, kebab-case (e.g. `status-get-bad-uuid`).
     pub name: String,
-    /// `ops`, `ping`, `status`, `bank`, `rows`, `sql` or `concurrency`.
+    /// `fairness`, `ops`, `ping`, `status`, `bank`, `rows`, `sql` or `concurrency`.
     pub group: String,
     pub passed: bool,
     /// What was checked (passed) or what was wrong (failed).

@@ -4,6 +4,9 @@
 //! - `go_pgx_passes`: the reference stack passes every case.
 //! - `broken_fixtures_are_caught`: go-pgx behind a fault-injecting proxy (tests/fixtures/) fails
 //!   exactly the cases that concern the fault, and the transparent proxy fails none.
+//! - `fairness_declarations_are_measured`: go-pgx's true pool and keep-alive behaviour passes the
+//!   `fairness` group; each false declaration (a pre-opened pool, a keep-alive limit, a pool
+//!   smaller than the connections it holds) fails its case.
 //!
 //! Skipped (with a message, exit 0) when `go` or the PostgreSQL server binaries are missing.
 //! `cargo test -p ceiling-verify --test conformance -- NAME` runs only the tests whose name
@@ -14,14 +17,38 @@ mod broken_proxy;
 mod support;
 
 use broken_proxy::{Fault, Proxy};
-use ceiling_verify::{case_names, render_text, verify, VerifyConfig, VerifyReport};
+use ceiling_verify::{
+    case_names, render_text, verify, FairnessExpect, PoolExpect, VerifyConfig, VerifyReport,
+};
 use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 use support::Env;
 
+/// What go-pgx's stack.toml declares, for the pool the harness starts it with (64, lazy).
+fn go_pgx_fairness() -> FairnessExpect {
+    FairnessExpect {
+        pool: Some(PoolExpect {
+            size: 64,
+            open_at_start: 0,
+        }),
+        keep_alive_max_requests: 0,
+    }
+}
+
 fn run_verify(env: &Env, url: &str) -> VerifyReport {
-    let cfg = VerifyConfig::new(url, env.db());
+    run_verify_with(env, url, Some(go_pgx_fairness()), &[])
+}
+
+fn run_verify_with(
+    env: &Env,
+    url: &str,
+    fairness: Option<FairnessExpect>,
+    only: &[&str],
+) -> VerifyReport {
+    let mut cfg = VerifyConfig::new(url, env.db());
+    cfg.fairness = fairness;
+    cfg.only = only.iter().map(|s| s.to_string()).collect();
     let t0 = Instant::now();
     let report = verify(&cfg).unwrap_or_else(|e| panic!("verify against {url} could not run: {e}"));
     eprintln!(
@@ -83,7 +110,8 @@ fn broken_fixtures_are_caught(env: &mut Env) {
     for (fault, want, may) in fixtures {
         assert!(env.go_alive(), "go-pgx died");
         let proxy = Proxy::start(fault, &env.go_url(), &env.db());
-        let report = run_verify(env, &proxy.url);
+        // the proxy's own database connections would count as the stack's: no fairness group
+        let report = run_verify_with(env, &proxy.url, None, &[]);
         drop(proxy);
         let got: BTreeSet<&str> = report
             .failures()
@@ -107,13 +135,84 @@ fn broken_fixtures_are_caught(env: &mut Env) {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+fn fairness_declarations_are_measured(env: &mut Env) {
+    // first, while go-pgx's lazy pool holds at most the health check's connection
+    let lazy = run_verify_with(
+        env,
+        &env.go_url(),
+        Some(FairnessExpect {
+            pool: Some(PoolExpect {
+                size: 64,
+                open_at_start: 64,
+            }),
+            keep_alive_max_requests: 0,
+        }),
+        &["fairness/pool-open-at-start"],
+    );
+    let c = lazy.case("pool-open-at-start").unwrap();
+    assert!(
+        !c.passed && c.detail.contains("declares 64 opened up front"),
+        "{}",
+        c.detail
+    );
+    let truth = run_verify_with(env, &env.go_url(), Some(go_pgx_fairness()), &["fairness"]);
+    if !truth.ok() {
+        eprintln!("{}", render_text(&truth));
+    }
+    assert!(truth.ok(), "go-pgx's true declaration failed");
+    assert_eq!(truth.cases.len(), 3, "{truth:?}");
+    let ka = truth.case("keep-alive-limit").unwrap();
+    assert!(ka.detail.contains("never closed"), "{}", ka.detail);
+    // each false declaration is caught by its own case
+    let lies: [(&str, FairnessExpect, &str); 2] = [
+        (
+            "keep-alive-limit",
+            FairnessExpect {
+                keep_alive_max_requests: 100,
+                ..go_pgx_fairness()
+            },
+            "never closed; the stack declares a limit of 100",
+        ),
+        (
+            // the truth run's burst left more than one connection open in pgxpool
+            "pool-bounded",
+            FairnessExpect {
+                pool: Some(PoolExpect {
+                    size: 1,
+                    open_at_start: 0,
+                }),
+                keep_alive_max_requests: 0,
+            },
+            "more than the pool size 1",
+        ),
+    ];
+    for (case, lie, says) in lies {
+        let r = run_verify_with(
+            env,
+            &env.go_url(),
+            Some(lie),
+            &[&format!("fairness/{case}")],
+        );
+        let c = r.case(case).unwrap();
+        assert!(!c.passed && c.detail.contains(says), "{case}: {}", c.detail);
+    }
+    // without a declaration the group does not run
+    let none = run_verify_with(env, &env.go_url(), None, &["fairness"]);
+    assert!(none.cases.is_empty(), "{none:?}");
+}
+
 fn main() {
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
     type Test = (&'static str, fn(&mut Env));
-    let tests: [Test; 2] = [
+    // fairness first: its pool-open-at-start lie needs a go-pgx whose lazy pool is still empty
+    let tests: [Test; 3] = [
+        (
+            "fairness_declarations_are_measured",
+            fairness_declarations_are_measured,
+        ),
         ("go_pgx_passes", go_pgx_passes),
         ("broken_fixtures_are_caught", broken_fixtures_are_caught),
     ];

@@ -45,9 +45,9 @@ final class Db implements Closeable {
         // other JVM stacks configure it.
         hc.setMaximumPoolSize(cfg.poolSize());
         hc.setMinimumIdle(cfg.poolSize());
-        // HikariCP's default (30 s), as spring-mvc-jdbc: requests beyond the pool wait here, on parked
-        // virtual threads, so this bounds the queue wait; the plans' request timeouts are shorter.
-        hc.setConnectionTimeout(30_000);
+        // Requests beyond the pool wait here, on parked virtual threads: at most 5 s, as every stack
+        // bounds its DB wait (HikariCP's default is 30 s).
+        hc.setConnectionTimeout(5_000);
         // Start even if the database is not up yet; /health answers 503 until it is.
         hc.setInitializationFailTimeout(-1);
         if (meterRegistry != null) {
