@@ -4,9 +4,11 @@ CARGO ?= cargo
 BIN := target/release/ceiling
 
 JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima \
-  spring-mvc-jpa spring-webflux-jpa spring-mvc-data-jdbc spring-mvc-jdbi spring-webflux-data-r2dbc
-# Source 004's stacks: Python, Node.js, and the nginx static-JSON baseline (checked on /ping only).
-SCRIPT_STACKS := fastapi-asyncpg fastify-pg nginx-static
+  spring-mvc-jpa spring-webflux-jpa spring-mvc-data-jdbc spring-mvc-jdbi spring-webflux-data-r2dbc \
+  spring-mvc-jdbc-threads200 spring-mvc-jdbc-jvm-defaults spring-mvc-jdbc-boot-defaults
+# Source 004's stacks: Python, Node.js, the C++ server (its four endpoints) and the nginx
+# static-JSON baseline (checked on /ping only).
+SCRIPT_STACKS := fastapi-asyncpg fastify-pg cpp-epoll-libpq nginx-static
 
 .PHONY: all setup build demo test test-rust lint-rust test-stacks test-jvm test-conformance bench clean
 
@@ -31,7 +33,7 @@ test: setup test-rust test-stacks test-conformance
 
 # Lints first (seconds), then every Rust test. Formatting, clippy and rustdoc all deny warnings.
 test-rust: lint-rust
-	$(CARGO) test --release --locked --workspace
+	CEILING_REQUIRE_BROWSER=1 $(CARGO) test --release --locked --workspace
 
 lint-rust:
 	$(CARGO) fmt --all --check

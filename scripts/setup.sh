@@ -2,10 +2,12 @@
 # Installs what ceiling needs on a fresh machine of this kind, idempotently: a step whose tool is
 # already present is skipped. Usage: scripts/setup.sh [core|bench|jvm|all]
 #   core  — PostgreSQL server binaries (for the embedded stand), PgBouncer (plans with
-#           [stand.pgbouncer]), Rust/Go toolchains checked
+#           [stand.pgbouncer]), Chromium (report.html is tested in a real headless browser),
+#           Rust/Go toolchains checked
 #   bench — wrk, nginx and k6 (the generator benchmarks compare against them)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
-#   stacks — Python 3 with venv, Node.js with npm, nginx (source 004's stacks and baseline)
+#   stacks — Python 3 with venv, Node.js with npm, nginx, g++/CMake with libpq-dev and
+#           libhttp-parser-dev (source 004's stacks and baseline)
 set -euo pipefail
 what=${1:-core}
 need_apt=()
@@ -17,6 +19,7 @@ case $what in core|all)
   have psql || need_apt+=(postgresql-client)
   # Debian's pgbouncer lives in /usr/sbin (not on every user's PATH); the stand starts its own
   have pgbouncer || [ -x /usr/sbin/pgbouncer ] || need_apt+=(pgbouncer)
+  have chromium || have chromium-browser || have google-chrome || need_apt+=(chromium)
 ;; esac
 case $what in bench|all)
   have wrk || need_apt+=(wrk)
@@ -27,6 +30,12 @@ case $what in stacks|all)
   have node || need_apt+=(nodejs)
   have npm || need_apt+=(npm)
   have nginx || need_apt+=(nginx-light)
+  # cpp-epoll-libpq (source 004's C++ server): a C++ compiler and libpq's headers
+  have g++ || need_apt+=(g++)
+  have cmake || need_apt+=(cmake)
+  have pkg-config || need_apt+=(pkg-config)
+  [ -f /usr/include/postgresql/libpq-fe.h ] || need_apt+=(libpq-dev)
+  [ -f /usr/include/http_parser.h ] || need_apt+=(libhttp-parser-dev)
 ;; esac
 case $what in jvm|all)
   have mvn || need_apt+=(maven)

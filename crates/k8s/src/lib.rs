@@ -770,6 +770,9 @@ fn base_image(s: &StackInput) -> &'static str {
         "node:20-bookworm-slim"
     } else if has("python3") {
         "python:3.11-slim-bookworm"
+    } else if has("g++") {
+        // with the C++ stack's Debian packages added by `dockerfile`
+        "debian:bookworm"
     } else if s.run_command.first().is_some_and(|c| c == "nginx") {
         "nginx:1.22"
     } else {
@@ -791,6 +794,10 @@ pub fn dockerfile(s: &StackInput) -> String {
         s.name,
         base_image(s)
     );
+    if s.requires.iter().any(|r| r == "g++") {
+        // the C++ stack builds with CMake against Debian's libpq and http-parser, as on the stand
+        d.push_str("RUN apt-get update && apt-get install -y --no-install-recommends g++ cmake make pkg-config libpq-dev libhttp-parser-dev && rm -rf /var/lib/apt/lists/*\n");
+    }
     for i in &s.build_inputs {
         let p = i.trim_start_matches("../");
         // no trailing slash: a file input (a pom.xml) and a folder both copy to the same path

@@ -715,3 +715,136 @@ fn terminal_and_markdown_outputs_are_as_reviewed() {
     insta::assert_snapshot!("terminal_demo", render_terminal(&rep));
     insta::assert_snapshot!("summary_md_demo", render_summary_md(&rep));
 }
+
+/// `<tag` start tags in `s` (followed by a space, `>` or `/`, so `<tr` is not `<track`).
+fn start_tags(s: &str, tag: &str) -> usize {
+    let open = format!("<{tag}");
+    s.match_indices(&open)
+        .filter(|(i, _)| {
+            matches!(
+                s.as_bytes().get(i + open.len()),
+                Some(b' ' | b'>' | b'/' | b'\n')
+            )
+        })
+        .count()
+}
+
+/// Element names in document order (lower-cased), without the ones an HTML parser adds by itself
+/// (`html`, `head`, `body`, `tbody`).
+fn element_sequence(s: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    for (i, _) in s.match_indices('<') {
+        let name: String = b[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'-')
+            .map(|c| c.to_ascii_lowercase() as char)
+            .collect();
+        if name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && !matches!(name.as_str(), "html" | "head" | "body" | "tbody")
+        {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// A Chromium on PATH (`chromium` on Debian; scripts/setup.sh core installs it).
+fn browser() -> Option<std::path::PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|b| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(b))
+                    .find(|f| f.is_file())
+            })
+        })
+}
+
+/// Runs headless Chromium on `page` with `args`, bounded to 90 s by coreutils' `timeout`.
+fn chromium(browser: &std::path::Path, args: &[&str], page: &std::path::Path) -> Vec<u8> {
+    let out = std::process::Command::new("timeout")
+        .arg("90")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The report in a real browser (headless Chromium): the page parses into the document ceiling
+/// wrote — the same elements in the same order, nothing dropped, moved or closed early by the
+/// HTML parser's error recovery (checked to catch a div inside a table), no script — and it paints: a screenshot of it is far larger
+/// than one of an empty page of the same size. Skipped with a message when Chromium is missing,
+/// unless `CEILING_REQUIRE_BROWSER` is set (`make test` sets it).
+#[test]
+fn html_report_renders_in_a_real_browser() {
+    let Some(browser) = browser() else {
+        assert!(
+            std::env::var_os("CEILING_REQUIRE_BROWSER").is_none(),
+            "CEILING_REQUIRE_BROWSER is set and no chromium is on PATH (scripts/setup.sh core installs it)"
+        );
+        eprintln!("skipped: no chromium on PATH (scripts/setup.sh core installs it)");
+        return;
+    };
+    let (rep, series) = simulate_demo();
+    let html = render_html(&rep, &series).unwrap();
+    let dir = std::env::temp_dir().join(format!("ceiling-browser-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+    let blank = dir.join("blank.html");
+    std::fs::write(&blank, "<!doctype html><html><body></body></html>").unwrap();
+
+    let dom = String::from_utf8(chromium(&browser, &["--dump-dom"], &page)).unwrap();
+    assert!(start_tags(&html, "svg") >= 10, "the demo has its charts");
+    // the same elements, in the same document order: an element the HTML parser dropped, moved
+    // (foster-parenting out of a table) or closed early would change the sequence
+    let (ours, browsers) = (element_sequence(&html), element_sequence(&dom));
+    if let Some(i) = (0..ours.len().min(browsers.len())).find(|&i| ours[i] != browsers[i]) {
+        panic!(
+            "element {i} differs: ceiling wrote <{}>, the browser has <{}> (context: {:?})",
+            ours[i],
+            browsers[i],
+            &ours[i.saturating_sub(3)..(i + 3).min(ours.len())]
+        );
+    }
+    assert_eq!(ours.len(), browsers.len(), "element count");
+    assert_eq!(start_tags(&dom, "script"), 0);
+    // the comparison can fail: a div inside a table is moved out of it by the parser
+    let bad = dir.join("bad.html");
+    let bad_html = "<!doctype html><html><body><table><tr><td>a</td></tr><div>moved</div></table></body></html>";
+    std::fs::write(&bad, bad_html).unwrap();
+    let bad_dom = String::from_utf8(chromium(&browser, &["--dump-dom"], &bad)).unwrap();
+    assert_ne!(element_sequence(bad_html), element_sequence(&bad_dom));
+
+    let shot = |p: &std::path::Path, name: &str| {
+        let png = dir.join(name);
+        let arg = format!("--screenshot={}", png.display());
+        chromium(&browser, &[&arg, "--window-size=1280,3000"], p);
+        let bytes = std::fs::read(&png).expect("a screenshot");
+        assert!(bytes.starts_with(b"\x89PNG"), "{name} is a PNG");
+        bytes.len()
+    };
+    let (painted, empty) = (shot(&page, "report.png"), shot(&blank, "blank.png"));
+    assert!(
+        painted > 20 * empty,
+        "the report's screenshot ({painted} B) is hardly more than an empty page's ({empty} B)"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

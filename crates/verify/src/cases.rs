@@ -45,7 +45,7 @@ struct StatusRow {
 }
 
 impl Ctx {
-    async fn send(&self, req: &Request) -> Check<Response> {
+    pub(crate) async fn send(&self, req: &Request) -> Check<Response> {
         http::request(&self.base, req, self.cfg.request_timeout).await
     }
 

@@ -4,7 +4,8 @@
 //! - `pool-open-at-start`: the stack's backends in `pg_stat_activity` right after start-up, before
 //!   any other case, against what it declares it opens up front (a fixed HikariCP pool opens all
 //!   of them; node-postgres opens none until asked).
-//! - `pool-bounded`: twice the pool's size in concurrent `GET /orders` for a second and a half while
+//! - `pool-bounded`: twice the pool's size in concurrent `GET /db/ping` (or `/orders` where a
+//!   partial-contract stack serves only that) for a second and a half while
 //!   `pg_stat_activity` is read every 20 ms; never more backends than the pool size the stand
 //!   started it with (`DB_POOL_SIZE`, split across workers by the stack).
 //! - `keep-alive-limit`: `GET /health` on one keep-alive connection until the server closes it; the
@@ -111,8 +112,12 @@ pub(crate) async fn pool_bounded(c: &Ctx) -> Outcome {
     let p = pool(c)?;
     let conns = (2 * p.size as usize).clamp(2, 256);
     let stop = Arc::new(AtomicBool::new(false));
-    // GET /orders: every stack with a database serves it, partial-contract ones included
-    let path = "/orders".to_string();
+    // a database endpoint every stack serves: /db/ping (source 004's), else /orders (002/003's)
+    let path = match c.send(&Request::get("/db/ping")).await {
+        Ok(r) if r.status == 200 => "/db/ping",
+        _ => "/orders",
+    }
+    .to_string();
     let mut tasks = Vec::new();
     for _ in 0..conns {
         let (base, stop, req) = (c.base.clone(), stop.clone(), Request::get(path.clone()));
