@@ -1932,7 +1932,8 @@ mod tests {
                     "bank",
                     "rows",
                     "sql",
-                    "concurrency"
+                    "concurrency",
+                    "fairness"
                 ]
                 .contains(g),
                 "{g}"
