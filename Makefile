@@ -47,6 +47,7 @@ test-stacks:
 test-conformance: build
 	@scripts/setup.sh jvm
 	@scripts/setup.sh stacks
+	cd stacks/fastapi-asyncpg && ./build.sh && .venv/bin/python -m unittest discover -s tests
 	@$(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"
 
 test-jvm: build

@@ -463,7 +463,7 @@ pub fn attribute(
         Probe {
             kind: CauseKind::RuntimePause,
             absolute: false,
-            needs: "the stack's /metrics (GC pauses)",
+            needs: "the stack's /metrics (GC pauses or event-loop lag)",
             level: Box::new(|r, s| {
                 let s = s?;
                 let pause = s

@@ -114,7 +114,8 @@ pub struct SignalRow {
     pub gc_pause_ms: Option<f64>,
     /// GC cycles (or pauses) in the second.
     pub gc_count: Option<u64>,
-    /// Longest event-loop lag reported (Node `nodejs_eventloop_lag_max_seconds`), ms.
+    /// Longest event-loop lag reported (Node `nodejs_eventloop_lag_max_seconds`, fastapi-asyncpg
+    /// `python_eventloop_lag_max_seconds`), ms.
     pub event_loop_lag_ms: Option<f64>,
     /// The DB pool's size.
     pub pool_max: Option<f64>,

@@ -374,7 +374,8 @@ pub struct RuntimeScrape {
 }
 
 /// Picks the runtime figures each stack's standard exporter publishes (Go client_golang + the
-/// go-pgx pool collector, Micrometer for the JVM stacks, prom-client for Node).
+/// go-pgx pool collector, Micrometer for the JVM stacks, prom-client for Node, and the event-loop
+/// lag gauge fastapi-asyncpg adds to prometheus_client, which has none).
 pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
     let first = |names: &[&str]| names.iter().find_map(|n| m.get(*n).copied());
     RuntimeScrape {
@@ -388,7 +389,10 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
             "jvm_gc_pause_seconds_count",
             "nodejs_gc_duration_seconds_count",
         ]),
-        loop_lag_s: first(&["nodejs_eventloop_lag_max_seconds"]),
+        loop_lag_s: first(&[
+            "nodejs_eventloop_lag_max_seconds",
+            "python_eventloop_lag_max_seconds",
+        ]),
         pool_max: first(&[
             "pgxpool_max_conns",
             "hikaricp_connections_max",
@@ -1169,5 +1173,23 @@ go_memstats_alloc_bytes 9.0
         ));
         assert_eq!(go.heap, Some((1048576.0, HeapKind::GoHeapAlloc)));
         assert_eq!(go.threads, Some(9.0));
+    }
+
+    /// Event-loop lag from Node's exporter and from the gauge fastapi-asyncpg adds (Python's
+    /// exporter has none); both are worst-lag gauges in seconds.
+    #[test]
+    fn event_loop_lag_from_node_and_python() {
+        let node = runtime_of(&parse_prometheus(
+            "nodejs_eventloop_lag_max_seconds 0.25\nnodejs_gc_duration_seconds_sum 0.1\n",
+        ));
+        assert_eq!(node.loop_lag_s, Some(0.25));
+        let py = runtime_of(&parse_prometheus(
+            "# TYPE python_eventloop_lag_max_seconds gauge\npython_eventloop_lag_max_seconds 0.3\npython_gc_collections_total{generation=\"0\"} 9.0\n",
+        ));
+        assert_eq!(py.loop_lag_s, Some(0.3));
+        assert_eq!(
+            py.gc_pause_s, None,
+            "Python's exporter counts collections, not pauses"
+        );
     }
 }

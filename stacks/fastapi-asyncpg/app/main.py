@@ -9,11 +9,13 @@ from fastapi.responses import ORJSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Gauge, generate_latest
 
 from . import config, db, errors
+from .loop_lag import LoopLagMonitor
 from .routes import router
 
 settings = config.load()
 
-# The pool's state, beside the default process collector (CPU, RSS, fds) of this worker.
+# The pool's state and the event loop's lag (loop_lag.py), beside the default process collector
+# (CPU, RSS, fds) of this worker.
 POOL_SIZE = Gauge("db_pool_connections", "Connections in this worker's asyncpg pool")
 POOL_IDLE = Gauge("db_pool_idle_connections", "Idle connections in this worker's asyncpg pool")
 
@@ -21,9 +23,12 @@ POOL_IDLE = Gauge("db_pool_idle_connections", "Idle connections in this worker's
 @asynccontextmanager
 async def lifespan(app: FastAPI):
     app.state.pool = await db.create_pool(settings)
+    app.state.loop_lag = LoopLagMonitor()
+    app.state.loop_lag.start()
     try:
         yield
     finally:
+        await app.state.loop_lag.stop()
         await app.state.pool.close()
 
 
@@ -54,4 +59,5 @@ async def metrics(request: Request) -> Response:
     p = request.app.state.pool
     POOL_SIZE.set(p.get_size())
     POOL_IDLE.set(p.get_idle_size())
+    request.app.state.loop_lag.publish()
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
