@@ -8,7 +8,7 @@ JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webfl
   spring-mvc-jdbc-threads200 spring-mvc-jdbc-jvm-defaults spring-mvc-jdbc-boot-defaults
 # Source 004's stacks: Python, Node.js, the C++ server (its four endpoints) and the nginx
 # static-JSON baseline (checked on /ping only).
-SCRIPT_STACKS := fastapi-asyncpg fastify-pg cpp-epoll-libpq nginx-static
+SCRIPT_STACKS := fastapi-asyncpg fastify-pg cpp-epoll-libpq nginx-static go-mux-pq-as-published
 
 .PHONY: all setup build demo test test-rust lint-rust test-stacks test-jvm test-conformance bench clean
 
@@ -42,6 +42,7 @@ lint-rust:
 
 test-stacks:
 	cd stacks/go-pgx && go vet ./... && go test ./...
+	cd stacks/go-mux-pq-as-published && go vet ./...
 
 # `ceiling verify` on every stack but go-pgx (which test-rust verifies): N passed, M failed each.
 test-conformance: build

@@ -1,9 +1,9 @@
 //! `ceiling k8s`: a plan rendered as Kubernetes manifests, a Dockerfile per stack and a run script
 //! (`crates/k8s`). Renders only: nothing here talks to a cluster.
 
-use crate::run_cmd::repo_root;
 use anyhow::Context;
 use ceiling_k8s::{render, Options, StackInput};
+use ceiling_lab::repo_root;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

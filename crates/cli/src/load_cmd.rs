@@ -1,7 +1,7 @@
 //! `ceiling load`: the load engine on its own, against any HTTP service on loopback.
 
-use crate::record::Recorder;
 use anyhow::{bail, Context};
+use ceiling_lab::Recorder;
 use ceiling_load::{target_of, LoadConfig, Summary};
 use ceiling_metrics::Outcome;
 use ceiling_plan::{

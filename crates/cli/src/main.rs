@@ -11,7 +11,6 @@ mod k8s_cmd;
 mod load_cmd;
 mod merge_cmd;
 mod pgbench_cmd;
-mod record;
 mod report_cmd;
 mod run_cmd;
 mod search_cmd;

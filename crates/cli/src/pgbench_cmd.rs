@@ -3,8 +3,9 @@
 //! and limits, so a stack's RPS@p99≤SLO can be read beside what the database alone sustains — and
 //! with CPU per transaction measured the same way as the stacks' CPU per request.
 
-use crate::run_cmd::{now_iso, repo_root, run_id, StandArgs};
+use crate::run_cmd::StandArgs;
 use anyhow::{bail, Context};
+use ceiling_lab::{now_iso, repo_root, run_id};
 use ceiling_stand::Stand;
 use ceiling_stand::{Measurer, SampleTarget};
 use clap::{Args, ValueEnum};

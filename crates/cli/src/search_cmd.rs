@@ -3,10 +3,11 @@
 //! for one or several stacks on the stand, or for any URL with or without a plan.
 
 use crate::load_cmd::install_ctrlc;
-use crate::run_cmd::{measure, now_iso, repo_root, run_id, write_and_print, StandArgs};
+use crate::run_cmd::{write_and_print, StandArgs};
 use anyhow::{bail, Context};
 use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
+use ceiling_lab::{measure, now_iso, repo_root, run_id};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
@@ -255,7 +256,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
-    crate::run_cmd::apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
+    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }
@@ -581,7 +582,7 @@ fn stack_round(
         p.stand.verify = false; // verified on the first round; the build is cached
     }
     let (_spec, mut stack, warnings) =
-        crate::run_cmd::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
+        ceiling_lab::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
     if job.rounds == 0 {
         job.warnings.extend(warnings);
     }

@@ -1,110 +1,12 @@
 //! `ceiling verify`: the conformance suite (crates/verify) against a stack — started by the stand
 //! when given a stack name, or already running at `--url` with `--db-url` for the database truth.
 
-use crate::run_cmd::repo_root;
 use anyhow::{bail, Context};
-use ceiling_stand::{DbConfig, RunningStack, StackSpec, Stand, StandOptions};
+use ceiling_lab::{fairness_expect, repo_root, run_suite, to_verify_db};
+use ceiling_stand::{StackSpec, Stand, StandOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// What `ceiling run` needs to know from a verify pass.
-pub struct VerifySummary {
-    /// Cases passed.
-    pub passed: usize,
-    /// Cases failed.
-    pub failed: usize,
-    /// Names of failed cases.
-    pub failed_names: Vec<String>,
-    /// The full text report.
-    pub text: String,
-}
-
-fn to_verify_db(a: &DbConfig) -> ceiling_verify::DbConfig {
-    ceiling_verify::DbConfig {
-        host: a.host.clone(),
-        port: a.port,
-        user: a.user.clone(),
-        password: a.password.clone(),
-        dbname: a.dbname.clone(),
-    }
-}
-
-fn run_suite(
-    url: &str,
-    db: ceiling_verify::DbConfig,
-    only: &[String],
-    fairness: Option<ceiling_verify::FairnessExpect>,
-) -> anyhow::Result<ceiling_verify::VerifyReport> {
-    let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
-    cfg.only = only.to_vec();
-    // a partial-contract stack is still held to what it declares about its pool and keep-alive
-    if fairness.is_some() && !cfg.only.is_empty() && !cfg.only.iter().any(|o| o == "fairness") {
-        cfg.only.push("fairness".into());
-    }
-    cfg.fairness = fairness;
-    cfg.cancel = Some(ceiling_stand::cancel_flag());
-    ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-/// What the stack's `[fairness]` table means for this start: the pool it was given
-/// (`DB_POOL_SIZE`, `WORKERS` as the stand set them) and what it says it opens up front. The
-/// pool is not checked behind PgBouncer (PostgreSQL sees PgBouncer's connections, not the
-/// stack's).
-fn fairness_expect(
-    stand: &Stand,
-    spec: &StackSpec,
-    stack: &RunningStack,
-) -> anyhow::Result<Option<ceiling_verify::FairnessExpect>> {
-    let Some(f) = &spec.fairness else {
-        return Ok(None);
-    };
-    let env = |k: &str, default: u32| {
-        stack
-            .env()
-            .iter()
-            .find(|(n, _)| n == k)
-            .and_then(|(_, v)| v.parse::<u32>().ok())
-            .unwrap_or(default)
-    };
-    let size = env("DB_POOL_SIZE", spec.settings.pool_size);
-    let workers = env("WORKERS", spec.settings.workers);
-    let open = f
-        .open_at_start(size, workers)
-        .map_err(|e| anyhow::anyhow!("{}: fairness.pool_open_at_start {e}", spec.file.display()))?;
-    Ok(Some(ceiling_verify::FairnessExpect {
-        pool: stand
-            .pgbouncer()
-            .is_none()
-            .then_some(ceiling_verify::PoolExpect {
-                size,
-                open_at_start: open,
-            }),
-        keep_alive_max_requests: f.keep_alive_max_requests,
-    }))
-}
-
-/// Runs the conformance suite against a started stack whose database is `db` (only `only`'s
-/// cases when not empty: a baseline's declared part of the contract), and the `fairness` group
-/// against what its stack.toml declares. Statement counting reads pg_stat_statements as the
-/// stand's superuser, on the stack's database.
-pub fn verify_stack(
-    stand: &Stand,
-    spec: &StackSpec,
-    stack: &RunningStack,
-    db: &DbConfig,
-    only: &[String],
-) -> anyhow::Result<VerifySummary> {
-    let admin = stand.admin().config.with_db(&db.dbname);
-    let fairness = fairness_expect(stand, spec, stack)?;
-    let r = run_suite(&stack.url(), to_verify_db(&admin), only, fairness)?;
-    Ok(VerifySummary {
-        passed: r.passed(),
-        failed: r.failed(),
-        failed_names: r.failures().map(|c| c.name.clone()).collect(),
-        text: ceiling_verify::render_text(&r),
-    })
-}
 
 /// Arguments of `ceiling verify`.
 #[derive(Args, Debug)]

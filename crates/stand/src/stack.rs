@@ -51,7 +51,8 @@ pub struct StackSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fairness {
-    /// Pool connections opened at start-up: `"all"`, `"none"` (lazy) or `"N per worker"`.
+    /// Pool connections opened at start-up: `"all"`, `"none"` (lazy), `"N per worker"`, or
+    /// `"no pool"` (a connection per request, as source 001's as-published code).
     pub pool_open_at_start: String,
     /// Requests one keep-alive connection serves before the server closes it; 0 = no limit.
     pub keep_alive_max_requests: u32,
@@ -121,19 +122,27 @@ pub fn fairness_markdown(specs: &[StackSpec]) -> String {
 
 impl Fairness {
     /// Connections the pool opens at start-up for a pool of `size` over `workers` workers (each
-    /// worker's pool is `ceil(size / workers)`), or an error saying what is wrong with the text.
-    pub fn open_at_start(&self, size: u32, workers: u32) -> std::result::Result<u32, String> {
+    /// worker's pool is `ceil(size / workers)`); `None` for a stack with no pool at all (nothing
+    /// to bound: `ceiling verify` skips the pool cases); an error says what is wrong with the text.
+    pub fn open_at_start(
+        &self,
+        size: u32,
+        workers: u32,
+    ) -> std::result::Result<Option<u32>, String> {
         let t = self.pool_open_at_start.trim();
         match t {
-            "all" => Ok(size),
-            "none" => Ok(0),
+            "all" => Ok(Some(size)),
+            "none" => Ok(Some(0)),
+            "no pool" => Ok(None),
             _ => {
                 let n = t
                     .strip_suffix("per worker")
                     .and_then(|n| n.trim().parse::<u32>().ok())
-                    .ok_or_else(|| format!("`{t}`: want \"all\", \"none\" or \"N per worker\""))?;
+                    .ok_or_else(|| {
+                        format!("`{t}`: want \"all\", \"none\", \"N per worker\" or \"no pool\"")
+                    })?;
                 let per = size.div_ceil(workers.max(1));
-                Ok(n.min(per) * workers.max(1))
+                Ok(Some(n.min(per) * workers.max(1)))
             }
         }
     }
@@ -1200,14 +1209,19 @@ log_level = "warn"
     fn fairness_is_declared_and_its_pool_text_understood() {
         let f = parse(GOOD).unwrap().fairness.unwrap();
         // pool 8 over 2 workers: 4 each, 3 of them opened at start
-        assert_eq!(f.open_at_start(8, 2), Ok(6));
+        assert_eq!(f.open_at_start(8, 2), Ok(Some(6)));
         // a worker's share smaller than the declared minimum opens its whole share
-        assert_eq!(f.open_at_start(4, 2), Ok(4));
+        assert_eq!(f.open_at_start(4, 2), Ok(Some(4)));
+        let none = Fairness {
+            pool_open_at_start: "no pool".into(),
+            ..f.clone()
+        };
+        assert_eq!(none.open_at_start(64, 2), Ok(None));
         let all = Fairness {
             pool_open_at_start: "all".into(),
             ..f.clone()
         };
-        assert_eq!(all.open_at_start(64, 2), Ok(64));
+        assert_eq!(all.open_at_start(64, 2), Ok(Some(64)));
         let e = err_of(&GOOD.replace("\"3 per worker\"", "\"some\""));
         assert!(
             e.contains("fairness.pool_open_at_start") && e.contains("N per worker"),

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 /// What the stack declares, as the caller resolved it for this start (the effective pool size).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FairnessExpect {
-    /// The pool; `None`: not visible to the verifier (PgBouncer in between) — not checked.
+    /// The pool; `None`: not visible to the verifier (PgBouncer in between) or no pool at all (a
+    /// connection per request) — not checked.
     pub pool: Option<PoolExpect>,
     /// Requests one keep-alive connection serves before the server closes it; 0 = no limit.
     pub keep_alive_max_requests: u32,
@@ -73,7 +74,7 @@ fn pool(c: &Ctx) -> Result<&PoolExpect, String> {
     expect(c)?
         .pool
         .as_ref()
-        .ok_or_else(|| "the pool is not visible (PgBouncer in between)".to_string())
+        .ok_or_else(|| "no pool to check (PgBouncer in between, or none declared)".to_string())
 }
 
 /// `fairness/pool-open-at-start`.

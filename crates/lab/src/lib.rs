@@ -1,0 +1,22 @@
+//! The lab's orchestration, one library for every command that measures a stack (`ceiling run`,
+//! `search`, `verify`, `pgbench`, and the generator agents' coordinator): a stack built, started
+//! on a fresh database under its limits, held to the conformance suite, measured with the stand's
+//! signals on the same clock, its results recorded as they arrive, and stopped.
+//!
+//! The binary (crates/cli) parses arguments and prints; the steps and their order live here, once.
+//! The parts underneath have one job each: the stand (PostgreSQL, PgBouncer, stacks, cgroups,
+//! samplers), the load engine, the analysis, the conformance suite.
+
+pub mod ids;
+pub mod measure;
+pub mod record;
+pub mod stack;
+pub mod start;
+pub mod verify;
+
+pub use ids::{now_iso, repo_root, run_id};
+pub use measure::{apply_load_flags, engine_stages, measure, measure_watched, Halt, Measured};
+pub use record::Recorder;
+pub use stack::{measure_stack, StackRunOptions};
+pub use start::start_verified;
+pub use verify::{fairness_expect, run_suite, to_verify_db, verify_stack, VerifySummary};

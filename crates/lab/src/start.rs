@@ -1,0 +1,112 @@
+//! A stack made ready to measure: built, started on a fresh database, checked by the conformance
+//! suite, and started again on a clean copy of the data.
+
+use crate::verify::verify_stack;
+use anyhow::bail;
+use ceiling_analyze::{Warning, WarningKind};
+use ceiling_plan::Plan;
+use ceiling_stand::Stand;
+use std::path::Path;
+use std::time::Instant;
+
+/// Builds and starts a stack on a fresh database, runs the conformance suite, and restarts it on
+/// a clean copy of the data (verify writes rows). Refuses an unverified stack unless allowed.
+/// Returns the spec, the running stack and warnings for the report.
+pub fn start_verified(
+    plan: &Plan,
+    stand: &Stand,
+    name: &str,
+    dir: &Path,
+    allow_unverified: bool,
+    rebuild: bool,
+) -> anyhow::Result<(
+    ceiling_stand::StackSpec,
+    ceiling_stand::RunningStack,
+    Vec<Warning>,
+)> {
+    let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] building…");
+    let t = Instant::now();
+    let b = stand
+        .build_stack(&spec, rebuild)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "[{name}] build {} in {:.1}s",
+        if b.skipped { "cached" } else { "done" },
+        t.elapsed().as_secs_f64()
+    );
+    let mut warnings = Vec::new();
+    if plan.stand.verify {
+        let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stack = stand
+            .start_stack(&spec, &plan.stand, db.clone())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        eprintln!("[{name}] verifying the contract at {}…", stack.url());
+        let only = match &spec.conformance {
+            Some(c) => {
+                eprintln!(
+                    "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
+                    c.describe()
+                );
+                warnings.push(Warning::new(WarningKind::PartialContract, format!(
+                    "PARTIAL CONTRACT: a baseline that serves {}; its figures are a reference point, not a stack doing the API's work",
+                    c.describe()
+                )));
+                c.only.clone()
+            }
+            None => Vec::new(),
+        };
+        let res = verify_stack(stand, &spec, &stack, &db, &only);
+        stack.stop();
+        match res {
+            Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),
+            Ok(v) => {
+                let detail = format!(
+                    "verify: {} of {} cases failed ({})",
+                    v.failed,
+                    v.passed + v.failed,
+                    v.failed_names.join(", ")
+                );
+                std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
+                if !allow_unverified {
+                    bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
+                }
+                eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
+                warnings.push(Warning::new(
+                    WarningKind::Unverified,
+                    format!("UNVERIFIED: {detail}; measured with --allow-unverified"),
+                ));
+            }
+            Err(e) => {
+                if !allow_unverified {
+                    bail!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
+                }
+                eprintln!(
+                    "[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)"
+                );
+                warnings.push(Warning::new(
+                    WarningKind::Unverified,
+                    format!(
+                        "UNVERIFIED: verify could not run ({e:#}); measured with --allow-unverified"
+                    ),
+                ));
+            }
+        }
+    } else {
+        warnings.push(Warning::new(
+            WarningKind::VerifySkipped,
+            "verify skipped: the plan sets stand.verify = false",
+        ));
+    }
+    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("[{name}] starting on a fresh copy of the data…");
+    let stack = stand
+        .start_stack(&spec, &plan.stand, db)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "[{name}] healthy at {}; limits: {}",
+        stack.url(),
+        stack.limits_applied().summary()
+    );
+    Ok((spec, stack, warnings))
+}
