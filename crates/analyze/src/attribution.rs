@@ -65,13 +65,16 @@ pub enum CauseKind {
     GeneratorBound,
     /// PostgreSQL could not be reached.
     DatabaseDown,
+    /// The stack's process exited during the window (crashed, killed, or ended itself): known from
+    /// the stand's supervision, not inferred from signals ([`stack_exited`]).
+    StackExited,
     /// No recorded signal explains the suspect seconds.
     Unexplained,
 }
 
 impl CauseKind {
     /// Every kind, in report order.
-    pub const ALL: [CauseKind; 11] = [
+    pub const ALL: [CauseKind; 12] = [
         CauseKind::StackCpu,
         CauseKind::StackThrottled,
         CauseKind::RuntimePause,
@@ -82,6 +85,7 @@ impl CauseKind {
         CauseKind::ListenOverflow,
         CauseKind::GeneratorBound,
         CauseKind::DatabaseDown,
+        CauseKind::StackExited,
         CauseKind::Unexplained,
     ];
 
@@ -98,6 +102,7 @@ impl CauseKind {
             CauseKind::ListenOverflow => "listen-queue overflow",
             CauseKind::GeneratorBound => "the generator fell behind (measurement invalid)",
             CauseKind::DatabaseDown => "PostgreSQL was unreachable",
+            CauseKind::StackExited => "the stack's process exited",
             CauseKind::Unexplained => "unexplained by the recorded signals",
         }
     }
@@ -962,9 +967,66 @@ fn evidence(
                 .sum();
             v.push(format!("{n} listen-queue overflows/drops in those seconds"));
         }
-        CauseKind::Unexplained => {}
+        // its evidence is the stand's record of the exit, added by `stack_exited`
+        CauseKind::StackExited | CauseKind::Unexplained => {}
     }
     v
+}
+
+/// Puts the stack's exit first among the causes of every shelf it touched: each shelf that did
+/// not pass, saw requests, and whose kept window ends after `at_s` (run clock, the last second the
+/// stack was seen alive + 1). `report` is the stand's crash report: its first line says how the
+/// process ended, its last log line usually why (e.g. `log.Fatal`'s message). The exit is a fact
+/// the stand observed, so it scores 1 and outranks every inferred cause; those stay below it
+/// (a saturated host may be why the stack died, or what its death left behind).
+pub fn stack_exited(a: &mut crate::StackAnalysis, at_s: f64, report: &str) {
+    let how = report.lines().next().unwrap_or("exited").trim().to_string();
+    let last_log = report
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with("---") && *l != how);
+    for s in &mut a.shelves {
+        if s.is_valid() || s.requests == 0 {
+            continue;
+        }
+        let (Some(k0), Some(k1)) = (s.window.kept_start_s, s.window.kept_end_s) else {
+            continue;
+        };
+        if k1 <= at_s {
+            continue;
+        }
+        let (start, end) = (k0.floor().max(0.0) as u32, k1.ceil().max(0.0) as u32);
+        let from = (at_s.max(k0).floor() as u32).min(end);
+        let mut evidence = vec![format!("{how} at t≈{at_s:.0} s")];
+        if let Some(l) = last_log {
+            evidence.push(format!("its last log line: {l}"));
+        }
+        let cause = Cause {
+            kind: CauseKind::StackExited,
+            score: 1.0,
+            evidence,
+            seconds: (from..end).collect(),
+        };
+        let at = s.attribution.get_or_insert_with(|| Attribution {
+            start,
+            end,
+            freezes: Vec::new(),
+            tail_seconds: Vec::new(),
+            bad_requests: 0.0,
+            signal_seconds: 0,
+            causes: Vec::new(),
+            not_sampled: Vec::new(),
+            summary: String::new(),
+        });
+        at.causes.retain(|c| c.kind != CauseKind::Unexplained);
+        at.causes.insert(0, cause);
+        let before = std::mem::take(&mut at.summary);
+        at.summary = if before.is_empty() {
+            format!("the stack's process exited at t≈{at_s:.0} s ({how})")
+        } else {
+            format!("the stack's process exited at t≈{at_s:.0} s ({how}); the signals: {before}")
+        };
+    }
 }
 
 fn summary_of(

@@ -31,8 +31,8 @@ mod verdict;
 mod warning;
 
 pub use attribution::{
-    attribute, attribute_analysis, context_of, over_slo_estimate, Attribution, AttributionContext,
-    Cause, CauseKind, Freeze, MIN_SCORE,
+    attribute, attribute_analysis, context_of, over_slo_estimate, stack_exited, Attribution,
+    AttributionContext, Cause, CauseKind, Freeze, MIN_SCORE,
 };
 pub use capacity::{
     interval as capacity_interval, isotonic, noise as capacity_noise, Bracket, CapacityInterval,

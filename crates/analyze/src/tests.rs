@@ -1011,3 +1011,71 @@ fn postgres_exit_after_a_complete_window_leaves_the_shelf_alone() {
         .any(|r| matches!(r, Reason::PartExited { .. })));
     assert_eq!(a.ceiling.label.as_deref(), Some("hold 200"));
 }
+
+/// The stack exits at t = 70 (in hold 200's kept window 60..90): every later request fails. The
+/// shelf's why names the exit first, with the stand's crash report as evidence; the valid shelf
+/// before it and the shelf never reached get no cause.
+#[test]
+fn a_stack_that_exits_is_the_first_cause_of_the_shelf_it_cut_short() {
+    let p = open_plan("");
+    let die_at = 70;
+    let secs = run_plan(&p, 1, |_, st, t, _| {
+        if t >= die_at + 2 {
+            return None;
+        }
+        let r = rate_of(st).max(10);
+        Some(if t >= die_at {
+            sec(
+                r,
+                vec![
+                    Tag {
+                        n: r,
+                        lat_us: 1_000,
+                        err: r,
+                    },
+                    tag(0, 1.0),
+                ],
+            )
+        } else {
+            healthy(r)
+        })
+    });
+    let mut a = analyse(&p, &secs, vec![]);
+    assert_eq!(a.shelves[1].verdict, Verdict::Failed, "{:?}", a.shelves[1]);
+    let report = "stack s exited (exit 1)\n--- ceiling: starting s\n2026/11/25 10:30:12 pq: remaining connection slots are reserved\n";
+    stack_exited(&mut a, die_at as f64, report);
+    let why = a.shelves[1]
+        .attribution
+        .as_ref()
+        .expect("the failed shelf has a why");
+    let top = why.top().unwrap();
+    assert_eq!(top.kind, CauseKind::StackExited);
+    assert_eq!(top.score, 1.0);
+    assert!(
+        top.evidence[0].contains("exit 1") && top.evidence[0].contains("t≈70"),
+        "{top:?}"
+    );
+    assert!(
+        top.evidence[1].contains("remaining connection slots"),
+        "{top:?}"
+    );
+    assert_eq!(top.seconds.first(), Some(&70));
+    assert!(
+        why.summary
+            .starts_with("the stack's process exited at t≈70 s"),
+        "{}",
+        why.summary
+    );
+    assert!(
+        a.shelves[0].attribution.is_none(),
+        "the valid shelf is left alone"
+    );
+    assert!(
+        a.shelves[2].attribution.is_none(),
+        "not reached: no requests, no why"
+    );
+    // an exit after a shelf's window does not touch it
+    let mut b = analyse(&p, &secs, vec![]);
+    stack_exited(&mut b, 95.0, report);
+    assert!(b.shelves[1].attribution.is_none());
+}

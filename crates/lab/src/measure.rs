@@ -143,6 +143,8 @@ pub fn measure_watched(
     let mut halt: Option<Halt> = None;
     // The last second after which the watch still found everything alive.
     let mut last_ok: Option<u32> = None;
+    // When the watch first saw something dead (run clock).
+    let mut halt_at = 0.0_f64;
     let res = ceiling_load::run(cfg, |s| {
         let fresh: Vec<_> = samples.try_iter().collect();
         for r in &fresh {
@@ -157,6 +159,7 @@ pub fn measure_watched(
             match watch() {
                 None => last_ok = Some(s.t),
                 Some(mut h) => {
+                    halt_at = last_ok.map(|t| t as f64 + 1.0).unwrap_or(0.0);
                     if let Halt::PartExited(e) = &mut h {
                         // Alive when second `last_ok` was handed over (≈ its end + the engine's
                         // one-second delivery), so every second after it may be affected.
@@ -211,10 +214,14 @@ pub fn measure_watched(
         ));
     }
     match &halt {
-        Some(Halt::StackDied(m)) => analysis.warnings.push(Warning::new(
-            WarningKind::StackDied,
-            format!("the stack died during the run: {m}"),
-        )),
+        Some(Halt::StackDied(m)) => {
+            // the why of the shelves it cut short: the exit first, then what the signals say
+            ceiling_analyze::stack_exited(&mut analysis, halt_at, m);
+            analysis.warnings.push(Warning::new(
+                WarningKind::StackDied,
+                format!("the stack died during the run: {m}"),
+            ))
+        }
         Some(Halt::PartExited(_)) => {} // the analysis says it (warning, part_exits, reasons)
         None if summary.stopped_early => analysis.warnings.push(Warning::new(
             WarningKind::StoppedEarly,

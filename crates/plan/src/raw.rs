@@ -376,6 +376,17 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         ));
     }
     let model = if closed { Model::Closed } else { Model::Open };
+    // repetitions are passes over a closed model's levels; an open model's shelves are not
+    // repeated, and a silently ignored setting would promise intervals the run never gives
+    if model == Model::Open && repetitions > 1 {
+        return Err(cx.err(
+            rl.repetitions.as_ref().map(|r| r.span()),
+            "load.repetitions",
+            "repeats a closed model's levels (connections = N stages); an open-model plan runs \
+             each shelf once — remove it, or repeat the shelves as stages, or use `ceiling search \
+             --repeat N`",
+        ));
+    }
 
     // data
     let mut data = BTreeMap::new();
@@ -980,6 +991,19 @@ errors = "1%"
         assert!(p.data["ids"].needs_stand);
         assert!(p.requests[0].expects(404) && !p.requests[0].expects(500));
         assert!(p.requests[1].expects(201));
+    }
+
+    #[test]
+    fn repetitions_are_refused_for_an_open_model() {
+        let bad = GOOD.replace("name = \"t\"\n", "name = \"t\"\n[load]\nrepetitions = 3\n");
+        let e = parse_plan(&bad, Path::new("plans/t.toml")).unwrap_err();
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(
+            e.field == "load.repetitions" && e.message.contains("closed model"),
+            "{e}"
+        );
+        let one = GOOD.replace("name = \"t\"\n", "name = \"t\"\n[load]\nrepetitions = 1\n");
+        assert!(parse_plan(&one, Path::new("plans/t.toml")).is_ok());
     }
 
     #[test]
