@@ -713,6 +713,9 @@ pub fn attribute_analysis(
         }
         s.attribution = Some(attribute(rows, signals, start, end, &ctx));
     }
+    if let Some(e) = a.stack_exit.clone() {
+        stack_exited(a, e.at_s, &e.report);
+    }
 }
 
 fn evidence(
@@ -974,8 +977,8 @@ fn evidence(
 }
 
 /// Puts the stack's exit first among the causes of every shelf it touched: each shelf that did
-/// not pass, saw requests, and whose kept window ends after `at_s` (run clock, the last second the
-/// stack was seen alive + 1). `report` is the stand's crash report: its first line says how the
+/// not pass and whose kept window (or, for a shelf cut short before its window began, the part of
+/// its stage that ran) ends after `at_s` (run clock, the last second the stack was seen alive + 1). `report` is the stand's crash report: its first line says how the
 /// process ended, its last log line usually why (e.g. `log.Fatal`'s message). The exit is a fact
 /// the stand observed, so it scores 1 and outranks every inferred cause; those stay below it
 /// (a saturated host may be why the stack died, or what its death left behind).
@@ -986,11 +989,17 @@ pub fn stack_exited(a: &mut crate::StackAnalysis, at_s: f64, report: &str) {
         .map(str::trim)
         .rfind(|l| !l.is_empty() && !l.starts_with("---") && *l != how);
     for s in &mut a.shelves {
-        if s.is_valid() || s.requests == 0 {
+        if s.is_valid() {
             continue;
         }
-        let (Some(k0), Some(k1)) = (s.window.kept_start_s, s.window.kept_end_s) else {
-            continue;
+        // the kept window; for a shelf the exit cut short before its window began, the part of
+        // its stage that was run (it has no kept window, but it is the shelf the exit ended)
+        let (k0, k1) = match (s.window.kept_start_s, s.window.kept_end_s) {
+            (Some(k0), Some(k1)) if s.requests > 0 => (k0, k1),
+            _ => match (s.window.stage_start_s, s.window.stage_end_s) {
+                (Some(a0), Some(a1)) if s.window.seen_s > 0.0 => (a0, a1),
+                _ => continue,
+            },
         };
         if k1 <= at_s {
             continue;

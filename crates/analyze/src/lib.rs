@@ -43,7 +43,7 @@ pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
-pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis};
+pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};
 pub use runtime::{runtime_analysis, runtime_window, RuntimeWindow};
 pub use search::{
     check_plan, confirm_plan, fit_window_s, fmt_margin, margin_terms, observations,

@@ -48,6 +48,15 @@ pub struct PartExit {
     pub log_tail: String,
 }
 
+/// The stack under test exited during its measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackExit {
+    /// The first second (run clock) it may have affected: it was last seen alive the second before.
+    pub at_s: f64,
+    /// The stand's crash report: how it ended (first line), then the end of its log.
+    pub report: String,
+}
+
 impl PartExit {
     /// One sentence: `PostgreSQL exited (signal 9) at t≈31 s`.
     pub fn describe(&self) -> String {
@@ -361,6 +370,11 @@ pub struct StackAnalysis {
     /// Money conservation in the bank tables after this stack's run, when the run touched them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub money: Option<ceiling_metrics::MoneyCheck>,
+    /// The stack's own exit during its measurement, as the stand saw it; the attribution puts it
+    /// first on the shelves it cut short ([`crate::stack_exited`]), also when `ceiling report`
+    /// recomputes the attribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_exit: Option<StackExit>,
     /// Things a reader should know.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -426,6 +440,7 @@ impl StackAnalysis {
             search: None,
             part_exits: Vec::new(),
             money: None,
+            stack_exit: None,
             warnings,
         }
     }

@@ -1074,8 +1074,41 @@ fn a_stack_that_exits_is_the_first_cause_of_the_shelf_it_cut_short() {
         a.shelves[2].attribution.is_none(),
         "not reached: no requests, no why"
     );
+    // kept in run.json and re-applied when the attribution is recomputed (`ceiling report`)
+    a.stack_exit = Some(StackExit {
+        at_s: die_at as f64,
+        report: report.into(),
+    });
+    let back: StackAnalysis = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    let mut again = back.clone();
+    attribute_analysis(&mut again, &[], &[]);
+    assert_eq!(
+        again.shelves[1]
+            .attribution
+            .as_ref()
+            .and_then(|w| w.top())
+            .map(|c| c.kind),
+        Some(CauseKind::StackExited)
+    );
     // an exit after a shelf's window does not touch it
     let mut b = analyse(&p, &secs, vec![]);
     stack_exited(&mut b, 95.0, report);
     assert!(b.shelves[1].attribution.is_none());
+    // an exit 3 s into a stage, before its kept window began (hold 300 runs 95..135, kept from
+    // 100): that shelf has no window, but the exit is still why it has no result
+    let early = run_plan(&p, 1, |_, st, t, _| {
+        (t < 98).then(|| healthy(rate_of(st).max(10)))
+    });
+    let mut c = analyse(&p, &early, vec![]);
+    assert_eq!(c.shelves[2].requests, 0, "{:?}", c.shelves[2].window);
+    stack_exited(&mut c, 98.0, report);
+    let why = c.shelves[2]
+        .attribution
+        .as_ref()
+        .expect("the cut shelf has a why");
+    assert_eq!(why.top().unwrap().kind, CauseKind::StackExited);
+    assert!(
+        c.shelves[1].attribution.is_none(),
+        "hold 200 passed before the exit"
+    );
 }

@@ -2,7 +2,7 @@
 //! when given a stack name, or already running at `--url` with `--db-url` for the database truth.
 
 use anyhow::{bail, Context};
-use ceiling_lab::{fairness_expect, repo_root, run_suite, to_verify_db};
+use ceiling_lab::{repo_root, run_suite};
 use ceiling_stand::{StackSpec, Stand, StandOptions};
 use clap::Args;
 use std::path::PathBuf;
@@ -82,12 +82,6 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         stand
             .build_stack(&spec, a.rebuild)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut stack = stand
-            .start_stack(&spec, &settings, db.clone())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        eprintln!("[{name}] verifying {}…", stack.url());
-        let admin = stand.admin().config.with_db(&db.dbname);
         let mut only = a.only.clone();
         if let (true, Some(c)) = (only.is_empty(), &spec.conformance) {
             eprintln!(
@@ -96,10 +90,10 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
             );
             only = c.only.clone();
         }
-        let r = fairness_expect(&stand, &spec, &stack)
-            .and_then(|f| run_suite(&stack.url(), to_verify_db(&admin), &only, f))
-            .context("running the conformance suite");
-        stack.stop();
+        let r = ceiling_lab::verify::verify_fresh(&stand, &spec, &settings, &only, |url| {
+            eprintln!("[{name}] verifying {url}…")
+        })
+        .context("running the conformance suite");
         stand.stop();
         r?
     };

@@ -203,6 +203,12 @@ pub fn measure_watched(
     rec.finish();
     let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut analysis = acc.finish();
+    if let Some(Halt::StackDied(m)) = &halt {
+        analysis.stack_exit = Some(ceiling_analyze::StackExit {
+            at_s: halt_at,
+            report: m.clone(),
+        });
+    }
     // why each failed shelf failed, from the same per-second rows the report shows
     ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
     // and what the runtime held (heap, GC, threads) on every shelf
@@ -214,14 +220,11 @@ pub fn measure_watched(
         ));
     }
     match &halt {
-        Some(Halt::StackDied(m)) => {
-            // the why of the shelves it cut short: the exit first, then what the signals say
-            ceiling_analyze::stack_exited(&mut analysis, halt_at, m);
-            analysis.warnings.push(Warning::new(
-                WarningKind::StackDied,
-                format!("the stack died during the run: {m}"),
-            ))
-        }
+        // the why of the shelves it cut short (the exit first) came with the attribution above
+        Some(Halt::StackDied(m)) => analysis.warnings.push(Warning::new(
+            WarningKind::StackDied,
+            format!("the stack died during the run: {m}"),
+        )),
         Some(Halt::PartExited(_)) => {} // the analysis says it (warning, part_exits, reasons)
         None if summary.stopped_early => analysis.warnings.push(Warning::new(
             WarningKind::StoppedEarly,

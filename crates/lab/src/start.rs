@@ -37,11 +37,6 @@ pub fn start_verified(
     );
     let mut warnings = Vec::new();
     if plan.stand.verify {
-        let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut stack = stand
-            .start_stack(&spec, &plan.stand, db.clone())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        eprintln!("[{name}] verifying the contract at {}…", stack.url());
         let only = match &spec.conformance {
             Some(c) => {
                 eprintln!(
@@ -56,8 +51,9 @@ pub fn start_verified(
             }
             None => Vec::new(),
         };
-        let res = verify_stack(stand, &spec, &stack, &db, &only);
-        stack.stop();
+        let res = verify_stack(stand, &spec, &plan.stand, &only, |url| {
+            eprintln!("[{name}] verifying the contract at {url}…")
+        });
         match res {
             Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),
             Ok(v) => {

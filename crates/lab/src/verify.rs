@@ -83,24 +83,42 @@ pub fn fairness_expect(
     }))
 }
 
-/// Runs the conformance suite against a started stack whose database is `db` (only `only`'s
-/// cases when not empty: a baseline's declared part of the contract), and the `fairness` group
-/// against what its stack.toml declares. Statement counting reads pg_stat_statements as the
-/// stand's superuser, on the stack's database.
+/// [`verify_fresh`] summarised for a run: the counts, the failed names and the text report.
+/// Statement counting reads pg_stat_statements as the stand's superuser, on the stack's database.
 pub fn verify_stack(
     stand: &Stand,
     spec: &StackSpec,
-    stack: &RunningStack,
-    db: &DbConfig,
+    settings: &ceiling_plan::StandSettings,
     only: &[String],
+    announce: impl FnOnce(&str),
 ) -> anyhow::Result<VerifySummary> {
-    let admin = stand.admin().config.with_db(&db.dbname);
-    let fairness = fairness_expect(stand, spec, stack)?;
-    let r = run_suite(&stack.url(), to_verify_db(&admin), only, fairness)?;
+    let r = verify_fresh(stand, spec, settings, only, announce)?;
     Ok(VerifySummary {
         passed: r.passed(),
         failed: r.failed(),
         failed_names: r.failures().map(|c| c.name.clone()).collect(),
         text: ceiling_verify::render_text(&r),
     })
+}
+
+/// Starts `spec` on a fresh copy of the data with `settings`, runs the conformance suite against
+/// it (only `only`'s cases when not empty) with its fairness declarations, and stops it: the
+/// check `ceiling verify STACK` prints and `ceiling run` requires before measuring.
+pub fn verify_fresh(
+    stand: &Stand,
+    spec: &StackSpec,
+    settings: &ceiling_plan::StandSettings,
+    only: &[String],
+    announce: impl FnOnce(&str),
+) -> anyhow::Result<ceiling_verify::VerifyReport> {
+    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut stack = stand
+        .start_stack(spec, settings, db.clone())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    announce(&stack.url());
+    let admin = stand.admin().config.with_db(&db.dbname);
+    let r = fairness_expect(stand, spec, &stack)
+        .and_then(|f| run_suite(&stack.url(), to_verify_db(&admin), only, f));
+    stack.stop();
+    r
 }
