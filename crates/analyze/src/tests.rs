@@ -919,10 +919,10 @@ fn analysis_round_trips_through_json() {
     assert!(j.contains("\"verdict\": \"valid\""));
 }
 
-/// PostgreSQL dies at `die_at`; the stack answers every request with a 5xx from then on, and the
-/// measurement stops two seconds later.
-fn run_until_postgres_dies(p: &Plan, die_at: u32) -> StackAnalysis {
-    let secs = run_plan(p, 1, |_, st, t, _| {
+/// Healthy seconds until `die_at`, then every request fails (5xx or refused) for two seconds,
+/// and the measurement stops: what a run sees when the database or the stack dies.
+fn seconds_until_failure(p: &Plan, die_at: u32) -> Vec<Second> {
+    run_plan(p, 1, |_, st, t, _| {
         if t >= die_at + 2 {
             return None;
         }
@@ -942,7 +942,13 @@ fn run_until_postgres_dies(p: &Plan, die_at: u32) -> StackAnalysis {
         } else {
             healthy(r)
         })
-    });
+    })
+}
+
+/// PostgreSQL dies at `die_at`; the stack answers every request with a 5xx from then on, and the
+/// measurement stops two seconds later.
+fn run_until_postgres_dies(p: &Plan, die_at: u32) -> StackAnalysis {
+    let secs = seconds_until_failure(p, die_at);
     let mut acc = RunAccumulator::new(p, "s");
     for s in &secs {
         acc.push_second(s);
@@ -1019,27 +1025,7 @@ fn postgres_exit_after_a_complete_window_leaves_the_shelf_alone() {
 fn a_stack_that_exits_is_the_first_cause_of_the_shelf_it_cut_short() {
     let p = open_plan("");
     let die_at = 70;
-    let secs = run_plan(&p, 1, |_, st, t, _| {
-        if t >= die_at + 2 {
-            return None;
-        }
-        let r = rate_of(st).max(10);
-        Some(if t >= die_at {
-            sec(
-                r,
-                vec![
-                    Tag {
-                        n: r,
-                        lat_us: 1_000,
-                        err: r,
-                    },
-                    tag(0, 1.0),
-                ],
-            )
-        } else {
-            healthy(r)
-        })
-    });
+    let secs = seconds_until_failure(&p, die_at);
     let mut a = analyse(&p, &secs, vec![]);
     assert_eq!(a.shelves[1].verdict, Verdict::Failed, "{:?}", a.shelves[1]);
     let report = "stack s exited (exit 1)\n--- ceiling: starting s\n2026/11/25 10:30:12 pq: remaining connection slots are reserved\n";
