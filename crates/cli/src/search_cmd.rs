@@ -7,7 +7,7 @@ use crate::run_cmd::{write_and_print, StandArgs};
 use anyhow::{bail, Context};
 use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
-use ceiling_lab::{measure, now_iso, repo_root, run_id};
+use ceiling_lab::{measure, now_iso, repo_root, run_id, MeasureSpec};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
@@ -168,15 +168,17 @@ impl ProbeRunner for Runner<'_> {
         let offset = self.t0.elapsed().as_secs() as u32;
         let alive = &mut self.alive;
         let m = measure(
-            plan,
-            &self.stack,
-            &self.url,
-            self.data_dir.as_deref(),
-            &out,
-            (self.targets)(),
-            spec.threads,
+            MeasureSpec {
+                plan,
+                stack: &self.stack,
+                url: &self.url,
+                data_dir: self.data_dir.as_deref(),
+                out_dir: &out,
+                sampler_targets: (self.targets)(),
+                threads: spec.threads,
+                quiet: true,
+            },
             self.stop.clone(),
-            true,
             alive,
         )
         .map_err(|e| format!("{e:#}"))?;

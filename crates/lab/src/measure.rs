@@ -54,34 +54,35 @@ pub enum Halt {
     PartExited(PartExit),
 }
 
+/// What one measurement sends, where, and where it writes.
+pub struct MeasureSpec<'a> {
+    /// The plan (its load, stages and analysis).
+    pub plan: &'a Plan,
+    /// The stack's name, for files and messages.
+    pub stack: &'a str,
+    /// The running stack's base URL.
+    pub url: &'a str,
+    /// The stand's data directory (`@data/` CSVs), if any.
+    pub data_dir: Option<&'a Path>,
+    /// Where the per-second records go.
+    pub out_dir: &'a Path,
+    /// Processes the resource sampler follows (stack, PostgreSQL, generator…).
+    pub sampler_targets: Vec<ceiling_stand::SampleTarget>,
+    /// Generator threads.
+    pub threads: usize,
+    /// No progress line.
+    pub quiet: bool,
+}
+
 /// Runs the plan's load against a started stack and analyses it. `alive` is polled every second;
 /// when it returns an error message the measurement stops, the analysis carries the message, and
 /// `stop` is set (the capacity search then stops too).
-#[allow(clippy::too_many_arguments)] // the run's pieces, each owned by a different caller
 pub fn measure(
-    plan: &Plan,
-    stack_name: &str,
-    url: &str,
-    data_dir: Option<&Path>,
-    out_dir: &Path,
-    sampler_targets: Vec<ceiling_stand::SampleTarget>,
-    threads: usize,
+    spec: MeasureSpec<'_>,
     stop: Arc<AtomicBool>,
-    quiet: bool,
     mut alive: impl FnMut() -> Option<String>,
 ) -> anyhow::Result<Measured> {
-    let m = measure_watched(
-        plan,
-        stack_name,
-        url,
-        data_dir,
-        out_dir,
-        sampler_targets,
-        threads,
-        &stop,
-        quiet,
-        || alive().map(Halt::StackDied),
-    )?;
+    let m = measure_watched(spec, &stop, || alive().map(Halt::StackDied))?;
     if matches!(m.halt, Some(Halt::StackDied(_))) {
         stop.store(true, Ordering::Relaxed);
     }
@@ -91,19 +92,21 @@ pub fn measure(
 /// [`measure`] with a watch that can also report a part of the stand that exited. `stop` (Ctrl-C)
 /// is only read: a halt stops this measurement alone, and the caller decides what comes next.
 /// A part's exit marks the shelves it touched invalid ([`RunAccumulator::stand_part_exited`]).
-#[allow(clippy::too_many_arguments)] // the run's pieces, each owned by a different caller
 pub fn measure_watched(
-    plan: &Plan,
-    stack_name: &str,
-    url: &str,
-    data_dir: Option<&Path>,
-    out_dir: &Path,
-    sampler_targets: Vec<ceiling_stand::SampleTarget>,
-    threads: usize,
+    spec: MeasureSpec<'_>,
     stop: &Arc<AtomicBool>,
-    quiet: bool,
     mut watch: impl FnMut() -> Option<Halt>,
 ) -> anyhow::Result<Measured> {
+    let MeasureSpec {
+        plan,
+        stack: stack_name,
+        url,
+        data_dir,
+        out_dir,
+        sampler_targets,
+        threads,
+        quiet,
+    } = spec;
     let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg =
         LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -1,6 +1,6 @@
 //! A stack's whole turn in a run, watched: the sequence `ceiling run` repeats for every stack.
 
-use crate::measure::{measure_watched, Halt, Measured};
+use crate::measure::{measure_watched, Halt, MeasureSpec, Measured};
 use crate::start::start_verified;
 use ceiling_analyze::{PartExit, Warning, WarningKind};
 use ceiling_plan::Plan;
@@ -39,47 +39,46 @@ pub fn measure_stack(
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
     let url = stack.url();
-    let res = measure_watched(
+    let spec = MeasureSpec {
         plan,
-        name,
-        &url,
+        stack: name,
+        url: &url,
         data_dir,
-        &out,
-        targets,
-        plan.load.threads,
-        stop,
-        opts.quiet,
-        || {
-            // PostgreSQL first: a stack whose database died fails because of it.
-            if let Some(status) = stand.postgres_exited() {
-                return Some(Halt::PartExited(PartExit {
-                    part: Role::Postgres,
-                    from_s: 0.0, // set by measure_watched from the last second seen alive
-                    status,
-                    log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
-                }));
-            }
-            // then PgBouncer, when the stacks reach PostgreSQL through it
-            if let Some(status) = stand.pgbouncer_exited() {
-                return Some(Halt::PartExited(PartExit {
-                    part: Role::Pgbouncer,
-                    from_s: 0.0,
-                    status,
-                    log_tail: stand
-                        .pgbouncer()
-                        .map(|p| p.log_tail(10))
-                        .unwrap_or_default(),
-                }));
-            }
-            if stack.is_alive() {
-                None
-            } else {
-                Some(Halt::StackDied(
-                    stack.crash_report().unwrap_or_else(|| "exited".into()),
-                ))
-            }
-        },
-    );
+        out_dir: &out,
+        sampler_targets: targets,
+        threads: plan.load.threads,
+        quiet: opts.quiet,
+    };
+    let res = measure_watched(spec, stop, || {
+        // PostgreSQL first: a stack whose database died fails because of it.
+        if let Some(status) = stand.postgres_exited() {
+            return Some(Halt::PartExited(PartExit {
+                part: Role::Postgres,
+                from_s: 0.0, // set by measure_watched from the last second seen alive
+                status,
+                log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
+            }));
+        }
+        // then PgBouncer, when the stacks reach PostgreSQL through it
+        if let Some(status) = stand.pgbouncer_exited() {
+            return Some(Halt::PartExited(PartExit {
+                part: Role::Pgbouncer,
+                from_s: 0.0,
+                status,
+                log_tail: stand
+                    .pgbouncer()
+                    .map(|p| p.log_tail(10))
+                    .unwrap_or_default(),
+            }));
+        }
+        if stack.is_alive() {
+            None
+        } else {
+            Some(Halt::StackDied(
+                stack.crash_report().unwrap_or_else(|| "exited".into()),
+            ))
+        }
+    });
     let pg_dead = matches!(
         res,
         Ok(Measured {
