@@ -21,6 +21,4 @@ pub use measure::{
 pub use record::Recorder;
 pub use stack::{measure_stack, StackRunOptions};
 pub use start::start_verified;
-pub use verify::{
-    fairness_expect, run_suite, to_verify_db, verify_fresh, verify_stack, VerifySummary,
-};
+pub use verify::{fairness_expect, run_suite, to_verify_db, verify_fresh};

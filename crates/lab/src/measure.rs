@@ -162,11 +162,11 @@ pub fn measure_watched(
             match watch() {
                 None => last_ok = Some(s.t),
                 Some(mut h) => {
+                    // Alive when second `last_ok` was handed over (≈ its end + the engine's
+                    // one-second delivery), so every second after it may be affected.
                     halt_at = last_ok.map(|t| t as f64 + 1.0).unwrap_or(0.0);
                     if let Halt::PartExited(e) = &mut h {
-                        // Alive when second `last_ok` was handed over (≈ its end + the engine's
-                        // one-second delivery), so every second after it may be affected.
-                        e.from_s = last_ok.map(|t| t as f64 + 1.0).unwrap_or(0.0);
+                        e.from_s = halt_at;
                         if !quiet {
                             eprintln!();
                         }

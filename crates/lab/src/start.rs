@@ -1,7 +1,7 @@
 //! A stack made ready to measure: built, started on a fresh database, checked by the conformance
 //! suite, and started again on a clean copy of the data.
 
-use crate::verify::verify_stack;
+use crate::verify::verify_fresh;
 use anyhow::bail;
 use ceiling_analyze::{Warning, WarningKind};
 use ceiling_plan::Plan;
@@ -51,19 +51,23 @@ pub fn start_verified(
             }
             None => Vec::new(),
         };
-        let res = verify_stack(stand, &spec, &plan.stand, &only, |url| {
+        let res = verify_fresh(stand, &spec, &plan.stand, &only, |url| {
             eprintln!("[{name}] verifying the contract at {url}…")
         });
         match res {
-            Ok(v) if v.failed == 0 => eprintln!("[{name}] verify: all {} cases passed", v.passed),
-            Ok(v) => {
+            Ok(r) if r.failed() == 0 => {
+                eprintln!("[{name}] verify: all {} cases passed", r.passed())
+            }
+            Ok(r) => {
+                let failed: Vec<&str> = r.failures().map(|c| c.name.as_str()).collect();
                 let detail = format!(
                     "verify: {} of {} cases failed ({})",
-                    v.failed,
-                    v.passed + v.failed,
-                    v.failed_names.join(", ")
+                    r.failed(),
+                    r.passed() + r.failed(),
+                    failed.join(", ")
                 );
-                std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), &v.text).ok();
+                let text = ceiling_verify::render_text(&r);
+                std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), text).ok();
                 if !allow_unverified {
                     bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
                 }

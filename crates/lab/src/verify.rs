@@ -1,19 +1,7 @@
 //! The conformance suite (crates/verify) as the lab runs it on a stack the stand started: the
-//! database it checks, the fairness declarations resolved for this start, the summary a run keeps.
+//! database it checks, the fairness declarations resolved for this start.
 
 use ceiling_stand::{DbConfig, RunningStack, StackSpec, Stand};
-
-/// What `ceiling run` needs to know from a verify pass.
-pub struct VerifySummary {
-    /// Cases passed.
-    pub passed: usize,
-    /// Cases failed.
-    pub failed: usize,
-    /// Names of failed cases.
-    pub failed_names: Vec<String>,
-    /// The full text report.
-    pub text: String,
-}
 
 /// The stand's database settings as the conformance suite takes them.
 pub fn to_verify_db(a: &DbConfig) -> ceiling_verify::DbConfig {
@@ -83,27 +71,10 @@ pub fn fairness_expect(
     }))
 }
 
-/// [`verify_fresh`] summarised for a run: the counts, the failed names and the text report.
-/// Statement counting reads pg_stat_statements as the stand's superuser, on the stack's database.
-pub fn verify_stack(
-    stand: &Stand,
-    spec: &StackSpec,
-    settings: &ceiling_plan::StandSettings,
-    only: &[String],
-    announce: impl FnOnce(&str),
-) -> anyhow::Result<VerifySummary> {
-    let r = verify_fresh(stand, spec, settings, only, announce)?;
-    Ok(VerifySummary {
-        passed: r.passed(),
-        failed: r.failed(),
-        failed_names: r.failures().map(|c| c.name.clone()).collect(),
-        text: ceiling_verify::render_text(&r),
-    })
-}
-
 /// Starts `spec` on a fresh copy of the data with `settings`, runs the conformance suite against
 /// it (only `only`'s cases when not empty) with its fairness declarations, and stops it: the
-/// check `ceiling verify STACK` prints and `ceiling run` requires before measuring.
+/// check `ceiling verify STACK` prints and `ceiling run` requires before measuring. Statement
+/// counting reads pg_stat_statements as the stand's superuser, on the stack's database.
 pub fn verify_fresh(
     stand: &Stand,
     spec: &StackSpec,
