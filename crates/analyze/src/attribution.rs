@@ -53,6 +53,10 @@ pub enum CauseKind {
     RuntimePause,
     /// Every connection of the stack's DB pool was in use, requests queued for one.
     DbPoolExhausted,
+    /// PostgreSQL used (nearly) all the CPU it could get — its quota, or the host's CPUs with
+    /// PostgreSQL the largest consumer (query work, or a process forked per connection when a
+    /// stack opens one per request).
+    DbCpu,
     /// PostgreSQL backends waited on heavyweight locks.
     DbLockWait,
     /// PostgreSQL backends waited on WAL flushes/writes or data-file I/O.
@@ -74,11 +78,12 @@ pub enum CauseKind {
 
 impl CauseKind {
     /// Every kind, in report order.
-    pub const ALL: [CauseKind; 12] = [
+    pub const ALL: [CauseKind; 13] = [
         CauseKind::StackCpu,
         CauseKind::StackThrottled,
         CauseKind::RuntimePause,
         CauseKind::DbPoolExhausted,
+        CauseKind::DbCpu,
         CauseKind::DbLockWait,
         CauseKind::DbIo,
         CauseKind::HostStall,
@@ -96,6 +101,7 @@ impl CauseKind {
             CauseKind::StackThrottled => "the stack is throttled by its CPU quota",
             CauseKind::RuntimePause => "runtime pauses (GC / event loop)",
             CauseKind::DbPoolExhausted => "the stack's DB pool is exhausted",
+            CauseKind::DbCpu => "PostgreSQL is CPU-bound",
             CauseKind::DbLockWait => "PostgreSQL lock waits",
             CauseKind::DbIo => "PostgreSQL WAL/disk I/O",
             CauseKind::HostStall => "a host stall, not the stack",
@@ -528,6 +534,29 @@ pub fn attribute(
             }),
         },
         Probe {
+            kind: CauseKind::DbCpu,
+            absolute: false,
+            needs: "host CPU and PostgreSQL's CPU",
+            // the stack's CPU rule with PostgreSQL's process tree: at its own quota, or the host
+            // saturated with PostgreSQL the largest share of the busy time
+            level: Box::new(|r, s| {
+                let s = s?;
+                let pg = r.postgres_cpu_pct?;
+                let quota_level = s
+                    .pg_cpu_limit_pct
+                    .filter(|l| *l > 0.0)
+                    .map(|l| clamp01((pg / l - 0.8) / 0.15))
+                    .unwrap_or(0.0);
+                let host_level = match (s.host_busy_pct, s.host_cpus) {
+                    (Some(b), Some(c)) if b > 0.0 => {
+                        clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(pg / b)
+                    }
+                    _ => return (s.pg_cpu_limit_pct.is_some()).then_some(quota_level),
+                };
+                Some(quota_level.max(host_level))
+            }),
+        },
+        Probe {
             kind: CauseKind::DbLockWait,
             absolute: false,
             needs: "PostgreSQL wait events",
@@ -819,6 +848,35 @@ fn evidence(
             }
             if let Some(l) = maxof(s, sig, |x| x.stack_cpu_limit_pct) {
                 v.push(format!("quota {l:.0}% of a core"));
+            }
+        }
+        CauseKind::DbCpu => {
+            if let Some(c) = rs(&|r| r.postgres_cpu_pct, s) {
+                let quota = avg(s, sig, |x| x.pg_cpu_limit_pct);
+                v.push(format!(
+                    "PostgreSQL CPU {c:.0}% of a core{} (elsewhere {})",
+                    quota
+                        .map(|q| format!(" of its {q:.0}% quota"))
+                        .unwrap_or_default(),
+                    rs(&|r| r.postgres_cpu_pct, r)
+                        .map(|x| format!("{x:.0}%"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
+            }
+            if let (Some(b), Some(n)) = (
+                avg(s, sig, |x| x.host_busy_pct),
+                avg(s, sig, |x| x.host_cpus),
+            ) {
+                v.push(format!("host busy {b:.0}% of {:.0}%", n * 100.0));
+            }
+            if let Some(c) = rs(&|r| r.stack_cpu_pct, s) {
+                v.push(format!("the stack {c:.0}% of a core"));
+            }
+            if let (Some(on), Some(act)) = (avg(s, sig, |x| x.pg_cpu), avg(s, sig, |x| x.pg_active))
+            {
+                v.push(format!(
+                    "{on:.1} of {act:.1} active backends on CPU (not waiting) per sample"
+                ));
             }
         }
         CauseKind::StackCpu => {
@@ -1334,6 +1392,59 @@ mod tests {
         let (rows, sig) = saturated_host(600.0);
         let a = top(&rows, &sig);
         assert_top(&a, CauseKind::StackCpu);
+    }
+
+    /// PostgreSQL saturating the host (a process forked per connection): the stack is light.
+    #[test]
+    fn postgres_cpu_bound_on_a_saturated_host() {
+        let (mut rows, mut sig) = healthy();
+        for t in 30..60 {
+            let r = &mut rows[t];
+            r.p50_ms = 80.0;
+            r.p99_ms = 400.0;
+            r.max_ms = 600.0;
+            r.stack_cpu_pct = Some(25.0);
+            r.postgres_cpu_pct = Some(165.0);
+            sig[t].host_busy_pct = Some(196.0);
+            sig[t].pg_cpu = Some(6.0);
+            sig[t].pg_active = Some(7.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbCpu);
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::StackCpu),
+            "{:?}",
+            a.causes
+        );
+        let ev = a.causes[0].evidence.join("; ");
+        // "elsewhere" is the window's other seconds: the healthy half and the slow seconds
+        // outside the 80% tail, so between the two levels
+        assert!(
+            ev.contains("PostgreSQL CPU 165% of a core (elsewhere "),
+            "{ev}"
+        );
+        // the same seconds with the stack the consumer are the stack's
+        let (mut rows, sig2) = (rows, sig);
+        for r in rows.iter_mut().skip(30) {
+            r.stack_cpu_pct = Some(165.0);
+            r.postgres_cpu_pct = Some(25.0);
+        }
+        assert_top(&top(&rows, &sig2), CauseKind::StackCpu);
+    }
+
+    /// PostgreSQL at its own CPU quota while the host has room.
+    #[test]
+    fn postgres_at_its_quota() {
+        let (mut rows, mut sig) = healthy();
+        for s in sig.iter_mut() {
+            s.pg_cpu_limit_pct = Some(100.0);
+        }
+        for r in rows.iter_mut().skip(30) {
+            r.p99_ms = 400.0;
+            r.max_ms = 600.0;
+            r.postgres_cpu_pct = Some(98.0);
+        }
+        assert_top(&top(&rows, &sig), CauseKind::DbCpu);
     }
 
     #[test]

@@ -12,10 +12,13 @@ use std::process::ExitCode;
 /// Arguments of `ceiling compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Results directories: one with `--source` or `--stacks`, two to compare B against A.
-    #[arg(required = true, num_args = 1..=2)]
+    /// Results directories: one with `--source` or `--stacks`, two to compare B against A; with
+    /// `--source`, several runs of one source's plans are set beside its tables together (a
+    /// summary table of keep-alive on and off needs a run of each).
+    #[arg(required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
-    /// Set the run beside the tables its plan's source published (plans/published/<source>.toml).
+    /// Set the run(s) beside the tables their plans' source published
+    /// (plans/published/<source>.toml).
     #[arg(long)]
     pub source: bool,
     /// With --source: the published-tables file to use instead of the plan's.
@@ -94,24 +97,52 @@ pub fn write_reports(
 /// Runs `ceiling compare`.
 pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     if a.source {
-        if a.runs.len() != 1 || !a.stacks.is_empty() {
-            bail!("--source compares one run with its source: give one results directory and no --stacks");
+        if !a.stacks.is_empty() {
+            bail!("--source sets runs beside their source's tables: leave out --stacks");
         }
-        let report = read_run(&a.runs[0])?;
-        let Some(c) = source_comparison(&report, a.published.as_deref())? else {
-            bail!(
-                "{}: plan `{}` {} — nothing to compare it with (pass --published FILE to name a published-tables file)",
-                a.runs[0].display(),
-                report.plan.name,
-                match &report.plan.source {
-                    None => "names no source".to_string(),
-                    Some(s) => format!(
-                        "names source {s}, but {} does not exist",
-                        published_path(Path::new(&report.plan.file), s).display()
-                    ),
+        let reports = a
+            .runs
+            .iter()
+            .map(|d| read_run(d))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let first = &reports[0];
+        for (d, r) in a.runs.iter().zip(&reports).skip(1) {
+            if r.plan.source != first.plan.source {
+                bail!(
+                    "{}: plan `{}` names source {}, but {} names source {} — --source sets runs of one source side by side",
+                    d.display(),
+                    r.plan.name,
+                    r.plan.source.as_deref().unwrap_or("(none)"),
+                    a.runs[0].display(),
+                    first.plan.source.as_deref().unwrap_or("(none)")
+                );
+            }
+        }
+        let path = match &a.published {
+            Some(f) => f.clone(),
+            None => {
+                let Some(source) = &first.plan.source else {
+                    bail!(
+                        "{}: plan `{}` names no source — nothing to compare it with (pass --published FILE to name a published-tables file)",
+                        a.runs[0].display(),
+                        first.plan.name
+                    );
+                };
+                let p = published_path(Path::new(&first.plan.file), source);
+                if !p.exists() {
+                    bail!(
+                        "{}: plan `{}` names source {source}, but {} does not exist — nothing to compare it with (pass --published FILE to name a published-tables file)",
+                        a.runs[0].display(),
+                        first.plan.name,
+                        p.display()
+                    );
                 }
-            );
+                p
+            }
         };
+        let published = ceiling_compare::load_published(&path)?;
+        let refs: Vec<&RunReport> = reports.iter().collect();
+        let c = ceiling_compare::compare_runs_with_source(&refs, &published);
         if a.json {
             println!("{}", serde_json::to_string_pretty(&c)?);
         } else {
@@ -128,9 +159,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
             let (x, y) = (read_run(&a.runs[0])?, read_run(&a.runs[1])?);
             ceiling_compare::compare_runs(&x, &y)?
         }
-        (2, _) => bail!("--stacks compares two stacks of one run: give one results directory"),
+        (n, k) if n >= 2 && k > 0 => {
+            bail!("--stacks compares two stacks of one run: give one results directory")
+        }
         _ => bail!(
-            "give two results directories (B against A), one with --stacks A,B, or one with --source"
+            "give two results directories (B against A), one with --stacks A,B, or one or more with --source"
         ),
     };
     if a.json {

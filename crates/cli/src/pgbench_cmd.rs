@@ -316,7 +316,7 @@ fn measure(
         targets.push(SampleTarget::tree(
             ceiling_stand::Role::Postgres,
             pg.pid(),
-            pg.cgroup().map(|c| c.probe()),
+            pg.cgroup().map(ceiling_stand::CgroupProbe::of),
         ));
     }
     let mut meter = Measurer::new(targets);

@@ -249,11 +249,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                             );
                             let t = Instant::now();
                             // PostgreSQL's restart restarts PgBouncer too (a new port)
-                            let restarted = if e.part == Role::Pgbouncer {
-                                stand.restart_pgbouncer()
-                            } else {
-                                stand.restart_postgres()
-                            };
+                            let restarted = ceiling_lab::restart_part(&mut stand, e.part);
                             match restarted {
                                 Ok(_) => {
                                     eprintln!(

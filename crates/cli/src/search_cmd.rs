@@ -7,7 +7,7 @@ use crate::run_cmd::{write_and_print, StandArgs};
 use anyhow::{bail, Context};
 use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
-use ceiling_lab::{measure, now_iso, repo_root, run_id, MeasureSpec};
+use ceiling_lab::{measure_watched, now_iso, repo_root, run_id, Halt, MeasureSpec};
 use ceiling_plan::{parse_duration, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
@@ -150,15 +150,34 @@ struct Runner<'a> {
     dir: PathBuf,
     targets: Box<dyn Fn() -> Vec<SampleTarget> + 'a>,
     stop: Arc<AtomicBool>,
-    alive: Box<dyn FnMut() -> Option<String> + 'a>,
+    /// The per-second watch ([`ceiling_lab::watch`] on the stand; nothing for a bare URL).
+    watch: Box<dyn FnMut() -> Option<Halt> + 'a>,
+    /// What stopped a probe, when the watch did: the search of this stack ends there.
+    halted: Option<Halt>,
     last_rows: Vec<ceiling_metrics::TimeseriesRow>,
     t0: Instant,
 }
 
+/// One sentence for a halt, as a probe's error.
+fn halt_text(h: &Halt) -> String {
+    match h {
+        Halt::StackDied(m) => format!("the stack is not running: {m}"),
+        Halt::PartExited(e) => format!(
+            "{} — the probe measured a broken stand, not the stack, and the search of this stack stops here",
+            e.describe()
+        ),
+    }
+}
+
 impl ProbeRunner for Runner<'_> {
     fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String> {
-        if let Some(m) = (self.alive)() {
-            return Err(format!("the stack is not running: {m}"));
+        if let Some(h) = self.halted.as_ref() {
+            return Err(halt_text(h));
+        }
+        if let Some(h) = (self.watch)() {
+            let e = halt_text(&h);
+            self.halted = Some(h);
+            return Err(e);
         }
         let sub = match spec.kind {
             ProbeKind::Check => "checks",
@@ -166,8 +185,8 @@ impl ProbeRunner for Runner<'_> {
         };
         let out = self.dir.join(sub).join(&spec.label);
         let offset = self.t0.elapsed().as_secs() as u32;
-        let alive = &mut self.alive;
-        let m = measure(
+        let watch = &mut self.watch;
+        let m = measure_watched(
             MeasureSpec {
                 plan,
                 stack: &self.stack,
@@ -178,10 +197,16 @@ impl ProbeRunner for Runner<'_> {
                 threads: spec.threads,
                 quiet: true,
             },
-            self.stop.clone(),
-            alive,
+            &self.stop,
+            watch,
         )
         .map_err(|e| format!("{e:#}"))?;
+        if let Some(h) = m.halt {
+            // The probe's figures are not the stack's: never a verdict, the search ends here.
+            let e = halt_text(&h);
+            self.halted = Some(h);
+            return Err(e);
+        }
         // One time axis for the whole search: each probe's seconds placed where the probe ran.
         if spec.kind != ProbeKind::Check {
             self.last_rows.extend(m.rows.into_iter().map(|mut r| {
@@ -384,7 +409,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 )]
             }),
             stop: stop.clone(),
-            alive: Box::new(|| None),
+            watch: Box::new(|| None),
+            halted: None,
             last_rows: Vec::new(),
             t0: Instant::now(),
         };
@@ -461,7 +487,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 match stack_round(
                     &plan,
                     &a,
-                    &stand,
+                    &mut stand,
                     job,
                     &dir,
                     data_dir.as_deref(),
@@ -569,7 +595,7 @@ impl StackJob {
 fn stack_round(
     plan: &Plan,
     a: &SearchArgs,
-    stand: &Stand,
+    stand: &mut Stand,
     job: &mut StackJob,
     dir: &Path,
     data_dir: Option<&Path>,
@@ -592,27 +618,27 @@ fn stack_round(
     let lim = stack.limits_applied().clone();
     let url = stack.url();
     let stack_cell = std::cell::RefCell::new(&mut stack);
+    let stand_cell = std::cell::RefCell::new(&mut *stand);
     let mut runner = Runner {
         url,
         stack: name.clone(),
         data_dir: data_dir.map(Path::to_path_buf),
         dir: dir.join(&name),
         targets: Box::new(|| {
-            stand.sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
+            stand_cell
+                .borrow()
+                .sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
         }),
         stop: stop.clone(),
-        alive: Box::new(|| {
-            let mut s = stack_cell.borrow_mut();
-            if s.is_alive() {
-                None
-            } else {
-                Some(s.crash_report().unwrap_or_else(|| "exited".into()))
-            }
+        watch: Box::new(|| {
+            ceiling_lab::watch(&mut stand_cell.borrow_mut(), &mut stack_cell.borrow_mut())
         }),
+        halted: None,
         last_rows: Vec::new(),
         t0,
     };
     log(&format!("[{name}] round {}…", job.rounds));
+    let mut warmup_failed = None;
     if !plan.warmup.is_empty() {
         // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does;
         // recorded under checks/, never judged.
@@ -629,14 +655,74 @@ fn stack_round(
             ceiling_plan::format_duration(wp.total_duration())
         ));
         if let Err(e) = runner.run(&wp, &spec) {
-            drop(runner);
-            stack.stop();
-            bail!("warm-up failed: {e}");
+            warmup_failed = Some(e);
         }
     }
-    job.search.run_round(&mut runner, max_steps, log);
+    if warmup_failed.is_none() {
+        job.search.run_round(&mut runner, max_steps, log);
+    }
     job.rows.extend(std::mem::take(&mut runner.last_rows));
+    let halted = runner.halted.take();
     drop(runner);
     stack.stop();
+    if let Some(Halt::PartExited(e)) = halted {
+        part_exited(plan, stand, job, dir, stop, &e, log);
+    }
+    if let Some(e) = warmup_failed {
+        bail!("warm-up failed: {e}");
+    }
     Ok(lim)
+}
+
+/// A part of the stand (PostgreSQL, PgBouncer) exited during one of `job`'s probes: its log tail
+/// is kept, the search of this stack has ended (the probe was never judged), and the stand either
+/// restarts the part so the other stacks go on, or the whole search stops
+/// (`stand.on_part_exit`).
+fn part_exited(
+    plan: &Plan,
+    stand: &mut Stand,
+    job: &mut StackJob,
+    dir: &Path,
+    stop: &Arc<AtomicBool>,
+    e: &ceiling_analyze::PartExit,
+    log: &mut dyn FnMut(&str),
+) {
+    let what = format!("{} while `{}` was searched", e.describe(), job.name);
+    if !e.log_tail.is_empty() {
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs).ok();
+        std::fs::write(
+            logs.join(format!("{}-exit-{}.txt", e.part.as_str(), job.name)),
+            &e.log_tail,
+        )
+        .ok();
+    }
+    let msg = match plan.stand.on_part_exit {
+        ceiling_plan::OnPartExit::Restart if !stop.load(Ordering::Relaxed) => {
+            log(&format!(
+                "stand: restarting {} (stand.on_part_exit = \"restart\")…",
+                e.part.title()
+            ));
+            match ceiling_lab::restart_part(stand, e.part) {
+                Ok(_) => format!(
+                    "{what}; this stack's search ended there and {} was restarted for the others",
+                    e.part.title()
+                ),
+                Err(err) => {
+                    stop.store(true, Ordering::Relaxed);
+                    format!("{what}; restarting it failed, so the search stopped: {err:#}")
+                }
+            }
+        }
+        ceiling_plan::OnPartExit::Restart => what,
+        ceiling_plan::OnPartExit::Stop => {
+            stop.store(true, Ordering::Relaxed);
+            format!("{what}; the search stopped there (stand.on_part_exit = \"stop\")")
+        }
+    };
+    log(&msg);
+    job.warnings.push(ceiling_analyze::Warning::new(
+        ceiling_analyze::WarningKind::PartExited,
+        msg,
+    ));
 }

@@ -82,13 +82,9 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         stand
             .build_stack(&spec, a.rebuild)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut only = a.only.clone();
-        if let (true, Some(c)) = (only.is_empty(), &spec.conformance) {
-            eprintln!(
-                "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
-                c.describe()
-            );
-            only = c.only.clone();
+        let (only, partial) = ceiling_lab::verify::cases_for(&spec, &a.only);
+        if let (true, Some(what)) = (a.only.is_empty(), partial) {
+            eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");
         }
         let r = ceiling_lab::verify::verify_fresh(&stand, &spec, &settings, &only, |url| {
             eprintln!("[{name}] verifying {url}…")

@@ -19,4 +19,4 @@ pub mod source;
 
 pub use published::{load_published, MemoryKind, Metric, Published, PublishedError, Value};
 pub use runs::{compare_runs, compare_stacks, RunComparison, RunsRefused};
-pub use source::{compare_with_source, SourceComparison};
+pub use source::{compare_runs_with_source, compare_with_source, SourceComparison};

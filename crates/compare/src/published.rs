@@ -270,6 +270,14 @@ pub struct Row {
     /// Anything a reader must know about this row.
     #[serde(default)]
     pub note: Option<String>,
+    /// The plan that reproduces this row, for a summary table whose rows come from different
+    /// plans (keep-alive on beside off); the table's `plan` otherwise.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// The label of another row of the table that this row's first figure is divided by: the
+    /// source's "drop" or "overhead" columns, computed here from the rows rather than retyped.
+    #[serde(default)]
+    pub ratio_to: Option<String>,
     #[allow(missing_docs)]
     #[serde(default)]
     pub rps: Option<Value>,
@@ -405,6 +413,25 @@ pub struct Table {
 }
 
 impl Table {
+    /// The plan that reproduces a row: its own, else the table's.
+    pub fn row_plan<'a>(&'a self, r: &'a Row) -> Option<&'a str> {
+        r.plan.as_deref().or(self.plan.as_deref())
+    }
+
+    /// Every plan the table's rows need, in first-use order; empty when no plan reproduces it.
+    /// A table with a row that no plan reproduces needs none (it cannot be reproduced whole).
+    pub fn plans(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            match self.row_plan(r) {
+                Some(p) if !out.contains(&p) => out.push(p),
+                Some(_) => {}
+                None => return Vec::new(),
+            }
+        }
+        out
+    }
+
     /// The metrics any row of the table has, in column order.
     pub fn metrics(&self) -> Vec<Metric> {
         Metric::ALL
@@ -445,11 +472,24 @@ pub struct Published {
 }
 
 impl Published {
-    /// The tables a plan reproduces.
+    /// The tables a plan reproduces on its own.
     pub fn tables_of_plan<'a>(&'a self, plan: &'a str) -> impl Iterator<Item = &'a Table> + 'a {
-        self.tables
-            .iter()
-            .filter(move |t| t.plan.as_deref() == Some(plan))
+        self.tables.iter().filter(move |t| {
+            let need = t.plans();
+            !need.is_empty() && need.iter().all(|p| *p == plan)
+        })
+    }
+
+    /// The tables that runs of these plans reproduce whole: every plan a table needs is among
+    /// them (a summary table of two plans needs both runs).
+    pub fn tables_of_plans<'a>(
+        &'a self,
+        plans: &'a [&'a str],
+    ) -> impl Iterator<Item = &'a Table> + 'a {
+        self.tables.iter().filter(move |t| {
+            let need = t.plans();
+            !need.is_empty() && need.iter().all(|p| plans.contains(p))
+        })
     }
 }
 
@@ -537,6 +577,17 @@ pub fn parse_published(text: &str, path: &Path) -> Result<Published, PublishedEr
                     )))
                 }
                 _ => {}
+            }
+            if let Some(base) = &r.ratio_to {
+                let b = t.rows.iter().find(|x| &x.label == base);
+                let shared =
+                    b.is_some_and(|b| r.values().iter().any(|(m, _)| b.value(*m).is_some()));
+                if base == &r.label || !shared {
+                    return Err(invalid(at, format!(
+                        "row `{}` of table `{}`: `ratio_to = \"{base}\"` must name another row of the table with a figure in common",
+                        r.label, t.id
+                    )));
+                }
             }
             if r.values().is_empty() {
                 return Err(invalid(

@@ -188,6 +188,31 @@ fn why_lines(t: &TableComparison) -> Vec<String> {
         .collect()
 }
 
+/// A ratio as the source's "drop" columns read: ×0.15 (÷6.6) for a fall, ×2.3 for a rise.
+fn ratio_word(r: Option<f64>) -> String {
+    match r {
+        None => "—".into(),
+        Some(x) if x > 0.0 && x < 1.0 => format!("×{} (÷{})", num(x), num(1.0 / x)),
+        Some(x) => format!("×{}", num(x)),
+    }
+}
+
+fn ratio_lines(t: &TableComparison) -> Vec<String> {
+    t.ratios
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ÷ {} ({}): source {}, ceiling {}",
+                r.label,
+                r.base,
+                r.metric.heading(),
+                ratio_word(r.published),
+                ratio_word(r.ours)
+            )
+        })
+        .collect()
+}
+
 fn point_word(p: Point) -> &'static str {
     match p {
         Point::Ceiling => "ceilings",
@@ -247,6 +272,7 @@ pub fn source_text(c: &SourceComparison, markdown: bool) -> String {
         }
         s.push('\n');
         let mut notes = Vec::new();
+        notes.extend(ratio_lines(t));
         notes.extend(order_lines(t));
         notes.extend(t.differs.iter().cloned());
         notes.extend(column_notes(t));
@@ -343,8 +369,9 @@ pub fn source_html(c: &SourceComparison) -> String {
             s.push_str("</tr>");
         }
         s.push_str("</tbody></table><ul>");
-        for n in order_lines(t)
+        for n in ratio_lines(t)
             .into_iter()
+            .chain(order_lines(t))
             .chain(t.differs.iter().cloned())
             .chain(column_notes(t))
             .chain(why_lines(t).into_iter().map(|w| format!("why: {w}")))

@@ -48,6 +48,8 @@ pub struct RowComparison {
     pub stack: Option<String>,
     /// The row's rate or concurrency (`1500 RPS`, `c=100`), empty for a ceiling row.
     pub point: String,
+    /// The plan the row was read from (its own, else the table's).
+    pub plan: Option<String>,
     /// Whether both sides are there.
     pub status: RowStatus,
     /// ceiling's shelf or level the figures come from (`hold 1500`, `c=100`), with its verdict.
@@ -108,8 +110,25 @@ pub struct TableComparison {
     pub rows: Vec<RowComparison>,
     /// Stack order, per point, on the table's first quantity ceiling measured.
     pub order: Vec<OrderAgreement>,
+    /// Rows divided by other rows (`ratio_to`), the source's and ceiling's.
+    pub ratios: Vec<RatioComparison>,
     /// Table conditions that differ from the run's (`keep-alive: source off, run on`).
     pub differs: Vec<String>,
+}
+
+/// One row divided by another of its table (the source's "drop" column), both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RatioComparison {
+    /// The row divided.
+    pub label: String,
+    /// The row it is divided by.
+    pub base: String,
+    /// The figure divided.
+    pub metric: Metric,
+    /// The source's ratio, from its own figures; `None` when the base is 0.
+    pub published: Option<f64>,
+    /// ceiling's ratio, when both rows were measured.
+    pub ours: Option<f64>,
 }
 
 /// A table of the source that this run's plan does not reproduce.
@@ -119,7 +138,8 @@ pub struct OtherTable {
     pub id: String,
     /// Its title.
     pub title: String,
-    /// The plan that reproduces it; `None` when none does yet.
+    /// The plan that reproduces it (`a + b` when it needs runs of two); `None` when none does
+    /// yet.
     pub plan: Option<String>,
 }
 
@@ -147,9 +167,9 @@ pub struct SourceComparison {
     pub seed: String,
     /// The published-tables file.
     pub file: String,
-    /// The run.
+    /// The run (`a + b` for several runs side by side).
     pub run_id: String,
-    /// The run's plan.
+    /// The run's plan (`a + b` for several).
     pub plan: String,
     /// Things to read before any number (scaled run…).
     pub notices: Vec<String>,
@@ -165,39 +185,72 @@ pub struct SourceComparison {
 
 /// Sets `run` beside the tables of `published` that its plan reproduces.
 pub fn compare_with_source(run: &RunReport, published: &Published) -> SourceComparison {
-    let plan = run.plan.name.as_str();
+    compare_runs_with_source(&[run], published)
+}
+
+/// Sets several runs of one source beside its tables: each table whose plans are all among the
+/// runs' (a summary table of keep-alive on and off needs a run of each), every row read from the
+/// run of its plan. The first run gives the conditions; when two runs share a plan, the first of
+/// them is used. `runs` must not be empty.
+pub fn compare_runs_with_source(runs: &[&RunReport], published: &Published) -> SourceComparison {
+    let run = runs[0];
+    let plans: Vec<&str> = runs.iter().map(|r| r.plan.name.as_str()).collect();
     let tables: Vec<TableComparison> = published
-        .tables_of_plan(plan)
-        .map(|t| table(run, t))
+        .tables_of_plans(&plans)
+        .map(|t| table(runs, t))
         .collect();
     let other_tables = published
         .tables
         .iter()
-        .filter(|t| t.plan.as_deref() != Some(plan))
+        .filter(|t| !tables.iter().any(|x| x.id == t.id))
         .map(|t| OtherTable {
             id: t.id.clone(),
             title: t.title.clone(),
-            plan: t.plan.clone(),
+            plan: (!t.plans().is_empty()).then(|| t.plans().join(" + ")),
         })
         .collect();
     let mut notices = Vec::new();
-    if run.plan.is_scaled() {
-        notices.push(format!(
-            "SCALED RUN: every duration was multiplied by {}; the source's figures come from its full-length runs, ceiling's from shorter windows.",
-            run.plan.scaled_by
-        ));
+    for r in runs {
+        if r.plan.is_scaled() {
+            notices.push(format!(
+                "SCALED RUN{}: every duration was multiplied by {}; the source's figures come from its full-length runs, ceiling's from shorter windows.",
+                if runs.len() > 1 { format!(" ({})", r.run_id) } else { String::new() },
+                r.plan.scaled_by
+            ));
+        }
+        if published.source.as_str() != r.plan.source.as_deref().unwrap_or("") {
+            notices.push(format!(
+                "the plan of run {} names source {}, not {}",
+                r.run_id,
+                r.plan.source.as_deref().unwrap_or("(none)"),
+                published.source
+            ));
+        }
     }
-    if published.source.as_str() != run.plan.source.as_deref().unwrap_or("") {
+    for (i, p) in plans.iter().enumerate() {
+        if plans[..i].contains(p) {
+            notices.push(format!(
+                "two runs of plan `{p}` were given; the rows of its tables come from the first, {}",
+                runs[plans.iter().position(|x| x == p).expect("present")].run_id
+            ));
+        }
+    }
+    if runs.len() > 1 {
         notices.push(format!(
-            "the run's plan names source {}, not {}",
-            run.plan.source.as_deref().unwrap_or("(none)"),
-            published.source
+            "{} runs side by side ({}); the conditions below are the first run's",
+            runs.len(),
+            runs.iter()
+                .map(|r| format!("{} = `{}`", r.run_id, r.plan.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if tables.is_empty() {
         notices.push(format!(
-            "no table of source {} is reproduced by plan `{plan}`; the plans that do are listed below",
-            published.source
+            "no table of source {} is reproduced by plan{} `{}`; the plans that do are listed below",
+            published.source,
+            if plans.len() > 1 { "s" } else { "" },
+            plans.join("` + `")
         ));
     }
     SourceComparison {
@@ -206,8 +259,12 @@ pub fn compare_with_source(run: &RunReport, published: &Published) -> SourceComp
         published: published.published.clone(),
         seed: published.seed.clone(),
         file: published.file.display().to_string(),
-        run_id: run.run_id.clone(),
-        plan: plan.to_string(),
+        run_id: runs
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        plan: plans.join(" + "),
         notices,
         tables,
         other_tables,
@@ -222,18 +279,48 @@ enum Ours<'a> {
     Level(&'a LevelAggregate),
 }
 
-fn table(run: &RunReport, t: &Table) -> TableComparison {
+/// The run that reproduces a row: the first of `runs` whose plan is the row's.
+fn run_of<'a>(runs: &[&'a RunReport], t: &Table, r: &Row) -> &'a RunReport {
+    let plan = t.row_plan(r);
+    runs.iter()
+        .find(|x| Some(x.plan.name.as_str()) == plan)
+        .copied()
+        .unwrap_or(runs[0])
+}
+
+fn table(runs: &[&RunReport], t: &Table) -> TableComparison {
     let metrics = t.metrics();
-    let rows: Vec<RowComparison> = t.rows.iter().map(|r| row(run, t, r, &metrics)).collect();
+    let rows: Vec<RowComparison> = t
+        .rows
+        .iter()
+        .map(|r| row(run_of(runs, t, r), t, r, &metrics))
+        .collect();
     let order = order(t, &rows, &metrics);
+    let ratios = ratios(t, &rows);
+    // the runs this table's rows came from, each once
+    let mut used: Vec<&RunReport> = Vec::new();
+    for r in &t.rows {
+        let x = run_of(runs, t, r);
+        if !used.iter().any(|u| std::ptr::eq(*u, x)) {
+            used.push(x);
+        }
+    }
+    let run = used[0];
     let mut differs = Vec::new();
     if let Some(k) = t.keep_alive {
-        if k != run.plan.keep_alive {
-            differs.push(format!(
-                "keep-alive: the source's table {}, this run {}",
-                on_off(k),
-                on_off(run.plan.keep_alive)
-            ));
+        for x in &used {
+            if k != x.plan.keep_alive {
+                differs.push(format!(
+                    "keep-alive: the source's table {}, {} {}",
+                    on_off(k),
+                    if used.len() > 1 {
+                        format!("run {}", x.run_id)
+                    } else {
+                        "this run".to_string()
+                    },
+                    on_off(x.plan.keep_alive)
+                ));
+            }
         }
     }
     if let Some(m) = t.pool_mode {
@@ -279,8 +366,47 @@ fn table(run: &RunReport, t: &Table) -> TableComparison {
         metrics,
         rows,
         order,
+        ratios,
         differs,
     }
+}
+
+/// The rows with `ratio_to`: each divided by its base row, on the first figure both published.
+fn ratios(t: &Table, rows: &[RowComparison]) -> Vec<RatioComparison> {
+    t.rows
+        .iter()
+        .zip(rows)
+        .filter_map(|(r, ours)| {
+            let base_label = r.ratio_to.as_ref()?;
+            let (bi, b) = t
+                .rows
+                .iter()
+                .enumerate()
+                .find(|(_, x)| &x.label == base_label)?;
+            let (metric, top) = r
+                .values()
+                .into_iter()
+                .find(|(m, _)| b.value(*m).is_some())?;
+            let bottom = b.value(metric)?.central();
+            let ours_of = |c: &RowComparison| {
+                c.cells
+                    .iter()
+                    .find(|c| c.metric == metric)
+                    .and_then(|c| c.ours)
+            };
+            let ours = match (ours_of(ours), ours_of(&rows[bi])) {
+                (Some(x), Some(y)) if y != 0.0 => Some(x / y),
+                _ => None,
+            };
+            Some(RatioComparison {
+                label: r.label.clone(),
+                base: b.label.clone(),
+                metric,
+                published: (bottom != 0.0).then(|| top.central() / bottom),
+                ours,
+            })
+        })
+        .collect()
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -450,6 +576,7 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
         label: r.label.clone(),
         stack: r.stack.clone(),
         point: point_text(t, r),
+        plan: t.row_plan(r).map(str::to_string),
         status,
         ours_at: None,
         verdict: None,
@@ -536,18 +663,25 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
         return Vec::new();
     };
     let mut by_point: BTreeMap<String, Vec<(String, f64, f64)>> = BTreeMap::new();
+    // a summary table's rows come from several plans (keep-alive on and off): stacks are ranked
+    // within one plan, never against themselves under another
+    let several = t.plans().len() > 1;
     for r in rows.iter().filter(|r| r.status == RowStatus::Matched) {
         let Some(c) = r.cells.iter().find(|c| c.metric == metric) else {
             continue;
         };
         let Some(o) = c.ours else { continue };
         let name = r.stack.clone().unwrap_or_else(|| r.label.clone());
+        let key = match (&r.plan, several) {
+            (Some(p), true) if r.point.is_empty() => format!("plan {p}"),
+            (Some(p), true) => format!("{}, plan {p}", r.point),
+            _ => r.point.clone(),
+        };
         by_point
-            .entry(r.point.clone())
+            .entry(key)
             .or_default()
             .push((name, c.published.central(), o));
     }
-    let _ = t;
     by_point
         .into_iter()
         .filter(|(_, v)| v.len() >= 2)

@@ -319,3 +319,122 @@ mem_mib = 40
         .unwrap()
         .contains("another quantity"));
 }
+
+/// A one-shelf plan `name` holding `rate` RPS for 40 s.
+fn one_shelf_plan(name: &str, rate: u32) -> ceiling_plan::Plan {
+    let text = format!(
+        r#"
+name = "{name}"
+description = "one shelf"
+source = "004"
+[[stages]]
+hold = {rate}
+duration = "40s"
+[[requests]]
+name = "ping"
+path = "/ping"
+[slo]
+p99 = "100ms"
+[analysis]
+trim_head = "5s"
+trim_tail = "0s"
+min_window = "30s"
+"#
+    );
+    ceiling_plan::parse_plan(&text, Path::new(&format!("plans/{name}.toml"))).unwrap()
+}
+
+const SUMMARY: &str = r#"
+source = "004"
+title = "t"
+published = "p"
+seed = "004_x.txt"
+[[tables]]
+id = "on-off"
+title = "keep-alive on and off"
+line = 293
+point = "shelf"
+[[tables.rows]]
+label = "Go, on"
+stack = "go-pgx"
+plan = "004-on"
+rate = 2000
+rps = 1000
+[[tables.rows]]
+label = "Go, off"
+stack = "go-pgx"
+plan = "004-off"
+ratio_to = "Go, on"
+rate = 500
+rps = 100
+[[tables]]
+id = "on-only"
+title = "keep-alive on"
+line = 200
+plan = "004-on"
+point = "shelf"
+[[tables.rows]]
+label = "Go"
+stack = "go-pgx"
+rate = 2000
+rps = 1000
+"#;
+
+#[test]
+fn a_summary_table_reads_each_row_from_its_plans_run_and_computes_the_ratio() {
+    let (pa, pb) = (
+        one_shelf_plan("004-on", 2000),
+        one_shelf_plan("004-off", 500),
+    );
+    let mut a = RunReport::new(&pa, "sim");
+    a.run_id = "run-on".into();
+    a.stacks.push(simulate(&pa, "go-pgx", |_| 5.0, 50.0, 20.0));
+    let mut b = RunReport::new(&pb, "sim");
+    b.run_id = "run-off".into();
+    b.stacks.push(simulate(&pb, "go-pgx", |_| 5.0, 50.0, 20.0));
+    let p = parse_published(SUMMARY, Path::new("plans/published/004.toml")).unwrap();
+
+    // one run alone reproduces only its own table; the summary needs both and says so
+    let alone = compare_with_source(&a, &p);
+    assert_eq!(alone.tables.len(), 1);
+    assert_eq!(alone.tables[0].id, "on-only");
+    let other = alone
+        .other_tables
+        .iter()
+        .find(|t| t.id == "on-off")
+        .unwrap();
+    assert_eq!(other.plan.as_deref(), Some("004-on + 004-off"));
+
+    // given in either order, each row comes from the run of its plan
+    for runs in [[&a, &b], [&b, &a]] {
+        let c = ceiling_compare::compare_runs_with_source(&runs, &p);
+        assert_eq!(c.tables.len(), 2, "{:?}", c.notices);
+        let t = c.tables.iter().find(|t| t.id == "on-off").unwrap();
+        let ours = |i: usize| t.rows[i].cells[0].ours.unwrap();
+        assert!((ours(0) - 2000.0).abs() < 1.0, "{}", ours(0));
+        assert!((ours(1) - 500.0).abs() < 1.0, "{}", ours(1));
+        assert_eq!(t.ratios.len(), 1);
+        // one stack per plan: nothing to rank, and never a stack against itself under the
+        // other plan
+        assert!(t.order.is_empty(), "{:?}", t.order);
+        let r = &t.ratios[0];
+        assert_eq!((r.label.as_str(), r.base.as_str()), ("Go, off", "Go, on"));
+        assert!((r.published.unwrap() - 0.1).abs() < 1e-12);
+        assert!((r.ours.unwrap() - 0.25).abs() < 1e-3, "{:?}", r.ours);
+        let text = render::source_text(&c, false);
+        assert!(
+            text.contains("Go, off ÷ Go, on (RPS): source ×0.100 (÷10), ceiling ×0.25"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_ratio_to_a_row_that_is_not_there_is_an_error_at_its_line() {
+    let bad = SUMMARY.replace("ratio_to = \"Go, on\"", "ratio_to = \"Go, none\"");
+    let e = parse_published(&bad, Path::new("004.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("004.toml:18:"), "{e}");
+    assert!(e.contains("must name another row"), "{e}");
+}

@@ -19,6 +19,6 @@ pub use measure::{
     apply_load_flags, engine_stages, measure, measure_watched, Halt, MeasureSpec, Measured,
 };
 pub use record::Recorder;
-pub use stack::{measure_stack, StackRunOptions};
+pub use stack::{measure_stack, restart_part, watch, StackRunOptions};
 pub use start::start_verified;
 pub use verify::{fairness_expect, run_suite, to_verify_db, verify_fresh};

@@ -4,10 +4,54 @@ use crate::measure::{measure_watched, Halt, MeasureSpec, Measured};
 use crate::start::start_verified;
 use ceiling_analyze::{PartExit, Warning, WarningKind};
 use ceiling_plan::Plan;
-use ceiling_stand::{LimitsApplied, Role, Stand};
+use ceiling_stand::{LimitsApplied, Role, RunningStack, Stand};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+/// The per-second watch of a measurement: PostgreSQL first (a stack whose database died fails
+/// because of it), then PgBouncer when the stacks reach PostgreSQL through it, then the stack.
+/// `None` while all three run. `ceiling run` and `ceiling search` both watch with it.
+pub fn watch(stand: &mut Stand, stack: &mut RunningStack) -> Option<Halt> {
+    if let Some(status) = stand.postgres_exited() {
+        return Some(Halt::PartExited(PartExit {
+            part: Role::Postgres,
+            from_s: 0.0, // set by measure_watched from the last second seen alive
+            status,
+            log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
+        }));
+    }
+    if let Some(status) = stand.pgbouncer_exited() {
+        return Some(Halt::PartExited(PartExit {
+            part: Role::Pgbouncer,
+            from_s: 0.0,
+            status,
+            log_tail: stand
+                .pgbouncer()
+                .map(|p| p.log_tail(10))
+                .unwrap_or_default(),
+        }));
+    }
+    if stack.is_alive() {
+        None
+    } else {
+        Some(Halt::StackDied(
+            stack.crash_report().unwrap_or_else(|| "exited".into()),
+        ))
+    }
+}
+
+/// Starts a part of the stand again after it exited mid-measurement (`stand.on_part_exit =
+/// "restart"`): PgBouncer alone, or PostgreSQL (whose restart restarts PgBouncer too, on a new
+/// port). Start stacks afresh after it. Returns the old part's log tail.
+pub fn restart_part(stand: &mut Stand, part: Role) -> anyhow::Result<String> {
+    let r = if part == Role::Pgbouncer {
+        stand.restart_pgbouncer()
+    } else {
+        stand.restart_postgres()
+    };
+    r.map_err(|e| anyhow::anyhow!("{e}"))
+}
 
 /// How [`measure_stack`] treats a stack.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,36 +93,7 @@ pub fn measure_stack(
         threads: plan.load.threads,
         quiet: opts.quiet,
     };
-    let res = measure_watched(spec, stop, || {
-        // PostgreSQL first: a stack whose database died fails because of it.
-        if let Some(status) = stand.postgres_exited() {
-            return Some(Halt::PartExited(PartExit {
-                part: Role::Postgres,
-                from_s: 0.0, // set by measure_watched from the last second seen alive
-                status,
-                log_tail: stand.postgres().map(|p| p.log_tail(10)).unwrap_or_default(),
-            }));
-        }
-        // then PgBouncer, when the stacks reach PostgreSQL through it
-        if let Some(status) = stand.pgbouncer_exited() {
-            return Some(Halt::PartExited(PartExit {
-                part: Role::Pgbouncer,
-                from_s: 0.0,
-                status,
-                log_tail: stand
-                    .pgbouncer()
-                    .map(|p| p.log_tail(10))
-                    .unwrap_or_default(),
-            }));
-        }
-        if stack.is_alive() {
-            None
-        } else {
-            Some(Halt::StackDied(
-                stack.crash_report().unwrap_or_else(|| "exited".into()),
-            ))
-        }
-    });
+    let res = measure_watched(spec, stop, || watch(stand, &mut stack));
     let pg_dead = matches!(
         res,
         Ok(Measured {

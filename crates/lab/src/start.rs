@@ -37,20 +37,13 @@ pub fn start_verified(
     );
     let mut warnings = Vec::new();
     if plan.stand.verify {
-        let only = match &spec.conformance {
-            Some(c) => {
-                eprintln!(
-                    "[{name}] PARTIAL CONTRACT (a baseline): checking {}",
-                    c.describe()
-                );
-                warnings.push(Warning::new(WarningKind::PartialContract, format!(
-                    "PARTIAL CONTRACT: a baseline that serves {}; its figures are a reference point, not a stack doing the API's work",
-                    c.describe()
-                )));
-                c.only.clone()
-            }
-            None => Vec::new(),
-        };
+        let (only, partial) = crate::verify::cases_for(&spec, &[]);
+        if let Some(what) = partial {
+            eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");
+            warnings.push(Warning::new(WarningKind::PartialContract, format!(
+                "PARTIAL CONTRACT: a baseline that serves {what}; its figures are a reference point, not a stack doing the API's work"
+            )));
+        }
         let res = verify_fresh(stand, &spec, &plan.stand, &only, |url| {
             eprintln!("[{name}] verifying the contract at {url}…")
         });

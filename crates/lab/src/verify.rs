@@ -93,3 +93,18 @@ pub fn verify_fresh(
     stack.stop();
     r
 }
+
+/// The cases to check for a stack: `requested` when given (`ceiling verify --only`), else the
+/// groups a partial contract declares (`[conformance] only` in stack.toml), else every case.
+/// The second value describes a declared partial contract (`ops, rows (…)`), so callers say
+/// which baseline they are checking.
+pub fn cases_for(
+    spec: &ceiling_stand::StackSpec,
+    requested: &[String],
+) -> (Vec<String>, Option<String>) {
+    match &spec.conformance {
+        Some(c) if requested.is_empty() => (c.only.clone(), Some(c.describe())),
+        Some(c) => (requested.to_vec(), Some(c.describe())),
+        None => (requested.to_vec(), None),
+    }
+}

@@ -64,6 +64,10 @@ pub struct SignalRow {
     /// Major page faults of the stack's processes.
     pub stack_major_faults: Option<u64>,
     // ---- PostgreSQL ----
+    /// PostgreSQL's CPU quota (its cgroup, when the plan sets `stand.postgres_cpus`), % of one
+    /// core; absent: no quota.
+    #[serde(default)]
+    pub pg_cpu_limit_pct: Option<f64>,
     /// Whether the wait-event sampler reached PostgreSQL in this second.
     pub pg_up: Option<bool>,
     /// Wait-event samples taken in this second (10 when every 100 ms sample succeeded).

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// CLOCK_MONOTONIC now, ns (the clock `Instant` uses on Linux, comparable across processes).
 pub fn monotonic_ns() -> u64 {
-    crate::sys::monotonic_ns()
+    ceiling_supervise::sys::monotonic_ns()
 }
 
 /// The CLOCK_MONOTONIC time of an `Instant` (to place another process's timestamps on the run's

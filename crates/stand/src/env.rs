@@ -1,6 +1,6 @@
 //! The environment fingerprint recorded in run.json.
 
-use crate::cgroup::CgroupSystem;
+use ceiling_supervise::cgroup::CgroupSystem;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -124,7 +124,7 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
 /// First non-empty line of `<tool> <args>` (stdout, else stderr), ANSI codes removed; `None` when
 /// the tool is missing, fails, or takes more than 15 s.
 fn tool_version(tool: &str, args: &[String]) -> Option<String> {
-    crate::process::which(tool)?;
+    ceiling_supervise::process::which(tool)?;
     let mut child = Command::new(tool)
         .args(args)
         .stdin(Stdio::null())

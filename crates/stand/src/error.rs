@@ -1,38 +1,14 @@
-//! The stand's error type.
+//! The stand's error type: the stacks' own failures, and those of its parts (PostgreSQL and
+//! PgBouncer, process supervision) carried as they are.
 
+use ceiling_pg::tail_suffix;
+use ceiling_pg::PgError;
+use ceiling_supervise::SuperviseError;
 use std::path::PathBuf;
 
 /// Everything that can go wrong in the stand. Every variant's message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum StandError {
-    /// PostgreSQL binaries could not be found or fetched.
-    #[error("PostgreSQL binaries not found: {0}")]
-    PgNotFound(String),
-    /// PostgreSQL failed to initialise, start or stop.
-    #[error("PostgreSQL: {message}{}", tail_suffix(.log_tail))]
-    Postgres {
-        /// What failed.
-        message: String,
-        /// The end of the server log, if there is one.
-        log_tail: String,
-    },
-    /// PgBouncer (a plan's `[stand.pgbouncer]`) is missing, cannot do what the plan asks, or
-    /// failed to start.
-    #[error("PgBouncer: {message}{}", tail_suffix(.log_tail))]
-    PgBouncer {
-        /// What failed and what to do.
-        message: String,
-        /// The end of its log, if there is one.
-        log_tail: String,
-    },
-    /// A SQL command (run through `psql`) failed.
-    #[error("SQL failed ({what}): {stderr}")]
-    Sql {
-        /// What the command was for.
-        what: String,
-        /// psql's error output.
-        stderr: String,
-    },
     /// A `stack.toml` is missing, malformed or invalid.
     #[error("{}: {field}: {message}", .file.display())]
     StackToml {
@@ -75,55 +51,47 @@ pub enum StandError {
         /// The end of the run log.
         log_tail: String,
     },
-    /// A bad `--db-url` or connection setting.
-    #[error("bad database URL `{url}`: {message}")]
-    DbUrl {
-        /// The URL (password masked).
-        url: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The run was cancelled (Ctrl-C, SIGTERM) while this step ran; its processes were stopped.
-    #[error("cancelled while {what}")]
-    Cancelled {
-        /// The step (`building go-pgx`, `seeding the data`).
-        what: String,
-    },
-    /// An I/O error with context.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Anything else.
-    #[error("{0}")]
-    Other(String),
+    /// PostgreSQL, PgBouncer or SQL failed.
+    #[error(transparent)]
+    Pg(PgError),
+    /// Cancellation, I/O and the rest, from process supervision.
+    #[error(transparent)]
+    Supervise(SuperviseError),
 }
 
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("\n--- last lines ---\n{}", tail.trim_end())
+impl From<PgError> for StandError {
+    fn from(e: PgError) -> StandError {
+        match e {
+            // one place for cancellation and I/O, whichever part it came through
+            PgError::Supervise(s) => StandError::Supervise(s),
+            e => StandError::Pg(e),
+        }
+    }
+}
+
+impl From<SuperviseError> for StandError {
+    fn from(e: SuperviseError) -> StandError {
+        StandError::Supervise(e)
+    }
+}
+
+impl StandError {
+    /// The run was cancelled while `what` ran.
+    pub fn cancelled(what: impl Into<String>) -> StandError {
+        StandError::Supervise(SuperviseError::Cancelled { what: what.into() })
+    }
+    /// Anything else, in words.
+    pub fn other(msg: impl Into<String>) -> StandError {
+        StandError::Supervise(SuperviseError::Other(msg.into()))
+    }
+    /// True when the run was cancelled (Ctrl-C) while the step ran.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(
+            self,
+            StandError::Supervise(SuperviseError::Cancelled { .. })
+        )
     }
 }
 
 /// The stand's result type.
 pub type Result<T, E = StandError> = std::result::Result<T, E>;
-
-/// Adds context to I/O errors.
-pub(crate) trait IoContext<T> {
-    fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
-}
-
-impl<T> IoContext<T> for std::io::Result<T> {
-    fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| StandError::Io {
-            context: context(),
-            source,
-        })
-    }
-}

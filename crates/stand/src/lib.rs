@@ -32,48 +32,37 @@
 //!
 //! Cancellation: [`install_signal_cleanup`] makes the first Ctrl-C cancel ([`cancelled`]): every
 //! blocking step (build, initdb, PostgreSQL start-up, `psql`, health wait) stops its own child at
-//! once and returns [`StandError::Cancelled`]; the second Ctrl-C runs [`cleanup_all`] and exits.
+//! once and returns a cancelled [`StandError`] ([`StandError::is_cancelled`]); the second Ctrl-C runs [`cleanup_all`] and exits.
 
 #![warn(missing_docs)]
 
-mod cgroup;
+// The stand's three parts, one way: process supervision (`ceiling-supervise`) ← PostgreSQL and
+// PgBouncer (`ceiling-pg`) ← the stacks, the samplers and `Stand` (this crate). Their public items
+// are re-exported here, so a caller needs only `ceiling_stand`.
 pub mod control;
-mod db;
 mod env;
 mod error;
-pub mod hostprobe;
-mod interrupt;
-mod pg;
-mod pgbouncer;
-mod process;
-pub mod procfs;
 mod sampler;
 pub mod signals;
 mod stack;
-mod sys;
 
-pub use ceiling_metrics::{Limits, LimitsApplied, Role};
-pub use cgroup::{cpu_quota, parse_cpu_list, CgDir, Cgroup, CgroupSystem, CgroupVersion};
-pub use db::{
-    data_hash, drop_database, ensure_bench_role, find_pg_tool, find_psql, ident, lit, prepare_data,
-    reset_bench_db, stat_statements_reset, stat_statements_snapshot, DataSetup, Db, DbConfig,
-    StatementStat, BENCH, BENCH_PASSWORD, TEMPLATE_DB,
+pub use ceiling_pg::{
+    check_pgbouncer_settings, data_hash, default_maven_version, drop_database, ensure_bench_role,
+    find_pg_tool, find_pgbouncer, find_postgres, find_psql, free_port, ident, lit, lookup_user,
+    parse_pg_version, parse_pgbouncer_version, pgbouncer_config_text, prepare_data, reset_bench_db,
+    server_user, stat_statements_reset, stat_statements_snapshot, DataSetup, Db, DbConfig,
+    EmbeddedPostgres, PgBinaries, PgBouncer, PgBouncerBinary, PgBouncerOptions, PgBouncerRecord,
+    PgError, PgOptions, RunAs, StatementStat, BENCH, BENCH_PASSWORD, MAVEN_GROUP,
+    MAX_PREPARED_STATEMENTS_SINCE, SUPERUSER, TEMPLATE_DB,
+};
+pub use ceiling_supervise::{
+    cancel, cancel_flag, cancelled, cleanup_all, cpu_quota, describe_status, hostprobe,
+    install_signal_cleanup, interrupted, limit_this_process, link, log_tail, parse_cpu_list,
+    procfs, set_state_dir, sweep_stale, which, CgDir, Cgroup, CgroupSystem, CgroupVersion, Limits,
+    LimitsApplied, Role, StopReport, SuperviseError,
 };
 pub use env::{fingerprint, Environment};
 pub use error::{Result, StandError};
-pub use interrupt::{cancel, cancel_flag, cancelled, install_signal_cleanup, interrupted, link};
-pub use pg::{
-    default_maven_version, find_postgres, free_port, lookup_user, parse_pg_version, server_user,
-    EmbeddedPostgres, PgBinaries, PgOptions, RunAs, MAVEN_GROUP, SUPERUSER,
-};
-pub use pgbouncer::{
-    check_settings as check_pgbouncer_settings, config_text as pgbouncer_config_text,
-    find_pgbouncer, parse_pgbouncer_version, PgBouncer, PgBouncerBinary, PgBouncerOptions,
-    PgBouncerRecord, MAX_PREPARED_STATEMENTS_SINCE,
-};
-pub use process::{
-    cleanup_all, describe_status, log_tail, set_state_dir, sweep_stale, which, StopReport,
-};
 pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
@@ -84,26 +73,6 @@ pub use stack::{
 
 use ceiling_plan::StandSettings;
 
-/// Puts this whole process (all threads) into a new cgroup `who` with `limits` — how the
-/// in-process load generator is limited or pinned. Dropping the returned group moves this
-/// process back to where it was and removes the group.
-pub fn limit_this_process(
-    cgroups: &CgroupSystem,
-    who: Role,
-    limits: &Limits,
-) -> (Option<Cgroup>, LimitsApplied) {
-    let (cg, mut la) = cgroups.create(who, who.as_str(), limits);
-    if let Some(c) = &cg {
-        if let Err(e) = c.add_pid(std::process::id()) {
-            la.problems
-                .push(format!("moving this process into {}: {e}", c.name()));
-            la.cpus = None;
-            la.memory_mb = None;
-            la.cpuset = None;
-        }
-    }
-    (cg, la)
-}
 use std::path::{Path, PathBuf};
 
 /// Where the stand keeps things and which database to use.
@@ -279,7 +248,7 @@ impl Stand {
     /// A query as role `bench` through PgBouncer (database `postgres`), once the role exists.
     fn check_pgbouncer(&self) -> Result<()> {
         match &self.pgbouncer {
-            Some(b) => b.check(&self.admin.psql, "postgres"),
+            Some(b) => Ok(b.check(&self.admin.psql, "postgres")?),
             None => Ok(()),
         }
     }
@@ -323,8 +292,8 @@ impl Stand {
     /// restarted against the new port. Returns the old server's log tail.
     pub fn restart_postgres(&mut self) -> Result<String> {
         let Some((bins, po)) = self.pg_launch.clone() else {
-            return Err(StandError::Other(
-                "PostgreSQL is external (--db-url): ceiling cannot restart it".into(),
+            return Err(StandError::other(
+                "PostgreSQL is external (--db-url): ceiling cannot restart it",
             ));
         };
         let mut tail = String::new();
@@ -387,7 +356,7 @@ impl Stand {
     }
     /// A fresh `bench` database copied from the template; returns the stack's connection.
     pub fn reset_db(&self) -> Result<DbConfig> {
-        reset_bench_db(&self.admin)
+        Ok(reset_bench_db(&self.admin)?)
     }
     /// Loads `stacks/<name>/stack.toml`.
     pub fn load_stack(&self, name: &str) -> Result<StackSpec> {
@@ -440,14 +409,14 @@ impl Stand {
             v.push(SampleTarget::tree(
                 Role::Stack,
                 s.pid(),
-                s.cgroup().map(|c| c.probe()),
+                s.cgroup().map(CgroupProbe::of),
             ));
         }
         // the admin connection lets the signal sampler read every backend's wait events
         let admin = self.admin.config.clone();
         match &self.pg {
             Some(pg) => v.push(
-                SampleTarget::tree(Role::Postgres, pg.pid(), pg.cgroup().map(|c| c.probe()))
+                SampleTarget::tree(Role::Postgres, pg.pid(), pg.cgroup().map(CgroupProbe::of))
                     .with_db(admin),
             ),
             None => v.push(SampleTarget::process(Role::Postgres, 0).with_db(admin)),
@@ -456,7 +425,7 @@ impl Stand {
             v.push(SampleTarget::tree(
                 Role::Pgbouncer,
                 b.pid(),
-                b.cgroup().map(|c| c.probe()),
+                b.cgroup().map(CgroupProbe::of),
             ));
         }
         if let Some(g) = generator_pid {
@@ -472,15 +441,18 @@ impl Stand {
     }
     /// Resets `pg_stat_statements`.
     pub fn stat_statements_reset(&self) -> Result<()> {
-        stat_statements_reset(&self.admin)
+        Ok(stat_statements_reset(&self.admin)?)
     }
     /// Snapshot of `pg_stat_statements` (only role `bench`'s statements when `bench_only`).
     pub fn stat_statements(&self, bench_only: bool) -> Result<Vec<StatementStat>> {
-        stat_statements_snapshot(&self.admin, bench_only.then_some(BENCH))
+        Ok(stat_statements_snapshot(
+            &self.admin,
+            bench_only.then_some(BENCH),
+        )?)
     }
     /// Money conservation in the bank tables after a stack's run (`None`: no audit table).
     pub fn money_check(&self) -> Result<Option<ceiling_metrics::MoneyCheck>> {
-        db::money_check(&self.admin)
+        Ok(ceiling_pg::db::money_check(&self.admin)?)
     }
     /// The environment fingerprint (with this server's version and PgBouncer's, if any).
     pub fn fingerprint(&self) -> Environment {

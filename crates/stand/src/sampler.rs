@@ -13,9 +13,9 @@
 //!   shared buffers, mapped by every backend, count once instead of once per backend.
 //! * `cgroup_memory_bytes`: the cgroup's memory usage when a memory limit is in force.
 
-use crate::cgroup::{CgDir, CgroupVersion};
-use crate::procfs::{self, ProcTable};
 use ceiling_metrics::{ResourceSample, Role};
+use ceiling_supervise::cgroup::{CgDir, CgroupVersion};
+use ceiling_supervise::procfs::{self, ProcTable};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +31,7 @@ pub struct CgroupProbe {
     cpu_v1: Option<PathBuf>,
     cpu_v2: Option<PathBuf>,
     /// Directories the signal sampler reads (throttling, limits, OOM kills, major faults).
-    files: crate::hostprobe::CgroupFiles,
+    files: ceiling_supervise::hostprobe::CgroupFiles,
 }
 
 impl CgroupProbe {
@@ -74,7 +74,7 @@ impl CgroupProbe {
     }
 
     /// The files the signal sampler reads.
-    pub fn files(&self) -> crate::hostprobe::CgroupFiles {
+    pub fn files(&self) -> ceiling_supervise::hostprobe::CgroupFiles {
         self.files.clone()
     }
 
@@ -104,10 +104,10 @@ fn read_u64(p: &Path, buf: &mut String) -> Option<u64> {
     buf.trim().parse().ok()
 }
 
-impl crate::cgroup::Cgroup {
-    /// A read-only probe for the sampler.
-    pub fn probe(&self) -> CgroupProbe {
-        CgroupProbe::new(self.dirs())
+impl CgroupProbe {
+    /// A read-only probe of a group the stand created.
+    pub fn of(cg: &ceiling_supervise::Cgroup) -> CgroupProbe {
+        CgroupProbe::new(cg.dirs())
     }
 }
 
@@ -124,7 +124,7 @@ pub struct SampleTarget {
     pub cgroup: Option<CgroupProbe>,
     /// For `postgres`: a superuser connection, so the signal sampler can read wait events.
     /// A target with pid 0 carries only this (an external server: no process to sample).
-    pub db: Option<crate::db::DbConfig>,
+    pub db: Option<ceiling_pg::DbConfig>,
 }
 
 impl SampleTarget {
@@ -149,7 +149,7 @@ impl SampleTarget {
         }
     }
     /// Adds the database connection (the `postgres` target).
-    pub fn with_db(mut self, db: crate::db::DbConfig) -> SampleTarget {
+    pub fn with_db(mut self, db: ceiling_pg::DbConfig) -> SampleTarget {
         self.db = Some(db);
         self
     }

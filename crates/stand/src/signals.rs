@@ -19,10 +19,12 @@
 //! holding `(a+b)/2`; 100 ms samples and probes belong to the second they were taken/intended in.
 
 use crate::control;
-use crate::db::DbConfig;
-use crate::hostprobe::{self, CgroupFiles, CpuTicks, DiskTotals, NetCounters, Throttling};
-use crate::procfs;
 use ceiling_metrics::{HeapKind, ResourceSample, Role, SignalRow};
+use ceiling_pg::DbConfig;
+use ceiling_supervise::hostprobe::{
+    self, CgroupFiles, CpuTicks, DiskTotals, NetCounters, Throttling,
+};
+use ceiling_supervise::procfs;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -41,6 +43,8 @@ pub struct SignalConfig {
     pub stack_url: Option<String>,
     /// PostgreSQL as a superuser (wait events of every backend).
     pub postgres: Option<DbConfig>,
+    /// PostgreSQL's cgroup, when it has one (its CPU quota).
+    pub postgres_cgroup: Option<CgroupFiles>,
     /// Command that runs the control (`[ceiling, control-server]`); `None`: no control.
     pub control_command: Option<Vec<String>>,
 }
@@ -59,6 +63,7 @@ impl SignalConfig {
             }
             if t.who == Role::Postgres && t.db.is_some() {
                 c.postgres = t.db.clone();
+                c.postgres_cgroup = t.cgroup.as_ref().map(|p| p.files());
             }
         }
         c
@@ -357,6 +362,10 @@ pub struct RuntimeScrape {
     pub gc_count: Option<f64>,
     /// Event-loop lag max, seconds.
     pub loop_lag_s: Option<f64>,
+    /// GC pause time in the last second, seconds: a window gauge (fastapi-asyncpg's
+    /// `python_gc_pause_window_seconds`, one per uvicorn worker), used where a stack publishes no
+    /// cumulative pause counter.
+    pub gc_pause_window_s: Option<f64>,
     /// Pool size.
     pub pool_max: Option<f64>,
     /// In use.
@@ -393,6 +402,7 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
             "nodejs_eventloop_lag_max_seconds",
             "python_eventloop_lag_max_seconds",
         ]),
+        gc_pause_window_s: first(&["python_gc_pause_window_seconds"]),
         pool_max: first(&[
             "pgxpool_max_conns",
             "hikaricp_connections_max",
@@ -501,7 +511,7 @@ struct Shared {
 
 /// CPU time of the calling thread, ns.
 fn thread_cpu_ns() -> u64 {
-    crate::sys::thread_cpu_ns()
+    ceiling_supervise::sys::thread_cpu_ns()
 }
 
 /// A process's CPU time (utime + stime), ns; `None` when it is gone or not visible.
@@ -749,6 +759,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         sh.note("runtime (GC, DB pool) not sampled: no stack URL".into());
     }
     let cg = cfg.stack_cgroup.clone();
+    let pg_cg = cfg.postgres_cgroup.clone();
     if cg.as_ref().map(|c| c.cpu_dir.is_none()).unwrap_or(true) {
         sh.note("stack throttling not sampled: the stack has no CPU cgroup".into());
     }
@@ -788,6 +799,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         rt: scrape(port),
     };
     let limit_pct = cg.as_ref().and_then(|c| c.cpu_limit_pct(&mut buf));
+    let pg_limit_pct = pg_cg.as_ref().and_then(|c| c.cpu_limit_pct(&mut buf));
     let mem_limit = cg.as_ref().and_then(|c| c.memory_limit(&mut buf));
     let mut n: u32 = 1;
     loop {
@@ -836,6 +848,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
                         delta(a.throttled_us, b.throttled_us).map(|us| us as f64 / 1000.0);
                 }
                 r.stack_cpu_limit_pct = limit_pct;
+                r.pg_cpu_limit_pct = pg_limit_pct;
                 r.stack_memory_limit_mb = mem_limit.map(|b| b as f64 / 1048576.0);
                 r.stack_oom_kills = d(oom, prev.oom);
                 r.stack_major_faults = d(majflt, prev.majflt);
@@ -857,6 +870,10 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
                     r.heap_kind = a.heap.map(|(_, k)| k);
                     r.threads = a.threads;
                     r.event_loop_lag_ms = a.loop_lag_s.map(|s| s * 1000.0);
+                    if r.gc_pause_ms.is_none() {
+                        // a window gauge is this second's figure as it stands, no difference
+                        r.gc_pause_ms = a.gc_pause_window_s.map(|s| s * 1000.0);
+                    }
                     r.pool_max = a.pool_max;
                     r.pool_in_use = a.pool_in_use;
                     r.pool_pending = a.pool_pending;
@@ -1191,5 +1208,10 @@ go_memstats_alloc_bytes 9.0
             py.gc_pause_s, None,
             "Python's exporter counts collections, not pauses"
         );
+        let py = runtime_of(&parse_prometheus(
+            "python_gc_pause_window_seconds 0.042\npython_gc_pause_max_window_seconds 0.03\n",
+        ));
+        assert_eq!(py.gc_pause_window_s, Some(0.042));
+        assert_eq!(py.gc_pause_s, None, "a window is not a counter");
     }
 }

@@ -1,11 +1,12 @@
 //! Reference stacks: `stack.toml` parsing and validation, cached builds, start/health/stop.
 
-use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
-use crate::db::{hex, DbConfig};
-use crate::error::{IoContext, Result, StandError};
-use crate::pg::free_port;
-use crate::process::{self, log_tail, Managed, SpawnSpec, StopReport};
+use crate::error::{Result, StandError};
+use ceiling_pg::free_port;
+use ceiling_pg::{hex, DbConfig};
 use ceiling_plan::StandSettings;
+use ceiling_supervise::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
+use ceiling_supervise::process::{self, log_tail, Managed, SpawnSpec, StopReport};
+use ceiling_supervise::IoContext;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -752,9 +753,10 @@ pub fn build_stack(
     };
     let mut m = Managed::spawn(&sp)?;
     let Some(st) = m.wait_or_cancel(Duration::from_millis(500)) else {
-        return Err(StandError::Cancelled {
-            what: format!("building {} (its build was stopped)", spec.name),
-        });
+        return Err(StandError::cancelled(format!(
+            "building {} (its build was stopped)",
+            spec.name
+        )));
     };
     if !st.success() {
         return Err(StandError::Build {
@@ -1014,10 +1016,11 @@ impl RunningStack {
         let start = Instant::now();
         let mut last = None;
         loop {
-            if crate::interrupt::cancelled() {
-                return Err(StandError::Cancelled {
-                    what: format!("waiting for {} to become healthy", self.name),
-                });
+            if ceiling_supervise::cancelled() {
+                return Err(StandError::cancelled(format!(
+                    "waiting for {} to become healthy",
+                    self.name
+                )));
             }
             if let Some(st) = self.proc.try_wait() {
                 return Err(StandError::Start {

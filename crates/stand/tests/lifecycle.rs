@@ -142,7 +142,7 @@ fn start_env_limits_sample_stop() {
         let mut m = Measurer::new(vec![SampleTarget::tree(
             Role::Stack,
             st.pid(),
-            Some(cg.probe()),
+            Some(CgroupProbe::of(cg)),
         )]);
         std::thread::sleep(Duration::from_millis(300));
         m.tick(start);

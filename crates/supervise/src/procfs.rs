@@ -66,7 +66,7 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
 }
 
 /// Reads a small /proc file into `buf` (cleared first). Returns false when the file is gone.
-pub(crate) fn read_into(path: &str, buf: &mut String) -> bool {
+pub fn read_into(path: &str, buf: &mut String) -> bool {
     buf.clear();
     match File::open(path) {
         Ok(mut f) => f.read_to_string(buf).is_ok(),

@@ -3,7 +3,7 @@
 //! * The first signal cancels: [`cancelled`] turns true and [`cancel_flag`] (and every flag given
 //!   to [`link`]) is set. Every blocking step of the stand polls it — a stack build, `initdb`,
 //!   PostgreSQL's start-up, a `psql` call (the seeding), a stack's health wait — and stops its own
-//!   child process group at once, returning [`crate::StandError::Cancelled`]; the load engine
+//!   child process group at once, returning [`crate::SuperviseError::Cancelled`]; the load engine
 //!   and the conformance suite stop on the flag too. The caller then writes what it has, and the
 //!   owners stop what they started (stacks, PostgreSQL, cgroups) as they are dropped.
 //! * The second signal forces: a helper thread stops everything still registered

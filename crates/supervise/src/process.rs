@@ -22,28 +22,43 @@ use std::time::{Duration, Instant};
 
 /// How to start a child.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SpawnSpec {
+pub struct SpawnSpec {
+    /// What it is, for messages (`postgres`, `stack go-pgx`).
     pub label: String,
+    /// The executable.
     pub program: PathBuf,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Working directory; the parent's when `None`.
     pub cwd: Option<PathBuf>,
+    /// Environment variables set for it.
     pub env: Vec<(String, String)>,
+    /// Environment variables removed for it.
     pub env_remove: Vec<String>,
+    /// Where its stdout and stderr go (appended).
     pub log: PathBuf,
+    /// `cgroup.procs` files the child writes itself into before `exec`, so nothing it forks
+    /// escapes its group.
     pub cgroup_procs: Vec<CString>,
+    /// `(uid, gid)` to run as (PostgreSQL refuses to run as root).
     pub user: Option<(u32, u32)>,
     /// Signal for a graceful stop and whether it goes to the whole group (stacks: SIGTERM to the
     /// group) or only the leader (postgres: SIGINT = fast shutdown to the postmaster).
     pub term_signal: i32,
+    /// Whether `term_signal` goes to the whole process group.
     pub term_group: bool,
 }
 
 /// A child process in its own process group, registered for cleanup.
 #[derive(Debug)]
-pub(crate) struct Managed {
+pub struct Managed {
     child: Child,
+    /// Its pid (also its process group id).
     pub pid: u32,
+    /// Its start time in clock ticks since boot (`/proc/PID/stat`), so a reused pid is told
+    /// apart from it.
     pub starttime: u64,
+    /// Its log file.
     pub log: PathBuf,
     term_signal: i32,
     term_group: bool,
@@ -53,6 +68,7 @@ pub(crate) struct Managed {
 }
 
 impl Managed {
+    /// Starts the child in its own process group and registers it for cleanup.
     pub fn spawn(spec: &SpawnSpec) -> Result<Managed> {
         if let Some(parent) = spec.log.parent() {
             std::fs::create_dir_all(parent)
@@ -147,6 +163,7 @@ impl Managed {
         self.exit
     }
 
+    /// True while the child has not exited (reaps it when it has).
     pub fn is_alive(&mut self) -> bool {
         self.try_wait().is_none()
     }
@@ -587,7 +604,8 @@ pub fn which(name: &str) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-pub(crate) fn is_executable(p: &Path) -> bool {
+/// True when `p` is a file with an execute bit.
+pub fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -9,12 +9,13 @@
 //! as PostgreSQL (it refuses to run as root), in a cgroup of its own (role `pgbouncer`: CPU and
 //! memory accounted like PostgreSQL's; no limits). Stopped by pid: SIGTERM, SIGKILL after 5 s.
 
-use crate::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
 use crate::db::{Db, DbConfig, BENCH, BENCH_PASSWORD};
-use crate::error::{IoContext, Result, StandError};
+use crate::error::{PgError, Result};
 use crate::pg::{check_reachable, chown, free_port, server_user, RunAs};
-use crate::process::{self, log_tail, Managed, SpawnSpec, StopReport};
 use ceiling_plan::PgBouncerSettings;
+use ceiling_supervise::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
+use ceiling_supervise::process::{self, log_tail, Managed, SpawnSpec, StopReport};
+use ceiling_supervise::IoContext;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ pub fn find_pgbouncer() -> Result<PgBouncerBinary> {
             let p = PathBuf::from("/usr/sbin/pgbouncer");
             process::is_executable(&p).then_some(p)
         })
-        .ok_or_else(|| StandError::PgBouncer {
+        .ok_or_else(|| PgError::PgBouncer {
             message:
                 "the plan asks for PgBouncer ([stand.pgbouncer]) but `pgbouncer` is not installed: \
                       run scripts/setup.sh (Debian: apt-get install pgbouncer)"
@@ -87,15 +88,14 @@ pub fn find_pgbouncer() -> Result<PgBouncerBinary> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let (version, numeric) =
-        parse_pgbouncer_version(&text).ok_or_else(|| StandError::PgBouncer {
-            message: format!(
-                "{} --version gave no version: {}",
-                path.display(),
-                text.trim()
-            ),
-            log_tail: String::new(),
-        })?;
+    let (version, numeric) = parse_pgbouncer_version(&text).ok_or_else(|| PgError::PgBouncer {
+        message: format!(
+            "{} --version gave no version: {}",
+            path.display(),
+            text.trim()
+        ),
+        log_tail: String::new(),
+    })?;
     Ok(PgBouncerBinary {
         path,
         version,
@@ -108,7 +108,7 @@ pub fn find_pgbouncer() -> Result<PgBouncerBinary> {
 pub fn check_settings(bin: &PgBouncerBinary, s: &PgBouncerSettings) -> Result<()> {
     if s.max_prepared_statements.is_some() && !bin.has_max_prepared_statements() {
         let (a, b, c) = MAX_PREPARED_STATEMENTS_SINCE;
-        return Err(StandError::PgBouncer {
+        return Err(PgError::PgBouncer {
             message: format!(
                 "the plan sets stand.pgbouncer.max_prepared_statements, but {} is PgBouncer {}, which has no such setting (it came in {a}.{b}.{c}): \
                  remove it from the plan, or install PgBouncer ≥ {a}.{b} and put it first on PATH",
@@ -347,7 +347,7 @@ impl PgBouncer {
         );
         db.query("select 1")
             .map(|_| ())
-            .map_err(|e| StandError::PgBouncer {
+            .map_err(|e| PgError::PgBouncer {
                 message: format!(
                     "a query through PgBouncer on port {} failed: {e}",
                     self.port
@@ -442,13 +442,11 @@ fn wait_listening(proc: &mut Managed, port: u16, log: &Path, timeout: Duration) 
     let start = Instant::now();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     loop {
-        if crate::interrupt::cancelled() {
-            return Err(StandError::Cancelled {
-                what: "waiting for PgBouncer to start".into(),
-            });
+        if ceiling_supervise::cancelled() {
+            return Err(PgError::cancelled("waiting for PgBouncer to start"));
         }
         if let Some(st) = proc.try_wait() {
-            return Err(StandError::PgBouncer {
+            return Err(PgError::PgBouncer {
                 message: format!(
                     "it exited during start-up ({}); log {}",
                     process::describe_status(st),
@@ -461,7 +459,7 @@ fn wait_listening(proc: &mut Managed, port: u16, log: &Path, timeout: Duration) 
             return Ok(());
         }
         if start.elapsed() > timeout {
-            return Err(StandError::PgBouncer {
+            return Err(PgError::PgBouncer {
                 message: format!(
                     "it did not listen on 127.0.0.1:{port} within {timeout:?}; log {}",
                     log.display()
