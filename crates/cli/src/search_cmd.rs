@@ -358,6 +358,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     let mut report = RunReport::new(&plan, id);
     report.started = now_iso();
     let mut series = Series::new();
+    // a part of the stand (PostgreSQL, PgBouncer) exited under one of the probes
+    let mut part_exit = false;
     eprintln!(
         "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then narrowed on the fitted SLO margin until the 95% interval is within ±{}% with {} probes at each end; confirm {}; budget {} per stack",
         plan.name,
@@ -471,12 +473,15 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 warnings: Vec::new(),
                 error: None,
                 rounds: 0,
+                part_exited: false,
+                stop_all: false,
             })
             .collect();
+        let mut stop_all = false;
         loop {
             let mut ran = false;
             for job in jobs.iter_mut() {
-                if stop.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || stop_all {
                     break;
                 }
                 if job.search.finished() || job.error.is_some() {
@@ -501,6 +506,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                     }
                     Err(e) => job.error = Some(format!("{e:#}")),
                 }
+                stop_all |= job.stop_all;
+                part_exit |= job.part_exited;
             }
             // Results so far, after every round: an interrupted search keeps what it measured.
             report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
@@ -517,7 +524,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 series.insert(j.name.clone(), j.rows.clone());
             }
             crate::compare_cmd::write_reports(&dir, &report, &series)?;
-            if !ran || stop.load(Ordering::Relaxed) {
+            if !ran || stop.load(Ordering::Relaxed) || stop_all {
                 break;
             }
         }
@@ -552,7 +559,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(130)
-    } else if report.stacks.is_empty() {
+    } else if report.stacks.is_empty() || part_exit {
+        // (a part of the stand that died under a probe: the results are there, but not whole)
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -568,6 +576,11 @@ struct StackJob {
     /// Why the stack could not run a round (build, start, verify, death).
     error: Option<String>,
     rounds: u32,
+    /// A part of the stand exited during one of its probes (its search ended there).
+    part_exited: bool,
+    /// …and the search of every stack stops (`stand.on_part_exit = "stop"`, or the part could
+    /// not be restarted).
+    stop_all: bool,
 }
 
 impl StackJob {
@@ -687,6 +700,7 @@ fn part_exited(
     e: &ceiling_analyze::PartExit,
     log: &mut dyn FnMut(&str),
 ) {
+    job.part_exited = true;
     let what = format!("{} while `{}` was searched", e.describe(), job.name);
     if !e.log_tail.is_empty() {
         let logs = dir.join("logs");
@@ -709,14 +723,14 @@ fn part_exited(
                     e.part.title()
                 ),
                 Err(err) => {
-                    stop.store(true, Ordering::Relaxed);
+                    job.stop_all = true;
                     format!("{what}; restarting it failed, so the search stopped: {err:#}")
                 }
             }
         }
         ceiling_plan::OnPartExit::Restart => what,
         ceiling_plan::OnPartExit::Stop => {
-            stop.store(true, Ordering::Relaxed);
+            job.stop_all = true;
             format!("{what}; the search stopped there (stand.on_part_exit = \"stop\")")
         }
     };

@@ -217,3 +217,153 @@ fn which(bin: &str) -> bool {
         .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
         .unwrap_or(false)
 }
+
+const SEARCH_PLAN: &str = r#"
+name = "pg-dies-search"
+description = "PostgreSQL is killed during the search's first probes"
+[target]
+stacks = ["go-pgx"]
+[[stages]]
+hold = 50
+duration = "6s"
+[[requests]]
+name = "db"
+path = "/db/ping"
+expect = [200]
+[slo]
+p99 = "500ms"
+errors = "1%"
+[analysis]
+trim_head = "1s"
+trim_tail = "0s"
+min_window = "4s"
+stability = 0.5
+[search]
+start_rate = 50
+probe = "6s"
+probe_trim = "1s"
+confirm = "8s"
+drain = "1s"
+repeat = 1
+max_time = "3m"
+[stand]
+verify = false
+on_part_exit = "restart"
+"#;
+
+/// The same fault under `ceiling search`: the probe PostgreSQL died under is never judged (a dead
+/// database is not the stack's ceiling), the stack's search ends naming the exit, PostgreSQL is
+/// restarted, and the command exits 1 with its results written. Before, the search watched only
+/// the stack and judged probes against a dead database.
+#[test]
+fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
+    let root = repo_root();
+    let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
+        .iter()
+        .any(|d| Path::new(d).exists())
+        || which("postgres");
+    if !have_pg || !which("go") {
+        eprintln!("skipping: needs PostgreSQL server binaries and Go");
+        return;
+    }
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("postgres-exit-search");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let plan = tmp.join("pg-dies-search.toml");
+    std::fs::write(&plan, SEARCH_PLAN).unwrap();
+    let results = tmp.join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        .current_dir(&root)
+        .arg("search")
+        .arg(&plan)
+        .arg("--results")
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let owner = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let out_thread =
+        std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let err_thread = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in BufReader::new(stderr).lines() {
+            let l = l.unwrap_or_default();
+            all.push_str(&l);
+            all.push('\n');
+            let _ = tx.send(l);
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) if l.contains("[go-pgx] healthy at") => break,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => panic!("ceiling search ended before probing: {:?}", child.wait()),
+        }
+        assert!(Instant::now() < deadline, "go-pgx never became healthy");
+    }
+    // into the first probes (each 6 s at 50 RPS and up)
+    std::thread::sleep(Duration::from_secs(9));
+    let pid = postgres_pid(&root, owner).expect("the search's PostgreSQL in its registry");
+    // SAFETY: kill(2) on the PostgreSQL server of the ceiling search this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let killed_at = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if killed_at.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("ceiling search did not finish after PostgreSQL died");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = out_thread.join().unwrap();
+    let err = err_thread.join().unwrap();
+    let ctx = format!("--- stdout\n{out}\n--- stderr\n{err}");
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(60),
+        "took {:?} to end\n{ctx}",
+        killed_at.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{ctx}");
+    assert!(err.contains("PostgreSQL exited (signal 9)"), "{ctx}");
+    assert!(err.contains("restarting PostgreSQL"), "{ctx}");
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("run.json").exists())
+        .expect("a results directory")
+        .path();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let st = &run["stacks"][0];
+    let search = &st["search"];
+    // the search ended on the exit, and named it
+    assert!(
+        search["stop"].to_string().contains("PostgreSQL exited"),
+        "{search:#}"
+    );
+    // no probe was judged against the dead database: every recorded probe finished before the
+    // exit, so none of them failed (go-pgx holds 50–200 RPS with room to spare)
+    for p in search["probes"].as_array().unwrap() {
+        assert_ne!(p["verdict"], "failed", "a probe judged failed: {p:#}");
+    }
+    assert!(
+        st["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "part_exited"),
+        "{:#}",
+        st["warnings"]
+    );
+    if let Some(p) = postgres_pid(&root, owner) {
+        panic!("registry still lists PostgreSQL {p}");
+    }
+}
