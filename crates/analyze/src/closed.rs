@@ -178,3 +178,135 @@ pub fn aggregate_levels(shelves: &[ShelfResult]) -> Vec<LevelAggregate> {
         })
         .collect()
 }
+
+/// A repetition that ran consistently apart from the others (see [`repetition_drift`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepetitionDrift {
+    /// The repetition (0-based, as in [`ShelfResult::repetition`]).
+    pub repetition: u32,
+    /// Its throughput over the median of the repetitions at the same level, geometric mean over
+    /// the levels (0.5 = half as fast).
+    pub ratio: f64,
+    /// Levels where it was on the same side of the others as `ratio` says.
+    pub agreeing: usize,
+    /// Levels compared.
+    pub levels: usize,
+}
+
+/// How far a repetition must sit from the others, as a geometric-mean throughput ratio, to be
+/// called drift (15%); and the share of levels that must agree on the direction (80%).
+const DRIFT_RATIO: f64 = 0.85;
+const DRIFT_AGREEMENT: f64 = 0.8;
+
+/// Repetitions that ran consistently slower or faster than the others: at every level with at
+/// least three repetitions, each repetition's throughput is divided by the level's median;
+/// a repetition whose geometric-mean ratio is more than 15% away from 1, on the same side at 80%
+/// or more of at least two levels, drifted. Noise scatters a repetition on both sides from level
+/// to level; a warm-up too short (JIT, caches, pools) or a machine that changed under the run
+/// moves it one way everywhere. `points` are `(level, repetition, throughput)`.
+pub fn repetition_drift(points: &[(usize, u32, f64)]) -> Vec<RepetitionDrift> {
+    let mut by_level: BTreeMap<usize, Vec<(u32, f64)>> = BTreeMap::new();
+    for &(l, r, x) in points {
+        if x > 0.0 && x.is_finite() {
+            by_level.entry(l).or_default().push((r, x));
+        }
+    }
+    let mut per_rep: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for reps in by_level.values().filter(|v| v.len() >= 3) {
+        // the level's median over every repetition: robust to the one that drifted, where the
+        // median of the *others* of three would be pulled halfway towards it
+        let mut all: Vec<f64> = reps.iter().map(|(_, y)| *y).collect();
+        all.sort_by(f64::total_cmp);
+        let n = all.len();
+        let median = if n % 2 == 1 {
+            all[n / 2]
+        } else {
+            (all[n / 2 - 1] + all[n / 2]) / 2.0
+        };
+        for &(r, x) in reps {
+            per_rep.entry(r).or_default().push((x / median).ln());
+        }
+    }
+    per_rep
+        .into_iter()
+        .filter_map(|(repetition, logs)| {
+            let levels = logs.len();
+            if levels < 2 {
+                return None;
+            }
+            let mean = logs.iter().sum::<f64>() / levels as f64;
+            let agreeing = logs.iter().filter(|l| l.signum() == mean.signum()).count();
+            let far = mean.abs() > (1.0 / DRIFT_RATIO).ln();
+            (far && agreeing as f64 >= DRIFT_AGREEMENT * levels as f64).then(|| RepetitionDrift {
+                repetition,
+                ratio: mean.exp(),
+                agreeing,
+                levels,
+            })
+        })
+        .collect()
+}
+
+/// [`repetition_drift`] over a closed-model run's reached shelves.
+pub fn drift_of_shelves(shelves: &[ShelfResult]) -> Vec<RepetitionDrift> {
+    let points: Vec<(usize, u32, f64)> = shelves
+        .iter()
+        .filter(|s| !s.reasons.iter().any(|r| matches!(r, Reason::NotReached)))
+        .map(|s| (s.level, s.repetition, s.achieved_rps))
+        .collect();
+    repetition_drift(&points)
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+
+    /// `reps` repetitions at `levels` levels; throughput 1000·(level+1)·factor(rep, level).
+    fn points(
+        reps: u32,
+        levels: usize,
+        factor: impl Fn(u32, usize) -> f64,
+    ) -> Vec<(usize, u32, f64)> {
+        let mut v = Vec::new();
+        for r in 0..reps {
+            for l in 0..levels {
+                v.push((l, r, 1000.0 * (l + 1) as f64 * factor(r, l)));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_cold_first_repetition_is_drift() {
+        // source 003's shape: the first of five repetitions at half speed at every level
+        let d = repetition_drift(&points(5, 11, |r, _| if r == 0 { 0.5 } else { 1.0 }));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].repetition, 0);
+        assert!((d[0].ratio - 0.5).abs() < 1e-9);
+        assert_eq!((d[0].agreeing, d[0].levels), (11, 11));
+    }
+
+    #[test]
+    fn noise_is_not_drift() {
+        // ±12% scattered from level to level (a fixed pseudo-random pattern), no direction
+        let wobble = |r: u32, l: usize| {
+            let k = (r as usize * 7 + l * 13) % 5;
+            [0.88, 0.94, 1.0, 1.06, 1.12][k]
+        };
+        assert!(repetition_drift(&points(5, 11, wobble)).is_empty());
+        // identical repetitions
+        assert!(repetition_drift(&points(3, 3, |_, _| 1.0)).is_empty());
+    }
+
+    #[test]
+    fn a_small_steady_offset_is_not_drift_and_one_level_proves_nothing() {
+        assert!(repetition_drift(&points(5, 11, |r, _| if r == 0 { 0.9 } else { 1.0 })).is_empty());
+        assert!(repetition_drift(&points(5, 1, |r, _| if r == 0 { 0.5 } else { 1.0 })).is_empty());
+    }
+
+    #[test]
+    fn a_faster_last_repetition_is_drift_too() {
+        let d = repetition_drift(&points(3, 4, |r, _| if r == 2 { 1.4 } else { 1.0 }));
+        assert_eq!(d.iter().map(|d| d.repetition).collect::<Vec<_>>(), vec![2]);
+    }
+}

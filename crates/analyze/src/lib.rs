@@ -38,7 +38,10 @@ pub use capacity::{
     interval as capacity_interval, isotonic, noise as capacity_noise, Bracket, CapacityInterval,
     Fit, Knee, Observation, CLIFF_RATIO,
 };
-pub use closed::{aggregate_levels, LevelAggregate, LevelStats};
+pub use closed::{
+    aggregate_levels, drift_of_shelves, repetition_drift, LevelAggregate, LevelStats,
+    RepetitionDrift,
+};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};

@@ -380,6 +380,60 @@ pub struct StackAnalysis {
     pub warnings: Vec<Warning>,
 }
 
+/// The warnings [`StackAnalysis::from_shelves`] derives from the shelves, levels and ceiling (the
+/// kinds for which [`WarningKind::is_derived`] holds).
+fn derived_warnings(
+    shelves: &[ShelfResult],
+    levels: &[LevelAggregate],
+    ceiling: &Ceiling,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if ceiling.found && !ceiling.bracketed {
+        warnings.push(Warning::new(WarningKind::NotBracketed, format!(
+            "ceiling not bracketed: no shelf after `{}` failed, so the stack may sustain more than the plan offered",
+            ceiling.label.as_deref().unwrap_or("?")
+        )));
+    }
+    if !ceiling.failed_before.is_empty() {
+        warnings.push(Warning::new(
+            WarningKind::NonMonotonic,
+            "non-monotonic: a shelf failed before the last valid one",
+        ));
+    }
+    let gb: Vec<String> = shelves
+        .iter()
+        .filter(|s| s.is_generator_bound())
+        .map(|s| s.label.clone())
+        .collect();
+    if !gb.is_empty() {
+        warnings.push(Warning::new(WarningKind::GeneratorBound, format!(
+            "generator-bound (invalid, not failed): {} — give the generator more CPU/connections or lower the rate",
+            gb.join(", ")
+        )));
+    }
+    for l in levels {
+        if !l.with_errors.is_empty() {
+            warnings.push(Warning::new(WarningKind::RepetitionErrors, format!(
+                "{}: repetition{} {} had errors (source 003 kept only error-free runs; both aggregates reported, the error-free one first)",
+                l.label,
+                if l.with_errors.len() == 1 { "" } else { "s" },
+                l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    for d in crate::closed::drift_of_shelves(shelves) {
+        warnings.push(Warning::new(WarningKind::RepetitionDrift, format!(
+            "repetitions drift: #{} ran at {:.0}% of the repetitions' median throughput ({} {} of {} levels) — usually a warm-up too short for the JIT, caches and pools, or the machine changing under the run; its figures are inside every level's mean and interval: lengthen the warm-up",
+            d.repetition + 1,
+            d.ratio * 100.0,
+            if d.ratio < 1.0 { "slower at" } else { "faster at" },
+            d.agreeing,
+            d.levels
+        )));
+    }
+    warnings
+}
+
 struct Candidate {
     index: usize,
     label: String,
@@ -387,6 +441,17 @@ struct Candidate {
 }
 
 impl StackAnalysis {
+    /// Recomputes the warnings derived from the shelves (a stored run read by a newer ceiling gets
+    /// the rules it did not have), keeping every other warning in place. Searches keep theirs.
+    pub fn refresh_derived_warnings(&mut self) {
+        if self.search.is_some() {
+            return;
+        }
+        self.warnings.retain(|w| !w.kind.is_derived());
+        let fresh = derived_warnings(&self.shelves, &self.levels, &self.ceiling);
+        self.warnings.splice(0..0, fresh);
+    }
+
     /// Builds the analysis from judged shelves: closed-model levels, the ceiling, warnings.
     pub fn from_shelves(stack: &str, criteria: ShelfCriteria, shelves: Vec<ShelfResult>) -> Self {
         let levels = if criteria.model == LoadModel::Closed {
@@ -395,40 +460,7 @@ impl StackAnalysis {
             Vec::new()
         };
         let ceiling = ceiling_of(&criteria, &shelves, &levels);
-        let mut warnings = Vec::new();
-        if ceiling.found && !ceiling.bracketed {
-            warnings.push(Warning::new(WarningKind::NotBracketed, format!(
-                "ceiling not bracketed: no shelf after `{}` failed, so the stack may sustain more than the plan offered",
-                ceiling.label.as_deref().unwrap_or("?")
-            )));
-        }
-        if !ceiling.failed_before.is_empty() {
-            warnings.push(Warning::new(
-                WarningKind::NonMonotonic,
-                "non-monotonic: a shelf failed before the last valid one",
-            ));
-        }
-        let gb: Vec<String> = shelves
-            .iter()
-            .filter(|s| s.is_generator_bound())
-            .map(|s| s.label.clone())
-            .collect();
-        if !gb.is_empty() {
-            warnings.push(Warning::new(WarningKind::GeneratorBound, format!(
-                "generator-bound (invalid, not failed): {} — give the generator more CPU/connections or lower the rate",
-                gb.join(", ")
-            )));
-        }
-        for l in &levels {
-            if !l.with_errors.is_empty() {
-                warnings.push(Warning::new(WarningKind::RepetitionErrors, format!(
-                    "{}: repetition{} {} had errors (source 003 kept only error-free runs; both aggregates reported, the error-free one first)",
-                    l.label,
-                    if l.with_errors.len() == 1 { "" } else { "s" },
-                    l.with_errors.iter().map(|r| format!("#{}", r + 1)).collect::<Vec<_>>().join(", ")
-                )));
-            }
-        }
+        let warnings = derived_warnings(&shelves, &levels, &ceiling);
         StackAnalysis {
             stack: stack.to_string(),
             model: criteria.model,

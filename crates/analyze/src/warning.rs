@@ -19,6 +19,10 @@ pub enum WarningKind {
     GeneratorBound,
     /// Closed model: some repetitions of a level had errors (derived from the levels).
     RepetitionErrors,
+    /// Closed model: one repetition ran consistently slower or faster than the others across the
+    /// levels — a warm-up too short, or the machine changing under the run (derived from the
+    /// levels).
+    RepetitionDrift,
     /// A capacity search found no failing probe above its ceiling (a lower bound), or no ceiling.
     SearchNotBracketed,
     /// A capacity search bracketed the ceiling but its interval is wider than the tolerance.
@@ -47,6 +51,9 @@ pub enum WarningKind {
     Files,
     /// The bank's money was not conserved under this stack (a lost or half-applied transfer).
     MoneyNotConserved,
+    /// Run level: a stack of the plan was not measured or searched (its build, start or verify
+    /// failed); the message says why.
+    StackNotMeasured,
     /// Anything else (and every warning read from a run.json older than schema 2).
     Other,
 }
@@ -61,6 +68,7 @@ impl WarningKind {
                 | WarningKind::NonMonotonic
                 | WarningKind::GeneratorBound
                 | WarningKind::RepetitionErrors
+                | WarningKind::RepetitionDrift
         )
     }
 }

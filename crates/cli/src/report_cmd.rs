@@ -30,6 +30,10 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // reports follow the current rules
     let signals = ceiling_report::load_signals(&a.dir, &report);
     ceiling_report::recompute_attribution(&mut report, &series, &signals);
+    // …and so are the warnings derived from the shelves (repetition drift, bracketing…)
+    for st in &mut report.stacks {
+        st.refresh_derived_warnings();
+    }
     let files = crate::compare_cmd::write_reports(&a.dir, &report, &series)?;
     if a.markdown {
         println!("{}", ceiling_report::render_summary_md(&report));

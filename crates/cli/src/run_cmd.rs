@@ -3,6 +3,7 @@
 //! the report files in `results/<run-id>/`.
 
 use anyhow::{bail, Context};
+use ceiling_analyze::{Warning, WarningKind};
 use ceiling_lab::{
     apply_load_flags, measure_stack, now_iso, repo_root, run_id, Halt, StackRunOptions,
 };
@@ -175,7 +176,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if data.reused { "reused" } else { "seeded" }
     );
     let data_dir = stand.data_dir().map(Path::to_path_buf);
-    report.environment = serde_json::to_value(stand.fingerprint())?;
+    report.environment = Some(stand.fingerprint());
     if let Some(l) = stand.postgres_limits() {
         report.limits.insert("postgres".into(), l.clone());
     }
@@ -196,9 +197,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     for (i, name) in plan.target.stacks.clone().iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
-            report
-                .warnings
-                .push(format!("stopped before stack `{name}`"));
+            report.warnings.push(Warning::new(
+                WarningKind::StoppedEarly,
+                format!("stopped before stack `{name}`"),
+            ));
             break;
         }
         if i > 0 && !plan.stand.cooldown.is_zero() {
@@ -257,28 +259,34 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                                         t.elapsed().as_secs_f64(),
                                         stand.postgres_version()
                                     );
-                                    report.warnings.push(format!(
+                                    report.warnings.push(Warning::new(WarningKind::PartExited, format!(
                                         "{what}; {part} was restarted and the run went on with the next stack"
-                                    ));
+                                    )));
                                 }
                                 Err(err) => {
                                     let msg = format!(
                                         "{what}; restarting it failed, so the run stopped: {err}"
                                     );
                                     eprintln!("{msg}");
-                                    report.warnings.push(msg);
+                                    report
+                                        .warnings
+                                        .push(Warning::new(WarningKind::PartExited, msg));
                                     crate::compare_cmd::write_reports(&dir, &report, &series)?;
                                     break;
                                 }
                             }
                         }
-                        OnPartExit::Restart => report.warnings.push(what),
+                        OnPartExit::Restart => report
+                            .warnings
+                            .push(Warning::new(WarningKind::PartExited, what)),
                         OnPartExit::Stop => {
                             let msg = format!(
                                 "{what}; the run stopped there (stand.on_part_exit = \"stop\")"
                             );
                             eprintln!("{msg}");
-                            report.warnings.push(msg);
+                            report
+                                .warnings
+                                .push(Warning::new(WarningKind::PartExited, msg));
                             crate::compare_cmd::write_reports(&dir, &report, &series)?;
                             break;
                         }
@@ -288,7 +296,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             Err(e) => {
                 let msg = format!("stack `{name}` was not measured: {e:#}");
                 eprintln!("{msg}");
-                report.warnings.push(msg);
+                report
+                    .warnings
+                    .push(Warning::new(WarningKind::StackNotMeasured, msg));
                 exit = ExitCode::from(1);
             }
         }
@@ -317,7 +327,9 @@ fn stopped_early(
 ) -> anyhow::Result<ExitCode> {
     let msg = format!("stopped by a signal before any stack was measured: {what}");
     eprintln!("{msg}");
-    report.warnings.push(msg);
+    report
+        .warnings
+        .push(Warning::new(WarningKind::StoppedEarly, msg));
     let files = crate::compare_cmd::write_reports(dir, report, series)?;
     eprintln!("results: {}", file_list(&files));
     Ok(ExitCode::from(130))

@@ -395,10 +395,10 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if let Some(url) = &a.url {
         let name = "url".to_string();
         ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
-        report.environment = serde_json::to_value(ceiling_stand::fingerprint(
+        report.environment = Some(ceiling_stand::fingerprint(
             None,
             &ceiling_stand::CgroupSystem::detect(),
-        ))?;
+        ));
         let mut runner = Runner {
             url: url.clone(),
             stack: name.clone(),
@@ -437,7 +437,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         stand
             .prepare_data(plan.stand.seed)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        report.environment = serde_json::to_value(stand.fingerprint())?;
+        report.environment = Some(stand.fingerprint());
         if let Some(l) = stand.postgres_limits() {
             report.limits.insert("postgres".into(), l.clone());
         }
@@ -514,10 +514,12 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             report.warnings = jobs
                 .iter()
                 .filter_map(|j| {
-                    j.error
-                        .as_ref()
-                        .filter(|_| j.rounds == 0)
-                        .map(|e| format!("stack `{}` was not searched: {e}", j.name))
+                    j.error.as_ref().filter(|_| j.rounds == 0).map(|e| {
+                        ceiling_analyze::Warning::new(
+                            ceiling_analyze::WarningKind::StackNotMeasured,
+                            format!("stack `{}` was not searched: {e}", j.name),
+                        )
+                    })
                 })
                 .collect();
             for j in &jobs {

@@ -380,3 +380,23 @@ fn slow_gc_pauses_on_a_jvm_stack_are_runtime_pauses() {
     let dir = run_with("crates/cli/tests/plans/why-gc.toml", |_, _| {});
     check(&dir, "runtime_pause");
 }
+
+#[test]
+fn event_loop_stalls_on_a_python_stack_are_runtime_pauses() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: no python3 (fastapi-asyncpg runs on it)");
+        return;
+    }
+    // the fault is in the plan itself ([stand.env] PYTHONPATH → a sitecustomize that holds each
+    // worker's GIL 200 ms every 1.5 s without CPU): the loop stalls, the stack's CPU stays low
+    let dir = run_with("crates/cli/tests/plans/why-loop.toml", |_, _| {});
+    check(&dir, "runtime_pause");
+    // the evidence is the loop lag the stack itself published, of the injected size
+    let (_, _, text) = causes(&dir);
+    assert!(text.contains("event-loop lag"), "{text}");
+}

@@ -263,14 +263,20 @@ fn comparable(a: &RunReport, b: &RunReport) -> Result<(), RunsRefused> {
 
 fn environment_warnings(a: &RunReport, b: &RunReport) -> Vec<String> {
     let mut w = Vec::new();
-    for key in ["cpu_model", "usable_cpus", "kernel", "postgres", "hostname"] {
-        let (x, y) = (a.environment.get(key), b.environment.get(key));
-        if x.is_some() && y.is_some() && x != y {
-            w.push(format!(
-                "environment differs: {key} {} vs {}",
-                x.map(|v| v.to_string()).unwrap_or_default(),
-                y.map(|v| v.to_string()).unwrap_or_default()
-            ));
+    if let (Some(x), Some(y)) = (&a.environment, &b.environment) {
+        let fields = |e: &ceiling_metrics::Environment| {
+            [
+                ("cpu_model", e.cpu_model.clone()),
+                ("usable_cpus", e.usable_cpus.to_string()),
+                ("kernel", e.kernel.clone()),
+                ("postgres", e.postgres.clone().unwrap_or_default()),
+                ("hostname", e.hostname.clone()),
+            ]
+        };
+        for ((key, u), (_, v)) in fields(x).into_iter().zip(fields(y)) {
+            if !u.is_empty() && !v.is_empty() && u != v {
+                w.push(format!("environment differs: {key} \"{u}\" vs \"{v}\""));
+            }
         }
     }
     if a.plan.scaled_by != b.plan.scaled_by {

@@ -727,33 +727,44 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
         .collect()
 }
 
-fn env_str(run: &RunReport, key: &str) -> Option<String> {
-    run.environment.get(key).and_then(|v| match v {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    })
+/// The run's environment fingerprint, when it took one.
+fn env(run: &RunReport) -> Option<&ceiling_metrics::Environment> {
+    run.environment.as_ref()
+}
+
+/// A text field of the fingerprint, `None` when empty.
+fn nonempty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
 }
 
 /// The run's record of the conditions a source states (`hardware`, `limits`, `tool`, …).
 fn run_condition(run: &RunReport, key: &str) -> Option<String> {
     match key {
         "hardware" => {
-            let cpu = env_str(run, "cpu_model")?;
-            let cores = env_str(run, "usable_cpus").unwrap_or_else(|| "?".into());
-            let mem = run
-                .environment
-                .get("memory_bytes")
-                .and_then(|v| v.as_u64())
-                .map(|b| format!(", {:.1} GiB RAM", b as f64 / (1u64 << 30) as f64))
-                .unwrap_or_default();
+            let e = env(run)?;
+            let cpu = nonempty(&e.cpu_model)?;
+            let cores = if e.usable_cpus > 0 {
+                e.usable_cpus.to_string()
+            } else {
+                "?".into()
+            };
+            let mem = if e.memory_bytes > 0 {
+                format!(
+                    ", {:.1} GiB RAM",
+                    e.memory_bytes as f64 / (1u64 << 30) as f64
+                )
+            } else {
+                String::new()
+            };
             Some(format!(
                 "{cpu}, {cores} usable CPUs{mem}; generator, database and stacks on one machine"
             ))
         }
-        "os" => env_str(run, "os").map(|os| match env_str(run, "kernel") {
-            Some(k) => format!("{os}, kernel {k}"),
-            None => os,
+        "os" => env(run).and_then(|e| nonempty(&e.os)).map(|os| {
+            match env(run).and_then(|e| nonempty(&e.kernel)) {
+                Some(k) => format!("{os}, kernel {k}"),
+                None => os,
+            }
         }),
         "limits" => {
             let v: Vec<String> = run
@@ -791,7 +802,9 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
             }
             Some(s)
         }
-        "database" => env_str(run, "postgres").map(|v| format!("PostgreSQL {v}")),
+        "database" => env(run)
+            .and_then(|e| e.postgres.clone())
+            .map(|v| format!("PostgreSQL {v}")),
         "load" => Some(
             run.plan
                 .requests
@@ -823,14 +836,12 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
         } else {
             "one run".into()
         }),
-        "versions" => run
-            .environment
-            .get("toolchains")
-            .and_then(|v| v.as_object())
-            .map(|m| {
+        "versions" => env(run)
+            .map(|e| {
                 // each value is the tool's own `--version` line, which names the tool
-                m.values()
-                    .filter_map(|v| v.as_str())
+                e.toolchains
+                    .values()
+                    .map(String::as_str)
                     .collect::<Vec<_>>()
                     .join("; ")
             })

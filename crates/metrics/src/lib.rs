@@ -6,12 +6,14 @@
 //! them). Histograms are never averaged: windows are merged exactly with [`merge_into`].
 
 mod audit;
+mod environment;
 mod hlog;
 mod parts;
 mod signals;
 mod timeseries;
 
 pub use audit::MoneyCheck;
+pub use environment::{Environment, PgBouncerRecord};
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
 pub use signals::{read_signals, HeapKind, SignalRow, SignalsWriter};

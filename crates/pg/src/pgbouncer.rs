@@ -12,6 +12,7 @@
 use crate::db::{Db, DbConfig, BENCH, BENCH_PASSWORD};
 use crate::error::{PgError, Result};
 use crate::pg::{check_reachable, chown, free_port, server_user, RunAs};
+pub use ceiling_metrics::PgBouncerRecord;
 use ceiling_plan::PgBouncerSettings;
 use ceiling_supervise::cgroup::{Cgroup, CgroupSystem, Limits, LimitsApplied, Role};
 use ceiling_supervise::process::{self, log_tail, Managed, SpawnSpec, StopReport};
@@ -198,19 +199,6 @@ pub fn config_text(
         t.push_str(&format!("max_prepared_statements = {n}\n"));
     }
     t
-}
-
-/// What run.json records about PgBouncer (under `environment.pgbouncer`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PgBouncerRecord {
-    /// `pgbouncer --version` (e.g. `1.18.0`).
-    pub version: String,
-    /// Where the binary is.
-    pub path: String,
-    /// The plan's settings as written into its configuration.
-    pub settings: PgBouncerSettings,
-    /// Its port on 127.0.0.1 (the stacks' `DB_PORT`).
-    pub port: u16,
 }
 
 /// A PgBouncer the stand started. Stopped by [`PgBouncer::stop`] or on drop.

@@ -915,7 +915,7 @@ pub fn render_html_full(
         overview => overview_charts(r),
         stacks => stacks,
         plan => plan_kv,
-        warnings => r.warnings,
+        warnings => r.warnings.iter().map(|w| w.message.as_str()).collect::<Vec<_>>(),
         environment => serde_json::to_string_pretty(&r.environment).unwrap_or_default(),
         limits => serde_json::to_string_pretty(&r.limits).unwrap_or_default(),
         limits_note => {

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! let mut rep = RunReport::new(&plan, run_id);          // plan summary, schema version, tool version
-//! rep.environment = fingerprint_json; rep.limits.insert(name, limits_applied);  // typed, from the stand
+//! rep.environment = Some(fingerprint); rep.limits.insert(name, limits_applied);  // typed, from the stand
 //! rep.stacks.push(analysis);                             // one StackAnalysis per stack
 //! print!("{}", render_terminal(&rep));
 //! write_all(&dir, &rep, &series)?;                      // run.json, summary.md, shelves.csv, report.html
@@ -23,8 +23,10 @@ pub use tables::{
     closed_table, request_table, runtime_table, search_table, shelf_table, summary_table, Table,
 };
 
-use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan};
-use ceiling_metrics::{read_signals, read_timeseries, LimitsApplied, SignalRow, TimeseriesRow};
+use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan, Warning};
+use ceiling_metrics::{
+    read_signals, read_timeseries, Environment, LimitsApplied, SignalRow, TimeseriesRow,
+};
 use ceiling_plan::{Plan, Segment};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -36,7 +38,10 @@ use std::path::{Path, PathBuf};
 /// * 1 → 2: `limits` became typed records keyed by part (`postgres`) or stack name (it was the same
 ///   JSON, but `null` when empty); `limits_note` was dropped (the note is computed from `limits`);
 ///   warnings of a stack became `{"kind", "message"}` objects (bare strings read as kind `other`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// * 2 → 3: run-level `warnings` became `{"kind", "message"}` objects too (bare strings read as
+///   kind `other`); `environment` is the typed fingerprint (the same fields; `null` when none was
+///   taken).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Per-second series of each stack, keyed by stack name (rows of its `timeseries.csv`).
 pub type Series = BTreeMap<String, Vec<TimeseriesRow>>;
@@ -183,9 +188,10 @@ pub struct RunReport {
     /// When the run started (RFC 3339, filled by the caller; may be empty).
     #[serde(default)]
     pub started: String,
-    /// Machine, OS, CPU, versions of Postgres and runtimes… (as gathered by the caller).
+    /// Machine, OS, CPU, versions of PostgreSQL and runtimes (the stand's fingerprint); `None`
+    /// when the caller took none (old `run.json` files with `null`).
     #[serde(default)]
-    pub environment: serde_json::Value,
+    pub environment: Option<Environment>,
     /// The plan.
     pub plan: PlanSummary,
     /// Resource limits as the stand applied them, keyed by what was limited: `postgres` for the
@@ -195,9 +201,10 @@ pub struct RunReport {
     pub limits: BTreeMap<String, LimitsApplied>,
     /// Per stack, in run order.
     pub stacks: Vec<StackAnalysis>,
-    /// Run-level warnings (stack warnings live in each analysis).
+    /// Run-level warnings (stack warnings live in each analysis); typed like theirs, and a bare
+    /// string from an older run.json reads as kind `other`.
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 impl RunReport {
@@ -211,7 +218,7 @@ impl RunReport {
             },
             run_id: run_id.into(),
             started: String::new(),
-            environment: serde_json::Value::Null,
+            environment: None,
             plan: PlanSummary::from_plan(plan),
             limits: BTreeMap::new(),
             stacks: Vec::new(),

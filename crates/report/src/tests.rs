@@ -169,7 +169,12 @@ fn simulate_demo() -> (RunReport, Series) {
     let plan = parse_plan(PLAN, std::path::Path::new("plans/demo.toml")).unwrap();
     let mut rep = RunReport::new(&plan, "20260101-120000-demo");
     rep.started = "2026-01-01T12:00:00Z".into();
-    rep.environment = serde_json::json!({"os": "Linux 6.8", "cpus": 8, "postgres": "16.4"});
+    rep.environment = Some(ceiling_metrics::Environment {
+        os: "Linux 6.8".into(),
+        usable_cpus: 8,
+        postgres: Some("16.4".into()),
+        ..Default::default()
+    });
     for (name, who) in [
         ("postgres", Role::Postgres),
         ("go-pgx", Role::Stack),
@@ -357,6 +362,13 @@ fn as_schema_1(rep: &RunReport, limits_null: bool) -> String {
     if limits_null {
         v["limits"] = serde_json::Value::Null;
     }
+    let ws: Vec<serde_json::Value> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].clone())
+        .collect();
+    v["warnings"] = ws.into();
     for st in v["stacks"].as_array_mut().unwrap() {
         let ws: Vec<serde_json::Value> = st["warnings"]
             .as_array()
@@ -387,6 +399,10 @@ fn reads_schema_1_run_json() {
         WarningKind::StoppedEarly,
         "the run was stopped early (signal or time bound); shelves after that point are missing",
     ));
+    rep.warnings.push(Warning::new(
+        WarningKind::StackNotMeasured,
+        "stack `ktor-jdbc` was not measured: build failed",
+    ));
     let old = as_schema_1(&rep, false);
     assert!(old.contains("\"limits_note\": null") && old.contains("\"schema_version\": 1"));
     let back = RunReport::from_json(&old).unwrap();
@@ -394,6 +410,10 @@ fn reads_schema_1_run_json() {
     assert_eq!(back.limits, rep.limits);
     assert_eq!(back.limits_not_applied(), rep.limits_not_applied());
     assert_eq!(back.stacks.len(), rep.stacks.len());
+    // run-level warnings written as bare strings read back as kind `other`, same words
+    assert_eq!(back.warnings.len(), 1);
+    assert_eq!(back.warnings[0].message, rep.warnings[0].message);
+    assert_eq!(back.warnings[0].kind, WarningKind::Other);
     for (a, b) in back.stacks.iter().zip(&rep.stacks) {
         let text = |w: &Vec<Warning>| w.iter().map(|w| w.message.clone()).collect::<Vec<_>>();
         assert_eq!(text(&a.warnings), text(&b.warnings));

@@ -1,43 +1,10 @@
 //! The environment fingerprint recorded in run.json.
 
+pub use ceiling_metrics::Environment;
 use ceiling_supervise::cgroup::CgroupSystem;
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// What machine and software a run was measured on.
-#[derive(Debug, Clone, Serialize)]
-pub struct Environment {
-    /// Host name.
-    pub hostname: String,
-    /// CPU model name from /proc/cpuinfo.
-    pub cpu_model: String,
-    /// Logical CPUs online.
-    pub logical_cpus: usize,
-    /// CPUs this process may run on (sched affinity).
-    pub usable_cpus: usize,
-    /// Total memory, bytes.
-    pub memory_bytes: u64,
-    /// Kernel release (`uname -r`).
-    pub kernel: String,
-    /// OS name (`PRETTY_NAME` from /etc/os-release).
-    pub os: String,
-    /// PostgreSQL server version, when known.
-    pub postgres: Option<String>,
-    /// PgBouncer between the stacks and PostgreSQL: its version and the plan's settings (absent
-    /// when the stacks connect directly).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pgbouncer: Option<crate::PgBouncerRecord>,
-    /// First line of `--version` for each toolchain found (missing ones are absent).
-    pub toolchains: BTreeMap<String, String>,
-    /// `v1`, `v2`, `hybrid` or `none`.
-    pub cgroup_mode: String,
-    /// Which hierarchies and controllers are available.
-    pub cgroups: String,
-    /// The ceiling version that measured.
-    pub ceiling_version: String,
-}
 
 /// Collects the fingerprint. Toolchain version commands run in parallel (about a second in
 /// total, dominated by `mvn -v`); `postgres` is the server version if the caller knows it.
