@@ -358,8 +358,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     let mut report = RunReport::new(&plan, id);
     report.started = now_iso();
     let mut series = Series::new();
-    // a part of the stand (PostgreSQL, PgBouncer) exited under one of the probes
-    let mut part_exit = false;
+    // a stack died, or a part of the stand (PostgreSQL, PgBouncer) exited, under one of the probes
+    let mut halted = false;
     eprintln!(
         "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then narrowed on the fitted SLO margin until the 95% interval is within ±{}% with {} probes at each end; confirm {}; budget {} per stack",
         plan.name,
@@ -473,7 +473,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 warnings: Vec::new(),
                 error: None,
                 rounds: 0,
-                part_exited: false,
+                halted: false,
                 stop_all: false,
             })
             .collect();
@@ -507,7 +507,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                     Err(e) => job.error = Some(format!("{e:#}")),
                 }
                 stop_all |= job.stop_all;
-                part_exit |= job.part_exited;
+                halted |= job.halted;
             }
             // Results so far, after every round: an interrupted search keeps what it measured.
             report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
@@ -561,8 +561,9 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(if stop.load(Ordering::Relaxed) {
         ExitCode::from(130)
-    } else if report.stacks.is_empty() || part_exit {
-        // (a part of the stand that died under a probe: the results are there, but not whole)
+    } else if report.stacks.is_empty() || halted {
+        // (a stack or a part of the stand that died under a probe: the results are there, but
+        // not whole)
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -578,8 +579,9 @@ struct StackJob {
     /// Why the stack could not run a round (build, start, verify, death).
     error: Option<String>,
     rounds: u32,
-    /// A part of the stand exited during one of its probes (its search ended there).
-    part_exited: bool,
+    /// The stack died, or a part of the stand exited, during one of its probes (its search ended
+    /// there).
+    halted: bool,
     /// …and the search of every stack stops (`stand.on_part_exit = "stop"`, or the part could
     /// not be restarted).
     stop_all: bool,
@@ -680,8 +682,11 @@ fn stack_round(
     let halted = runner.halted.take();
     drop(runner);
     stack.stop();
-    if let Some(Halt::PartExited(e)) = halted {
-        part_exited(plan, stand, job, dir, stop, &e, log);
+    match halted {
+        Some(Halt::PartExited(e)) => part_exited(plan, stand, job, dir, stop, &e, log),
+        // its search ended there (the stop reason quotes the crash report); the others go on
+        Some(Halt::StackDied(_)) => job.halted = true,
+        None => {}
     }
     if let Some(e) = warmup_failed {
         bail!("warm-up failed: {e}");
@@ -702,7 +707,7 @@ fn part_exited(
     e: &ceiling_analyze::PartExit,
     log: &mut dyn FnMut(&str),
 ) {
-    job.part_exited = true;
+    job.halted = true;
     let what = format!("{} while `{}` was searched", e.describe(), job.name);
     if !e.log_tail.is_empty() {
         let logs = dir.join("logs");

@@ -168,7 +168,7 @@ impl Managed {
         self.try_wait().is_none()
     }
 
-    /// Like [`Managed::wait`], but gives up when the run is cancelled (Ctrl-C, see
+    /// Waits for the child to exit, but gives up when the run is cancelled (Ctrl-C, see
     /// [`crate::cancelled`]): the group is stopped (graceful signal, SIGKILL after `grace`) and
     /// `None` returned. Polls every 20 ms, so a cancel takes effect at once.
     pub fn wait_or_cancel(&mut self, grace: Duration) -> Option<ExitStatus> {
