@@ -37,6 +37,11 @@ use std::collections::BTreeMap;
 /// Causes below this score are not reported.
 pub const MIN_SCORE: f64 = 0.2;
 
+/// The stack's threads waiting this long for a CPU per second (summed over threads) count as
+/// fully starved in the host-stall rule. go-pgx's threads wait ~100 ms/s on an idle 2-core box
+/// beside the generator (2026-11-25), hence a scale well above that.
+const STACK_STARVED_MS: f64 = 500.0;
+
 /// A second in which the generator's threads together waited this long for a CPU (run delay,
 /// ms per second) is generator-bound: the generator, not the service, set its latency.
 pub const GENERATOR_STARVED_MS: f64 = 250.0;
@@ -603,6 +608,14 @@ pub fn attribute(
                     (None, Some(q), Some(n)) if n > 0.0 => clamp01((q / n - 1.0) / 2.0),
                     _ => 0.0,
                 };
+                // …or the stack's own threads waited for a CPU: a hog on the CPUs the stack
+                // runs on starves it without freezing a control that runs elsewhere (its own
+                // surplus threads wait too, but then the CPU outside the run stays low)
+                let starved = starved.max(
+                    s.stack_run_delay_ms
+                        .map(|d| clamp01(d / STACK_STARVED_MS))
+                        .unwrap_or(0.0),
+                );
                 let other = s
                     .other_cpu_pct
                     .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
@@ -1015,6 +1028,14 @@ fn evidence(
             }
             if let Some(st) = avg(s, sig, |x| x.host_steal_pct).filter(|x| *x >= 1.0) {
                 v.push(format!("steal {st:.0}% of a core"));
+            }
+            if let Some(w) = avg(s, sig, |x| x.stack_run_delay_ms).filter(|w| *w >= 1.0) {
+                v.push(format!(
+                    "the stack's threads waited {w:.0} ms per second for a CPU (elsewhere {})",
+                    avg(r, sig, |x| x.stack_run_delay_ms)
+                        .map(|x| format!("{x:.0} ms"))
+                        .unwrap_or_else(|| "n/a".into())
+                ));
             }
             if let Some(q) = maxof(s, sig, |x| x.run_queue_max) {
                 v.push(format!("run queue up to {q:.0}"));
@@ -1510,6 +1531,42 @@ mod tests {
                 .iter()
                 .any(|e| e.contains("outside the run")),
             "{a:#?}"
+        );
+    }
+
+    /// A hog on the stack's CPUs: the control, running elsewhere, answers promptly, but the
+    /// stack's threads wait for a CPU while processes outside the run hold them.
+    #[test]
+    fn a_hog_on_the_stacks_cpus_is_a_host_stall_though_the_control_is_prompt() {
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.other_cpu_pct = Some(95.0);
+            s.host_busy_pct = Some(190.0);
+            s.control_max_ms = Some(2.0);
+            s.stack_run_delay_ms = Some(600.0);
+        });
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::HostStall);
+        let ev = a.top().unwrap().evidence.join("; ");
+        assert!(
+            ev.contains("the stack's threads waited 600 ms per second for a CPU"),
+            "{ev}"
+        );
+        // the same waits with nothing else on the host are the stack's own threads queueing
+        // behind each other: not a host stall
+        let (mut rows, mut sig) = healthy();
+        freeze(&mut rows);
+        at(&mut sig, |s| {
+            s.other_cpu_pct = Some(5.0);
+            s.control_max_ms = Some(2.0);
+            s.stack_run_delay_ms = Some(600.0);
+        });
+        let a = top(&rows, &sig);
+        assert!(
+            !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
+            "{:?}",
+            a.causes
         );
     }
 

@@ -63,6 +63,10 @@ pub struct SignalRow {
     pub stack_oom_kills: Option<u64>,
     /// Major page faults of the stack's processes.
     pub stack_major_faults: Option<u64>,
+    /// Time the stack's threads spent runnable but waiting for a CPU in this second, summed over
+    /// its threads, ms: other processes (or its own surplus threads) holding the CPUs it may use.
+    #[serde(default)]
+    pub stack_run_delay_ms: Option<f64>,
     // ---- PostgreSQL ----
     /// PostgreSQL's CPU quota (its cgroup, when the plan sets `stand.postgres_cpus`), % of one
     /// core; absent: no quota.

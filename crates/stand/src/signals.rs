@@ -744,6 +744,8 @@ struct HostPrev {
     majflt: Option<u64>,
     /// The generator process's run delay so far, ns.
     gen_wait: Option<u64>,
+    /// The stack's threads' run delay so far, ns.
+    stack_wait: Option<u64>,
     rt: Option<RuntimeScrape>,
 }
 
@@ -780,13 +782,14 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         let oom = cg.as_ref().and_then(|c| c.oom_kills(buf));
         let majflt = cg.as_ref().and_then(|c| c.major_faults(buf));
         let gen_wait = hostprobe::self_run_delay_ns(buf);
-        (t, cpu, disk, net, thr, oom, majflt, gen_wait)
+        let stack_wait = cg.as_ref().and_then(|c| c.threads_run_delay_ns(buf));
+        (t, cpu, disk, net, thr, oom, majflt, gen_wait, stack_wait)
     };
     let scrape = |port: Option<u16>| -> Option<RuntimeScrape> {
         let body = http_get(port?, "/metrics", Duration::from_millis(300))?;
         Some(runtime_of(&parse_prometheus(&body)))
     };
-    let (t, cpu, disk, net, thr, oom, majflt, gen_wait) = read_all(&mut buf);
+    let (t, cpu, disk, net, thr, oom, majflt, gen_wait, stack_wait) = read_all(&mut buf);
     let mut prev = HostPrev {
         t,
         cpu,
@@ -796,6 +799,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         oom,
         majflt,
         gen_wait,
+        stack_wait,
         rt: scrape(port),
     };
     let limit_pct = cg.as_ref().and_then(|c| c.cpu_limit_pct(&mut buf));
@@ -811,7 +815,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         if Instant::now() > due + Duration::from_millis(500) {
             // fell behind (the host is stalling us): keep the tick, deltas cover the longer span
         }
-        let (t, cpu, disk, net, thr, oom, majflt, gen_wait) = read_all(&mut buf);
+        let (t, cpu, disk, net, thr, oom, majflt, gen_wait, stack_wait) = read_all(&mut buf);
         let rt = scrape(port);
         let dt = (t - prev.t).max(1e-3);
         {
@@ -853,6 +857,8 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
                 r.stack_oom_kills = d(oom, prev.oom);
                 r.stack_major_faults = d(majflt, prev.majflt);
                 r.gen_run_delay_ms = d(gen_wait, prev.gen_wait).map(|ns| ns as f64 / 1e6 / dt);
+                r.stack_run_delay_ms =
+                    d(stack_wait, prev.stack_wait).map(|ns| ns as f64 / 1e6 / dt);
                 if port.is_some() {
                     r.runtime_scrape_ok = Some(rt.is_some());
                 }
@@ -893,6 +899,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
             oom,
             majflt,
             gen_wait,
+            stack_wait,
             // a failed scrape keeps the last good counters, so the next delta spans both seconds
             rt: rt.or(prev.rt),
         };

@@ -218,6 +218,36 @@ impl CgroupFiles {
         (q > 0 && p > 0).then(|| q as f64 / p as f64 * 100.0)
     }
 
+    /// Time every thread of the group has spent runnable but waiting for a CPU, ns: the run delay
+    /// of `/proc/<tid>/schedstat` summed over the group's threads (`cgroup.threads` in v2, `tasks`
+    /// in v1). A thread that exits takes its share with it, so a second with exits reads low.
+    pub fn threads_run_delay_ns(&self, buf: &mut String) -> Option<u64> {
+        let d = self.cpu_dir.as_ref()?;
+        read(
+            &d.join(if self.cpu_v2 {
+                "cgroup.threads"
+            } else {
+                "tasks"
+            }),
+            buf,
+        )?;
+        let tids: Vec<u32> = buf
+            .split_ascii_whitespace()
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let mut total = 0u64;
+        let mut any = false;
+        for tid in tids {
+            if crate::procfs::read_into(&format!("/proc/{tid}/schedstat"), buf) {
+                if let Some(w) = parse_schedstat_wait_ns(buf) {
+                    total = total.saturating_add(w);
+                    any = true;
+                }
+            }
+        }
+        any.then_some(total)
+    }
+
     /// Memory limit, bytes (`None`: unlimited).
     pub fn memory_limit(&self, buf: &mut String) -> Option<u64> {
         let d = self.memory_dir.as_ref()?;
@@ -276,6 +306,66 @@ pub fn read_net(buf: &mut String) -> NetCounters {
 
 #[cfg(test)]
 mod tests {
+
+    /// The group's threads' run delay, read through a `tasks` file naming this process's own
+    /// threads: more busy threads than CPUs make them queue, and the sum must grow by roughly the
+    /// queueing the test caused (at least a tenth of it).
+    #[test]
+    fn a_groups_threads_waiting_for_a_cpu_are_counted() {
+        let dir = std::env::temp_dir().join(format!("ceiling-rundelay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // 2 × CPUs busy threads for 400 ms: about half of their time is spent queued
+        let (tx, rx) = std::sync::mpsc::channel();
+        let burners: Vec<_> = (0..2 * cpus)
+            .map(|_| {
+                let (stop, tx) = (stop.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    tx.send(rustix::thread::gettid().as_raw_nonzero().get())
+                        .unwrap();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let tids: Vec<i32> = (0..2 * cpus).map(|_| rx.recv().unwrap()).collect();
+        std::fs::write(
+            dir.join("tasks"),
+            tids.iter().map(|t| format!("{t}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let files = CgroupFiles {
+            cpu_dir: Some(dir.clone()),
+            memory_dir: None,
+            cpu_v2: false,
+            memory_v2: false,
+        };
+        let mut buf = String::new();
+        let before = files
+            .threads_run_delay_ns(&mut buf)
+            .expect("schedstat readable");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let after = files
+            .threads_run_delay_ns(&mut buf)
+            .expect("schedstat readable");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for b in burners {
+            b.join().unwrap();
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        // cpus threads' worth of queueing for 400 ms = cpus × 400 ms; a tenth of it at least
+        let waited_ms = (after - before) as f64 / 1e6;
+        assert!(
+            waited_ms >= 0.1 * cpus as f64 * 400.0,
+            "{waited_ms:.1} ms queued over 400 ms with {} threads on {cpus} CPUs",
+            2 * cpus
+        );
+    }
+
     use super::*;
 
     #[test]
