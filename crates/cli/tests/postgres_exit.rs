@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The two tests start a stand each over the same `.ceiling/` cache: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -65,8 +68,59 @@ fn postgres_pid(root: &Path, owner: u32) -> Option<u32> {
     })
 }
 
+/// A `ceiling` command this test started: its stdout and stderr read on threads (stderr also
+/// line by line through `lines`), once go-pgx is healthy.
+struct Started {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+/// Starts `ceiling ARGS…` in the repository and waits until go-pgx is healthy (building it may
+/// take a while the first time).
+fn start_until_healthy(root: &Path, args: &[&std::ffi::OsStr]) -> Started {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        .current_dir(root)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in BufReader::new(stderr).lines() {
+            let l = l.unwrap_or_default();
+            all.push_str(&l);
+            all.push('\n');
+            let _ = tx.send(l);
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        match lines.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) if l.contains("[go-pgx] healthy at") => break,
+            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => panic!("ceiling ended before measuring: {:?}", child.wait()),
+        }
+        assert!(Instant::now() < deadline, "go-pgx never became healthy");
+    }
+    Started {
+        child,
+        lines,
+        out,
+        err,
+    }
+}
+
 #[test]
 fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = repo_root();
     let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
         .iter()
@@ -82,49 +136,22 @@ fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
     let plan = tmp.join("pg-dies.toml");
     std::fs::write(&plan, PLAN).unwrap();
     let results = tmp.join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
-        .current_dir(&root)
-        .arg("run")
-        .arg(&plan)
-        .arg("--results")
-        .arg(&results)
-        .arg("-q")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let Started {
+        mut child,
+        lines: rx,
+        out: out_thread,
+        err: err_thread,
+    } = start_until_healthy(
+        &root,
+        &[
+            "run".as_ref(),
+            plan.as_os_str(),
+            "--results".as_ref(),
+            results.as_os_str(),
+            "-q".as_ref(),
+        ],
+    );
     let owner = child.id();
-    let stdout = child.stdout.take().unwrap();
-    let out_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        for l in BufReader::new(stdout).lines() {
-            s.push_str(&l.unwrap_or_default());
-            s.push('\n');
-        }
-        s
-    });
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    let err_thread = std::thread::spawn(move || {
-        let mut all = String::new();
-        for l in BufReader::new(stderr).lines() {
-            let l = l.unwrap_or_default();
-            all.push_str(&l);
-            all.push('\n');
-            let _ = tx.send(l);
-        }
-        all
-    });
-    // Wait for the first stack to be measured (building go-pgx may take a while the first time).
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(l) if l.contains("[go-pgx] healthy at") => break,
-            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(_) => panic!("ceiling run ended before measuring: {:?}", child.wait()),
-        }
-        assert!(Instant::now() < deadline, "go-pgx never became healthy");
-    }
     // Warm-up 0–2 s, `hold 50` 2–10 s (kept 3–9), `hold 100` 10–34 s (kept 11–33): kill at ≈16 s.
     std::thread::sleep(Duration::from_secs(16));
     let pid = postgres_pid(&root, owner).expect("the run's PostgreSQL in its registry");
@@ -257,6 +284,7 @@ on_part_exit = "restart"
 /// the stack and judged probes against a dead database.
 #[test]
 fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = repo_root();
     let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
         .iter()
@@ -272,41 +300,21 @@ fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
     let plan = tmp.join("pg-dies-search.toml");
     std::fs::write(&plan, SEARCH_PLAN).unwrap();
     let results = tmp.join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
-        .current_dir(&root)
-        .arg("search")
-        .arg(&plan)
-        .arg("--results")
-        .arg(&results)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let Started {
+        mut child,
+        out: out_thread,
+        err: err_thread,
+        ..
+    } = start_until_healthy(
+        &root,
+        &[
+            "search".as_ref(),
+            plan.as_os_str(),
+            "--results".as_ref(),
+            results.as_os_str(),
+        ],
+    );
     let owner = child.id();
-    let stdout = child.stdout.take().unwrap();
-    let out_thread =
-        std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    let err_thread = std::thread::spawn(move || {
-        let mut all = String::new();
-        for l in BufReader::new(stderr).lines() {
-            let l = l.unwrap_or_default();
-            all.push_str(&l);
-            all.push('\n');
-            let _ = tx.send(l);
-        }
-        all
-    });
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(l) if l.contains("[go-pgx] healthy at") => break,
-            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(_) => panic!("ceiling search ended before probing: {:?}", child.wait()),
-        }
-        assert!(Instant::now() < deadline, "go-pgx never became healthy");
-    }
     // into the first probes (each 6 s at 50 RPS and up)
     std::thread::sleep(Duration::from_secs(9));
     let pid = postgres_pid(&root, owner).expect("the search's PostgreSQL in its registry");
