@@ -161,7 +161,7 @@ pub fn config_text(
     auth_file: &Path,
 ) -> String {
     let mut t = format!(
-        "; written by ceiling's stand (crates/stand/src/pgbouncer.rs) from the plan's [stand.pgbouncer]\n\
+        "; written by ceiling's stand (crates/pg/src/pgbouncer.rs) from the plan's [stand.pgbouncer]\n\
          [databases]\n\
          ; every database name goes to the same name on the stand's PostgreSQL; server sessions in\n\
          ; UTC with ISO dates (what node-postgres asks for in its `options`, which PgBouncer drops)\n\
