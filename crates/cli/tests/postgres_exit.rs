@@ -118,24 +118,52 @@ fn start_until_healthy(root: &Path, args: &[&std::ffi::OsStr]) -> Started {
     }
 }
 
-#[test]
-fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
+/// The test's scratch directory `name` with `plan_text` written to `<plan>.toml`: the repository
+/// root, the plan file and the results directory; `None` (and a message) where PostgreSQL server
+/// binaries or Go are missing.
+fn prepare(name: &str, plan: &str, plan_text: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
     let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
         .iter()
         .any(|d| Path::new(d).exists())
         || which("postgres");
     if !have_pg || !which("go") {
         eprintln!("skipping: needs PostgreSQL server binaries and Go");
-        return;
+        return None;
     }
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("postgres-exit");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
-    let plan = tmp.join("pg-dies.toml");
-    std::fs::write(&plan, PLAN).unwrap();
-    let results = tmp.join("results");
+    let file = tmp.join(format!("{plan}.toml"));
+    std::fs::write(&file, plan_text).unwrap();
+    Some((repo_root(), file, tmp.join("results")))
+}
+
+/// SIGKILL to the PostgreSQL server the `ceiling` process `owner` started.
+fn kill_postgres(root: &Path, owner: u32) {
+    let pid = postgres_pid(root, owner).expect("the command's PostgreSQL in its registry");
+    // SAFETY: kill(2) on the PostgreSQL server of the ceiling command this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+}
+
+/// The one results directory under `results` and its run.json.
+fn results_of(results: &Path) -> (PathBuf, serde_json::Value) {
+    let dir = std::fs::read_dir(results)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("run.json").exists())
+        .expect("a results directory")
+        .path();
+    let run =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    (dir, run)
+}
+
+#[test]
+fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((root, plan, results)) = prepare("postgres-exit", "pg-dies", PLAN) else {
+        return;
+    };
     let Started {
         mut child,
         lines: rx,
@@ -154,9 +182,7 @@ fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
     let owner = child.id();
     // Warm-up 0–2 s, `hold 50` 2–10 s (kept 3–9), `hold 100` 10–34 s (kept 11–33): kill at ≈16 s.
     std::thread::sleep(Duration::from_secs(16));
-    let pid = postgres_pid(&root, owner).expect("the run's PostgreSQL in its registry");
-    // SAFETY: kill(2) on the PostgreSQL server of the ceiling run this test started.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    kill_postgres(&root, owner);
     let killed_at = Instant::now();
     let mut named_after = None;
     let status = loop {
@@ -189,14 +215,7 @@ fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
 
     // run.json: the shelf PostgreSQL died under is invalid with that reason; the shelf before it
     // is valid; the second stack, on the restarted server, is measured normally.
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().join("run.json").exists())
-        .expect("a results directory")
-        .path();
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let (dir, run) = results_of(&results);
     let stacks = run["stacks"].as_array().unwrap();
     assert_eq!(stacks.len(), 2, "{ctx}");
     let first = &stacks[0];
@@ -285,21 +304,11 @@ on_part_exit = "restart"
 #[test]
 fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
-    let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
-        .iter()
-        .any(|d| Path::new(d).exists())
-        || which("postgres");
-    if !have_pg || !which("go") {
-        eprintln!("skipping: needs PostgreSQL server binaries and Go");
+    let Some((root, plan, results)) =
+        prepare("postgres-exit-search", "pg-dies-search", SEARCH_PLAN)
+    else {
         return;
-    }
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("postgres-exit-search");
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
-    let plan = tmp.join("pg-dies-search.toml");
-    std::fs::write(&plan, SEARCH_PLAN).unwrap();
-    let results = tmp.join("results");
+    };
     let Started {
         mut child,
         out: out_thread,
@@ -317,9 +326,7 @@ fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
     let owner = child.id();
     // into the first probes (each 6 s at 50 RPS and up)
     std::thread::sleep(Duration::from_secs(9));
-    let pid = postgres_pid(&root, owner).expect("the search's PostgreSQL in its registry");
-    // SAFETY: kill(2) on the PostgreSQL server of the ceiling search this test started.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    kill_postgres(&root, owner);
     let killed_at = Instant::now();
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
@@ -342,14 +349,7 @@ fn killed_postgres_ends_the_search_without_a_verdict_on_the_stack() {
     assert_eq!(status.code(), Some(1), "{ctx}");
     assert!(err.contains("PostgreSQL exited (signal 9)"), "{ctx}");
     assert!(err.contains("restarting PostgreSQL"), "{ctx}");
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().join("run.json").exists())
-        .expect("a results directory")
-        .path();
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let (_, run) = results_of(&results);
     let st = &run["stacks"][0];
     let search = &st["search"];
     // the search ended on the exit, and named it

@@ -472,14 +472,6 @@ pub struct Published {
 }
 
 impl Published {
-    /// The tables a plan reproduces on its own.
-    pub fn tables_of_plan<'a>(&'a self, plan: &'a str) -> impl Iterator<Item = &'a Table> + 'a {
-        self.tables.iter().filter(move |t| {
-            let need = t.plans();
-            !need.is_empty() && need.iter().all(|p| *p == plan)
-        })
-    }
-
     /// The tables that runs of these plans reproduce whole: every plan a table needs is among
     /// them (a summary table of two plans needs both runs).
     pub fn tables_of_plans<'a>(
@@ -657,7 +649,7 @@ approx = true
         assert_eq!(r.cpu_pct.unwrap().central(), 97.5);
         assert_eq!(p.tables[0].metrics(), vec![Metric::Rps, Metric::CpuPct]);
         assert_eq!(p.tables[0].columns[&Metric::MemMib], "heap");
-        assert_eq!(p.tables_of_plan("000-status-mixed").count(), 1);
+        assert_eq!(p.tables_of_plans(&["000-status-mixed"]).count(), 1);
     }
 
     #[test]

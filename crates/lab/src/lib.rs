@@ -15,9 +15,7 @@ pub mod start;
 pub mod verify;
 
 pub use ids::{now_iso, repo_root, run_id};
-pub use measure::{
-    apply_load_flags, engine_stages, measure, measure_watched, Halt, MeasureSpec, Measured,
-};
+pub use measure::{apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured};
 pub use record::Recorder;
 pub use stack::{measure_stack, restart_part, watch, StackRunOptions};
 pub use start::start_verified;

@@ -74,23 +74,10 @@ pub struct MeasureSpec<'a> {
     pub quiet: bool,
 }
 
-/// Runs the plan's load against a started stack and analyses it. `alive` is polled every second;
-/// when it returns an error message the measurement stops, the analysis carries the message, and
-/// `stop` is set (the capacity search then stops too).
-pub fn measure(
-    spec: MeasureSpec<'_>,
-    stop: Arc<AtomicBool>,
-    mut alive: impl FnMut() -> Option<String>,
-) -> anyhow::Result<Measured> {
-    let m = measure_watched(spec, &stop, || alive().map(Halt::StackDied))?;
-    if matches!(m.halt, Some(Halt::StackDied(_))) {
-        stop.store(true, Ordering::Relaxed);
-    }
-    Ok(m)
-}
-
-/// [`measure`] with a watch that can also report a part of the stand that exited. `stop` (Ctrl-C)
-/// is only read: a halt stops this measurement alone, and the caller decides what comes next.
+/// Runs the plan's load against a started stack and analyses it, while `watch` is polled every
+/// second: a stack that died or a part of the stand that exited ([`Halt`]) stops this measurement
+/// and is carried in the result. `stop` (Ctrl-C) is only read: a halt stops this measurement
+/// alone, and the caller decides what comes next.
 /// A part's exit marks the shelves it touched invalid ([`RunAccumulator::stand_part_exited`]).
 pub fn measure_watched(
     spec: MeasureSpec<'_>,
