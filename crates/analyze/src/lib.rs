@@ -18,6 +18,7 @@
 mod attribution;
 mod capacity;
 mod closed;
+mod cost;
 mod criteria;
 mod hist;
 mod layout;
@@ -25,6 +26,7 @@ mod resources;
 mod run;
 mod runtime;
 mod search;
+mod settle;
 mod shelf;
 mod stats;
 mod verdict;
@@ -42,6 +44,7 @@ pub use closed::{
     aggregate_levels, drift_of_shelves, repetition_drift, LevelAggregate, LevelStats,
     RepetitionDrift,
 };
+pub use cost::{cost_table, CostRow, CostTable, HOURS_PER_YEAR};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
@@ -53,6 +56,7 @@ pub use search::{
     probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,
     Recovery, SearchOutcome, SearchStatus, StopReason,
 };
+pub use settle::{is_settled, Settling, WarmupStep};
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
 };

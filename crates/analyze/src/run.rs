@@ -375,6 +375,12 @@ pub struct StackAnalysis {
     /// recomputes the attribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_exit: Option<StackExit>,
+    /// What a settling warm-up (`[settle]`) did before the measured stages, when the plan had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settling: Option<crate::Settling>,
+    /// The stack's deployable size and its memory at the end of the measurement, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<ceiling_metrics::Footprint>,
     /// Things a reader should know.
     #[serde(default)]
     pub warnings: Vec<Warning>,
@@ -473,6 +479,8 @@ impl StackAnalysis {
             part_exits: Vec::new(),
             money: None,
             stack_exit: None,
+            settling: None,
+            footprint: None,
             warnings,
         }
     }
@@ -483,6 +491,8 @@ impl StackAnalysis {
         let first = parts.first()?;
         let stack = first.stack.clone();
         let criteria = first.criteria.clone();
+        let settling = first.settling.clone();
+        let footprint = first.footprint.clone();
         let mut warnings: Vec<Warning> = Vec::new();
         let mut shelves = Vec::new();
         let mut part_exits = Vec::new();
@@ -503,6 +513,8 @@ impl StackAnalysis {
         warnings.append(&mut a.warnings);
         a.warnings = warnings;
         a.part_exits = part_exits;
+        a.settling = settling;
+        a.footprint = footprint;
         Some(a)
     }
 

@@ -23,6 +23,8 @@ pub enum WarningKind {
     /// levels — a warm-up too short, or the machine changing under the run (derived from the
     /// levels).
     RepetitionDrift,
+    /// A settling warm-up (`[settle]`) ran out of time before the throughput stopped moving.
+    WarmupNotSettled,
     /// A capacity search found no failing probe above its ceiling (a lower bound), or no ceiling.
     SearchNotBracketed,
     /// A capacity search bracketed the ceiling but its interval is wider than the tolerance.

@@ -257,6 +257,9 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         parsed.path = "/".into();
     }
     let target = target_of(&parsed, &url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if plan.settle.is_some() && !a.quiet {
+        eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
+    }
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = plan.load.threads.clamp(1, 64);

@@ -475,6 +475,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                 rounds: 0,
                 halted: false,
                 stop_all: false,
+                footprint: None,
             })
             .collect();
         let mut stop_all = false;
@@ -585,6 +586,8 @@ struct StackJob {
     /// …and the search of every stack stops (`stand.on_part_exit = "stop"`, or the part could
     /// not be restarted).
     stop_all: bool,
+    /// The stack's artifact size and its memory at the end of its latest round.
+    footprint: Option<ceiling_metrics::Footprint>,
 }
 
 impl StackJob {
@@ -602,6 +605,7 @@ impl StackJob {
         let mut a =
             StackAnalysis::from_search(&self.name, criteria, self.search.clone().finish(stop));
         a.warnings.extend(self.warnings.iter().cloned());
+        a.footprint = self.footprint.clone();
         Some(a)
     }
 }
@@ -626,7 +630,7 @@ fn stack_round(
     if job.rounds > 0 {
         p.stand.verify = false; // verified on the first round; the build is cached
     }
-    let (_spec, mut stack, warnings) =
+    let (spec, mut stack, warnings) =
         ceiling_lab::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
     if job.rounds == 0 {
         job.warnings.extend(warnings);
@@ -681,6 +685,10 @@ fn stack_round(
     job.rows.extend(std::mem::take(&mut runner.last_rows));
     let halted = runner.halted.take();
     drop(runner);
+    job.footprint = Some(ceiling_lab::footprint_of(
+        &spec,
+        stack.is_alive().then(|| stack.pid()),
+    ));
     stack.stop();
     match halted {
         Some(Halt::PartExited(e)) => part_exited(plan, stand, job, dir, stop, &e, log),

@@ -12,8 +12,9 @@
 //!   10 s (psql, started and ended by this test) → `db_lock_wait`;
 //! * `quota`: the plan limits the stack to 0.1 CPU and offers more than that serves →
 //!   `stack_throttled`;
-//! * `hog`: busy loops outside the run at nice −8 (above the stack and PostgreSQL, below the
-//!   generator's −10), three per CPU plus two, children of this test killed by pid → `host_stall`;
+//! * `hog`: at 2000 RPS, the stack's threads pinned to CPU 1 (PostgreSQL's and the generator's to
+//!   CPU 0), then three busy loops outside the run at nice −20 pinned to CPU 1, children of this
+//!   test killed by pid → `host_stall`;
 //! * `gen`: the generator starved of CPU — every thread of `ceiling run` pinned to CPU 0
 //!   (taskset) once the stack is healthy, then busy loops at nice −20 pinned to CPU 0 only (above
 //!   the generator's −10; the stack, PostgreSQL and the control keep the other CPU) →
@@ -277,28 +278,68 @@ fn quota_of_a_tenth_of_a_core_is_throttling() {
     check(&dir, "stack_throttled");
 }
 
+/// Processes under `root` (itself included) whose executable's path ends with `suffix`.
+fn descendants_running(root: u32, suffix: &str) -> Vec<u32> {
+    ceiling_stand::procfs::ProcTable::scan()
+        .tree(root)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|p| p.to_string_lossy().ends_with(suffix))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Pins every thread of `pid` to `cpus` (taskset -a -p), asserting it worked.
+fn pin(pid: u32, cpus: &str) {
+    let st = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset");
+    assert!(st.success(), "taskset -a -p -c {cpus} {pid} failed");
+}
+
 #[test]
-#[ignore = "sensitive to other load on a 2-core machine: on 2026-11-23, with another engineer's build beside it, the hog run was labelled db_io (disk 12 ms per I/O from that build); run with `cargo test --release -p ceiling-cli --test attribution -- --ignored` on an idle machine (docs/benchmarks.md §9)"]
-fn cpu_hogs_outside_the_run_are_a_host_stall() {
+#[ignore = "does not fail the shelf here: pinned beside the stack at nice -20, three busy loops took ~65% of its CPU and the stack's cgroup kept ~35% (CFS weighs the cgroup as one entity), enough for go-pgx at 2000 RPS (p99 8 ms, 2026-11-25, docs/benchmarks.md §9); run with `cargo test --release -p ceiling-cli --test attribution -- --ignored`"]
+fn cpu_hogs_on_the_stacks_cpu_are_a_host_stall() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = missing() {
         eprintln!("skipped: {why}");
         return;
     }
-    // three per CPU: on an idle 2-core machine one per CPU plus two left go-pgx at 300 RPS
-    // valid (2026-11-23), the scheduler still found it enough time
-    let n = 3 * std::thread::available_parallelism()
+    if std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(2)
-        + 2;
-    let dir = run_with("crates/cli/tests/plans/why-hog.toml", |_, t0| {
-        // hogs from 8 s to 30 s after the start: most of the kept window
+        .unwrap_or(1)
+        < 2
+        || Command::new("taskset").arg("-V").output().is_err()
+    {
+        eprintln!("skipped: needs taskset and two CPUs");
+        return;
+    }
+    // Hogs spread over the whole machine never failed this shelf on 2 cores (the scheduler kept
+    // go-pgx fed; three idle re-runs on 2026-11-25, docs/benchmarks.md §9): a stack that mostly
+    // sleeps is placed ahead of busy loops each time it wakes, whatever their nice. So the
+    // contention is put where it bites, as a noisy neighbour on a shared host does: the plan
+    // offers 2000 RPS (go-pgx then needs ~30% of a core), the stack's threads are pinned to CPU 1,
+    // PostgreSQL's and the generator's to CPU 0, and three busy loops at nice −20 pinned to CPU 1
+    // leave the stack a sliver of it. The control is not pinned.
+    let dir = run_with_pid("crates/cli/tests/plans/why-hog.toml", |_, t0, pid| {
         sleep_until(t0, Duration::from_secs(8));
-        // nice -8: above the stack and PostgreSQL (0), below the generator (-10). At nice 0 the
-        // scheduler's wake-up preemption lets the stack through and the shelf stays valid on 2
-        // cores: a hog must outweigh the stack to hurt it (at -5 with 8 hogs, p99 reached 9.8 ms
-        // against the 10 ms SLO on an idle machine).
-        let hogs = start_hogs(n, &["nice", "-n", "-8"]);
+        let stack = descendants_running(pid, "stacks/go-pgx/target/server");
+        assert_eq!(stack.len(), 1, "go-pgx under ceiling run {pid}: {stack:?}");
+        let postgres = descendants_running(pid, "/postgres");
+        assert!(
+            !postgres.is_empty(),
+            "no PostgreSQL under ceiling run {pid}"
+        );
+        // PostgreSQL and the generator (ceiling run's own threads) on CPU 0, the stack alone on 1
+        for p in postgres.iter().chain([&pid]) {
+            pin(*p, "0");
+        }
+        pin(stack[0], "1");
+        let hogs = start_hogs(3, &["taskset", "-c", "1", "nice", "-n", "-20"]);
         sleep_until(t0, Duration::from_secs(30));
         stop_hogs(hogs);
     });

@@ -486,6 +486,14 @@ fn ours_value(
         }
         return (Some(a.ceiling.rps), None, None);
     }
+    // a build fact, the same at every point: the deployable's size as this run's stack had it
+    if m == Metric::JarMib {
+        return (
+            a.footprint.as_ref().and_then(|f| f.artifact_mib()),
+            None,
+            None,
+        );
+    }
     let mem_kind = |_: ()| {
         Some(match t.memory {
             MemoryKind::Rss => "RSS of the process tree".to_string(),
@@ -635,7 +643,17 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
         .iter()
         .filter_map(|&m| {
             let published = r.value(m)?;
-            let (ours, ours_ci, ours_is) = ours_value(a, t, at.as_ref(), m);
+            let (ours, ours_ci, ours_is) = if m == Metric::Instances {
+                // the plan's [cost] over this run's ceilings (the run's own prices and load)
+                let n = run
+                    .costs()
+                    .and_then(Result::ok)
+                    .and_then(|ct| ct.rows.into_iter().find(|x| &x.stack == stack))
+                    .and_then(|x| x.instances);
+                (n.map(f64::from), None, None)
+            } else {
+                ours_value(a, t, at.as_ref(), m)
+            };
             let p = published.central();
             let ratio = match ours {
                 Some(o) if p != 0.0 => Some(o / p),

@@ -438,3 +438,57 @@ fn a_ratio_to_a_row_that_is_not_there_is_an_error_at_its_line() {
     assert!(e.starts_with("004.toml:18:"), "{e}");
     assert!(e.contains("must name another row"), "{e}");
 }
+
+#[test]
+fn instances_come_from_the_plans_cost_over_the_runs_ceilings() {
+    // truth: go-pgx's ceiling 3000 and ktor-jdbc's 1500; the load = what 3 go-pgx instances
+    // serve, so ktor-jdbc needs ⌈3 × 3000 ÷ 1500⌉ = 6
+    let mut r = run("350ms", 5.0);
+    let st = r.plan.stand.as_mut().unwrap();
+    st.cpus = Some(1.0);
+    st.memory_mb = Some(1024);
+    r.plan.cost = Some(ceiling_plan::CostSettings {
+        currency: "RUB".into(),
+        cpu_hour: 1.12,
+        gb_hour: 0.39,
+        services: 10,
+        min_instances: 3,
+        reference: Some("go-pgx".into()),
+        target_rps: None,
+    });
+    let published = r#"
+source = "000"
+title = "t"
+published = "p"
+seed = "000_x.txt"
+[[tables]]
+id = "cost"
+title = "Cost"
+line = 1
+plan = "000-status-mixed"
+point = "ceiling"
+[[tables.rows]]
+label = "go-pgx"
+stack = "go-pgx"
+instances = 3
+[[tables.rows]]
+label = "ktor-jdbc"
+stack = "ktor-jdbc"
+instances = 15
+"#;
+    let p = parse_published(published, Path::new("plans/published/000.toml")).unwrap();
+    let c = compare_with_source(&r, &p);
+    let ours = |i: usize| {
+        c.tables[0].rows[i]
+            .cells
+            .iter()
+            .find(|c| c.metric == Metric::Instances)
+            .and_then(|c| c.ours)
+    };
+    assert_eq!(ours(0), Some(3.0));
+    assert_eq!(ours(1), Some(6.0));
+    // without a [cost], nothing is invented
+    r.plan.cost = None;
+    let c = compare_with_source(&r, &p);
+    assert!(c.tables[0].rows[1].cells.iter().all(|c| c.ours.is_none()));
+}

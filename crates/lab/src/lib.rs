@@ -10,6 +10,7 @@
 pub mod ids;
 pub mod measure;
 pub mod record;
+pub mod settle;
 pub mod stack;
 pub mod start;
 pub mod verify;
@@ -17,6 +18,7 @@ pub mod verify;
 pub use ids::{now_iso, repo_root, run_id};
 pub use measure::{apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured};
 pub use record::Recorder;
-pub use stack::{measure_stack, restart_part, watch, StackRunOptions};
+pub use settle::{settle_warmup, SettleSpec};
+pub use stack::{footprint_of, measure_stack, restart_part, watch, StackRunOptions};
 pub use start::start_verified;
 pub use verify::{fairness_expect, run_suite, to_verify_db, verify_fresh};

@@ -94,6 +94,28 @@ pub fn measure_watched(
         threads,
         quiet,
     } = spec;
+    // A settling warm-up runs before the measured engine run, in steps of its own; the run's
+    // clock, records and samplers start after it, with the plan's warm-up as written.
+    let settling = match (&plan.settle, plan.is_open()) {
+        (Some(settle), false) => {
+            let s = crate::settle::settle_warmup(
+                crate::settle::SettleSpec {
+                    plan,
+                    settle,
+                    url,
+                    data_dir,
+                    threads,
+                    stack: stack_name,
+                    quiet,
+                },
+                stop,
+                || watch().is_none(),
+            )?;
+            eprintln!("[{stack_name}] {}", s.describe());
+            Some(s)
+        }
+        _ => None,
+    };
     let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg =
         LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -193,6 +215,14 @@ pub fn measure_watched(
     rec.finish();
     let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut analysis = acc.finish();
+    if let Some(s) = &settling {
+        if !s.settled {
+            analysis
+                .warnings
+                .push(Warning::new(WarningKind::WarmupNotSettled, s.describe()));
+        }
+    }
+    analysis.settling = settling;
     if let Some(Halt::StackDied(m)) = &halt {
         analysis.stack_exit = Some(ceiling_analyze::StackExit {
             at_s: halt_at,

@@ -3,8 +3,9 @@
 use crate::measure::{measure_watched, Halt, MeasureSpec, Measured};
 use crate::start::start_verified;
 use ceiling_analyze::{PartExit, Warning, WarningKind};
+use ceiling_metrics::Footprint;
 use ceiling_plan::Plan;
-use ceiling_stand::{LimitsApplied, Role, RunningStack, Stand};
+use ceiling_stand::{LimitsApplied, Role, RunningStack, StackSpec, Stand};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -76,7 +77,7 @@ pub fn measure_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, LimitsApplied)> {
-    let (_spec, mut stack, mut warnings) =
+    let (stack_spec, mut stack, mut warnings) =
         start_verified(plan, stand, name, dir, opts.allow_unverified, opts.rebuild)?;
     let lim = stack.limits_applied().clone();
     let _ = stand.stat_statements_reset();
@@ -126,9 +127,12 @@ pub fn measure_stack(
     } else {
         stack.crash_report()
     };
+    // what the stack holds now, before it stops: its memory as source 003 read it
+    let footprint = footprint_of(&stack_spec, stack.is_alive().then(|| stack.pid()));
     stack.stop();
     let mut m = res?;
     m.analysis.warnings.extend(warnings);
+    m.analysis.footprint = Some(footprint);
     if let Some(mc) = money {
         if !mc.conserved() {
             m.analysis
@@ -152,4 +156,77 @@ pub fn measure_stack(
         .ok();
     }
     Ok((m, lim))
+}
+
+/// The stack's artifact size (from `[build] artifact`) and, while `pid` runs, its process tree's
+/// private and resident memory from smaps.
+pub fn footprint_of(spec: &StackSpec, pid: Option<u32>) -> Footprint {
+    let paths: Vec<String> = spec
+        .build
+        .as_ref()
+        .map(|b| b.artifact.clone())
+        .unwrap_or_default();
+    // every path must be there: a size that silently left out a part would be smaller than true
+    let sizes: Option<Vec<u64>> = paths.iter().map(|p| size_of(&spec.dir.join(p))).collect();
+    let mem = pid.and_then(ceiling_stand::procfs::smaps_of_tree);
+    Footprint {
+        artifact: (!paths.is_empty()).then(|| paths.join(" + ")),
+        artifact_bytes: sizes.filter(|_| !paths.is_empty()).map(|v| v.iter().sum()),
+        private_bytes_at_end: mem.map(|m| m.private),
+        rss_bytes_at_end: mem.map(|m| m.rss),
+    }
+}
+
+/// A file's size, or the sum of the files under a directory (symlinks not followed); `None` when
+/// the path is missing.
+fn size_of(path: &Path) -> Option<u64> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.is_file() {
+        return Some(meta.len());
+    }
+    if !meta.is_dir() {
+        return Some(0);
+    }
+    let mut total = 0;
+    for e in std::fs::read_dir(path).ok()?.flatten() {
+        total += size_of(&e.path()).unwrap_or(0);
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_artifact_is_every_declared_path_summed_and_missing_is_unknown() {
+        // a stack's name must be its folder's
+        let base = std::env::temp_dir().join(format!("ceiling-artifact-{}", std::process::id()));
+        let dir = base.join("t");
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(dir.join("target/libs/x")).unwrap();
+        std::fs::write(dir.join("target/app.jar"), vec![0u8; 1000]).unwrap();
+        std::fs::write(dir.join("target/libs/a.jar"), vec![0u8; 300]).unwrap();
+        std::fs::write(dir.join("target/libs/x/b.jar"), vec![0u8; 20]).unwrap();
+        let toml = |artifact: &str| {
+            format!(
+                "name = \"t\"\n[build]\ncommand = [\"true\"]\nartifact = {artifact}\n[run]\ncommand = [\"true\"]\n[settings]\npool_size = 1\nworkers = 1\n[conformance]\nonly = [\"ops\"]\nreason = \"a test stack\"\n"
+            )
+        };
+        let spec = |a: &str| StackSpec::parse_str(&toml(a), &dir.join("stack.toml"), &dir).unwrap();
+        let f = footprint_of(&spec(r#"["target/app.jar", "target/libs"]"#), None);
+        assert_eq!(f.artifact.as_deref(), Some("target/app.jar + target/libs"));
+        assert_eq!(f.artifact_bytes, Some(1320));
+        assert_eq!(f.private_bytes_at_end, None);
+        let f = footprint_of(&spec(r#"["target/app.jar", "target/missing.jar"]"#), None);
+        assert_eq!(
+            f.artifact_bytes, None,
+            "a missing part makes the size unknown"
+        );
+        let f = footprint_of(&spec("[]"), Some(std::process::id()));
+        assert_eq!((f.artifact, f.artifact_bytes), (None, None));
+        // this process's own memory, read through the same path as a stack's
+        assert!(f.private_bytes_at_end.unwrap() > 0 && f.rss_bytes_at_end.unwrap() > 0);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

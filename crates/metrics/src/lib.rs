@@ -7,6 +7,7 @@
 
 mod audit;
 mod environment;
+mod footprint;
 mod hlog;
 mod parts;
 mod signals;
@@ -14,6 +15,7 @@ mod timeseries;
 
 pub use audit::MoneyCheck;
 pub use environment::{Environment, PgBouncerRecord};
+pub use footprint::Footprint;
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
 pub use signals::{read_signals, HeapKind, SignalRow, SignalsWriter};

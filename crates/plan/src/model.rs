@@ -22,6 +22,9 @@ pub struct Plan {
     pub load: LoadSettings,
     /// Warm-up stages run before the measured stages (not analysed).
     pub warmup: Vec<Stage>,
+    /// `[settle]`: before the run, the last warm-up stage repeated in steps until the stack's
+    /// throughput stops changing (closed model only); `None` = the warm-up as written only.
+    pub settle: Option<SettleSettings>,
     /// The measured load profile.
     pub stages: Vec<Stage>,
     /// Named CSV data sources referenced by request templates.
@@ -36,6 +39,8 @@ pub struct Plan {
     pub stand: StandSettings,
     /// Capacity-search settings.
     pub search: SearchSettings,
+    /// `[cost]`: what the measured ceilings cost to run (source 002's table); `None` = no cost table.
+    pub cost: Option<CostSettings>,
     /// Factor applied by `--quick` to every duration (1.0 = the source's timings).
     pub quick_scale: f64,
     /// The factor this plan was scaled by (1.0 unless [`Plan::scaled`] was applied).
@@ -351,6 +356,50 @@ pub enum OnPartExit {
     Restart,
     /// Stop the run cleanly: write what was measured and exit.
     Stop,
+}
+
+/// `[settle]`: a warm-up long enough that the repetitions stop drifting. Before the measured run
+/// (and its `[[warmup]]` as written), the last warm-up stage is run in steps of `step`; after each step the
+/// last `steps` steps' throughputs are compared, and the warm-up ends when every one of them is
+/// within ±`within` of their median and the first and last of them are within `within` of each
+/// other (no trend), or when `max` of settling has passed (the run goes on, warned). A closed
+/// model's throughput is the quantity: at a fixed number of connections it is what a warming JIT,
+/// pool or cache moves. Not scaled by `--quick`, like the warm-up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SettleSettings {
+    /// Length of one step.
+    #[serde(with = "duration_ms")]
+    pub step: Duration,
+    /// Steps compared (at least 2).
+    pub steps: u32,
+    /// Agreement asked of them, as a fraction of their median throughput.
+    pub within: f64,
+    /// Longest the settling may run after the warm-up stages.
+    #[serde(with = "duration_ms")]
+    pub max: Duration,
+}
+
+/// `[cost]`: instances needed and their yearly price, from each stack's measured ceiling (source
+/// 002's table). An instance is the plan's stack size (`stand.cpus`, `stand.memory_mb`, its GiB
+/// priced as the price list's GB); it serves its ceiling × `analysis.working_load`. The load to
+/// serve is `target_rps`, or what the `reference` stack serves with `min_instances` instances;
+/// every stack gets at least `min_instances` (the source: one per availability zone).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CostSettings {
+    /// Currency of the prices (`RUB`, `USD`).
+    pub currency: String,
+    /// Price of one vCPU for one hour.
+    pub cpu_hour: f64,
+    /// Price of one GB of memory for one hour.
+    pub gb_hour: f64,
+    /// Services in the system priced (the source: 10 microservices).
+    pub services: u32,
+    /// Fewest instances a service runs (the source: 3, one per availability zone).
+    pub min_instances: u32,
+    /// The stack whose `min_instances` instances define the load (exclusive with `target_rps`).
+    pub reference: Option<String>,
+    /// The load to serve, RPS (exclusive with `reference`).
+    pub target_rps: Option<f64>,
 }
 
 /// Capacity search settings (`ceiling search`).

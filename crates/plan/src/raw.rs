@@ -24,6 +24,7 @@ struct RawPlan {
     load: Option<S<RawLoad>>,
     #[serde(default)]
     warmup: Vec<S<RawStage>>,
+    settle: Option<S<RawSettle>>,
     #[serde(default)]
     stages: Vec<S<RawStage>>,
     #[serde(default)]
@@ -39,6 +40,7 @@ struct RawPlan {
     stand: Option<RawStand>,
     #[serde(default)]
     search: Option<S<RawSearch>>,
+    cost: Option<S<RawCost>>,
     quick_scale: Option<S<f64>>,
 }
 
@@ -98,6 +100,27 @@ struct RawRequest {
     body: Option<String>,
     #[serde(default)]
     expect: Vec<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    currency: Option<String>,
+    cpu_hour: S<f64>,
+    gb_hour: S<f64>,
+    services: Option<S<i64>>,
+    min_instances: Option<S<i64>>,
+    reference: Option<S<String>>,
+    target_rps: Option<S<f64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSettle {
+    step: Option<S<String>>,
+    steps: Option<S<i64>>,
+    within: Option<S<f64>>,
+    max: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -387,6 +410,106 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
              --repeat N`",
         ));
     }
+
+    // settling: the last warm-up stage repeated until the throughput stops moving
+    let settle =
+        match &raw.settle {
+            None => None,
+            Some(rs) => {
+                let sp = Some(rs.span());
+                let r = rs.get_ref();
+                if model == Model::Open {
+                    return Err(cx.err(
+                        sp,
+                        "settle",
+                        "settles a closed model's warm-up (its throughput is what warms up); an \
+                     open model's rate is fixed — lengthen its [[warmup]] instead",
+                    ));
+                }
+                match warmup.last() {
+                    Some(Stage::Closed {
+                        duration: Some(_), ..
+                    }) => {}
+                    _ => return Err(cx.err(
+                        sp,
+                        "settle",
+                        "repeats the last [[warmup]] stage, which must exist and have a duration \
+                         (`connections = N`, `duration = \"30s\"`)",
+                    )),
+                }
+                let step = cx.pos_dur(&r.step, "settle.step", Duration::from_secs(10))?;
+                let max = cx.pos_dur(&r.max, "settle.max", Duration::from_secs(300))?;
+                if max < step {
+                    return Err(cx.err(
+                        r.max.as_ref().map(|m| m.span()),
+                        "settle.max",
+                        "must be at least one step long",
+                    ));
+                }
+                Some(SettleSettings {
+                    step,
+                    steps: cx.int(&r.steps, "settle.steps", 2, 100)?.unwrap_or(3) as u32,
+                    within: cx.frac(&r.within, "settle.within", 0.05, 0.001, 0.5)?,
+                    max,
+                })
+            }
+        };
+
+    // cost
+    let cost = match &raw.cost {
+        None => None,
+        Some(rc) => {
+            let sp = Some(rc.span());
+            let c = rc.get_ref();
+            for (v, f) in [(&c.cpu_hour, "cost.cpu_hour"), (&c.gb_hour, "cost.gb_hour")] {
+                let x = *v.get_ref();
+                if !(x.is_finite() && (0.0..=1e9).contains(&x)) {
+                    return Err(cx.err(Some(v.span()), f, "must be a price between 0 and 1e9"));
+                }
+            }
+            let reference = c.reference.as_ref().map(|r| r.get_ref().clone());
+            if let Some(r) = &c.reference {
+                if !raw.target.stacks.is_empty() && !raw.target.stacks.contains(r.get_ref()) {
+                    return Err(cx.err(
+                        Some(r.span()),
+                        "cost.reference",
+                        format!(
+                            "`{}` is not one of the plan's stacks ({})",
+                            r.get_ref(),
+                            raw.target.stacks.join(", ")
+                        ),
+                    ));
+                }
+            }
+            let target_rps = match &c.target_rps {
+                Some(t) if !(t.get_ref().is_finite() && *t.get_ref() > 0.0) => {
+                    return Err(cx.err(Some(t.span()), "cost.target_rps", "must be above 0"))
+                }
+                t => t.as_ref().map(|t| *t.get_ref()),
+            };
+            if reference.is_some() == target_rps.is_some() {
+                return Err(cx.err(
+                    sp,
+                    "cost",
+                    "needs exactly one of `reference` (a stack: the load it serves with \
+                     `min_instances` instances) and `target_rps` (the load itself)",
+                ));
+            }
+            Some(CostSettings {
+                currency: c.currency.clone().unwrap_or_else(|| "USD".into()),
+                cpu_hour: *c.cpu_hour.get_ref(),
+                gb_hour: *c.gb_hour.get_ref(),
+                services: cx
+                    .int(&c.services, "cost.services", 1, 100_000)?
+                    .unwrap_or(1) as u32,
+                min_instances: cx
+                    .int(&c.min_instances, "cost.min_instances", 1, 10_000)?
+                    .unwrap_or(1) as u32,
+                reference,
+                target_rps,
+            })
+        }
+    };
 
     // data
     let mut data = BTreeMap::new();
@@ -776,6 +899,13 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         crate::HttpUrl::parse(u.get_ref()).map_err(|m| cx.err(Some(u.span()), "target.url", m))?;
     }
 
+    if let (Some(rc), true) = (&raw.cost, stand.cpus.is_none() || stand.memory_mb.is_none()) {
+        return Err(cx.err(
+            Some(rc.span()),
+            "cost",
+            "prices instances of the plan's size: set stand.cpus and stand.memory_mb",
+        ));
+    }
     Ok(Plan {
         name,
         description: raw.description,
@@ -797,6 +927,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             threads,
         },
         warmup,
+        settle,
         stages,
         data,
         requests,
@@ -804,6 +935,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         analysis,
         stand,
         search,
+        cost,
         quick_scale,
         scaled_by: 1.0,
     })
@@ -1009,6 +1141,109 @@ errors = "1%"
             "{e}"
         );
         assert!(with(1).is_ok());
+    }
+
+    #[test]
+    fn settle_repeats_a_closed_warm_up_and_is_refused_elsewhere() {
+        const CLOSED: &str = r#"
+name = "c"
+[[warmup]]
+connections = 50
+duration = "30s"
+[settle]
+step = "5s"
+within = 0.03
+max = "2m"
+[[stages]]
+connections = 4
+duration = "10s"
+[[requests]]
+name = "get"
+path = "/x"
+"#;
+        let p = parse_plan(CLOSED, Path::new("c.toml")).unwrap();
+        let s = p.settle.clone().expect("settle parsed");
+        assert_eq!(s.step, std::time::Duration::from_secs(5));
+        assert_eq!((s.steps, s.within), (3, 0.03));
+        assert_eq!(s.max, std::time::Duration::from_secs(120));
+        // --quick leaves it alone, like the warm-up
+        assert_eq!(p.clone().scaled(0.05).settle, Some(s));
+        // an open model: refused, at the table's line
+        let open = GOOD.replace("[slo]", "[settle]\nstep = \"5s\"\n[slo]");
+        let e = parse_plan(&open, Path::new("o.toml")).unwrap_err();
+        assert!(
+            e.field == "settle" && e.message.contains("closed model"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(23), "{e}");
+        // nothing to repeat
+        let bare = CLOSED.replace("[[warmup]]\nconnections = 50\nduration = \"30s\"\n", "");
+        let e = parse_plan(&bare, Path::new("c.toml")).unwrap_err();
+        assert!(e.message.contains("last [[warmup]] stage"), "{e}");
+        // a limit shorter than one step, and one step compared
+        let e = parse_plan(
+            &CLOSED.replace("max = \"2m\"", "max = \"1s\""),
+            Path::new("c.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "settle.max", "{e}");
+        let e = parse_plan(
+            &CLOSED.replace("within = 0.03", "steps = 1"),
+            Path::new("c.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "settle.steps", "{e}");
+    }
+
+    #[test]
+    fn cost_needs_one_target_and_the_plans_instance_size() {
+        let with = |cost: &str, stand: &str| {
+            let text = GOOD.replace("[slo]", &format!("{stand}\n{cost}\n[slo]"));
+            parse_plan(&text, Path::new("c.toml"))
+        };
+        let sized = "[stand]\ncpus = 1.0\nmemory_mb = 1024";
+        let p = with(
+            "[cost]\ncurrency = \"RUB\"\ncpu_hour = 1.12\ngb_hour = 0.39\nservices = 10\nmin_instances = 3\ntarget_rps = 5000",
+            sized,
+        )
+        .unwrap();
+        let c = p.cost.unwrap();
+        assert_eq!(
+            (c.services, c.min_instances, c.target_rps),
+            (10, 3, Some(5000.0))
+        );
+        assert_eq!(c.currency, "RUB");
+        // neither target, and both
+        let e = with("[cost]\ncpu_hour = 1\ngb_hour = 1", sized).unwrap_err();
+        assert!(
+            e.field == "cost" && e.message.contains("exactly one"),
+            "{e}"
+        );
+        let e = with(
+            "[cost]\ncpu_hour = 1\ngb_hour = 1\ntarget_rps = 10\nreference = \"x\"",
+            sized,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("exactly one"), "{e}");
+        // a price below zero, a plan without an instance size
+        let e = with("[cost]\ncpu_hour = -1\ngb_hour = 1\ntarget_rps = 10", sized).unwrap_err();
+        assert_eq!(e.field, "cost.cpu_hour", "{e}");
+        let e = with("[cost]\ncpu_hour = 1\ngb_hour = 1\ntarget_rps = 10", "").unwrap_err();
+        assert!(e.message.contains("stand.cpus and stand.memory_mb"), "{e}");
+        // a reference outside the plan's stacks
+        let text = GOOD.replace(
+            "name = \"t\"\n",
+            "name = \"t\"\n[target]\nstacks = [\"a\", \"b\"]\n",
+        );
+        let text = text.replace(
+            "[slo]",
+            &format!("{sized}\n[cost]\ncpu_hour = 1\ngb_hour = 1\nreference = \"c\"\n[slo]"),
+        );
+        let e = parse_plan(&text, Path::new("c.toml")).unwrap_err();
+        assert!(
+            e.field == "cost.reference" && e.message.contains("a, b"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
 use crate::tables::{
-    closed_table, request_table, runtime_table, search_table, shelf_table, summary_table, Table,
+    closed_table, cost_table, request_table, runtime_table, search_table, shelf_table,
+    summary_table, Table,
 };
 use crate::{fmt, RunReport, Series, SignalSeries, Spectra};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
@@ -708,6 +709,10 @@ struct StackView {
     summary: String,
     ceiling_class: String,
     warnings: Vec<String>,
+    /// A settled warm-up's line (an unsettled one is among the warnings).
+    warmup: Option<String>,
+    /// The artifact size and the memory at the end, when recorded.
+    footprint: Option<String>,
     charts: Vec<String>,
     curve: String,
     spectrum: String,
@@ -792,6 +797,12 @@ pub fn render_html_full(
                     "unbracketed".into()
                 },
                 warnings: a.warnings.iter().map(ToString::to_string).collect(),
+                warmup: a
+                    .settling
+                    .as_ref()
+                    .filter(|w| w.settled)
+                    .map(|w| w.describe()),
+                footprint: a.footprint.as_ref().map(|f| f.describe()),
                 charts: if rows.is_empty() {
                     vec![]
                 } else {
@@ -911,6 +922,7 @@ pub fn render_html_full(
             fmt::frac_pct(c.max_error_rate), fmt::frac_pct(c.stability), c.stability_block_s, c.min_window_s, fmt::frac_pct(c.working_load)
         ),
         summary => summary_table(r),
+        cost => cost_table(r),
         extras => extras,
         overview => overview_charts(r),
         stacks => stacks,
@@ -999,6 +1011,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   <h2>Summary</h2>
   <p class="method">{{ method }}</p>
   {{ table(summary, false) }}
+  {% if cost %}<h3>Cost</h3>{{ table(cost, false) }}{% endif %}
   {% for c in overview %}{{ c|safe }}{% endfor %}
 </section>
 {% for s in stacks %}
@@ -1006,6 +1019,8 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   <h2>{{ s.name }}</h2>
   <div class="ceiling {{ s.ceiling_class }}">{{ s.summary }}</div>
   {% for w in s.warnings %}<div class="warn">⚠ {{ w }}</div>{% endfor %}
+  {% if s.warmup %}<p class="notes">{{ s.warmup }}</p>{% endif %}
+  {% if s.footprint %}<p class="notes">{{ s.footprint }}</p>{% endif %}
   {% if s.no_series %}<p class="notes">No per-second series for this stack: time charts omitted.</p>{% endif %}
   {% if s.charts %}
   {{ s.charts[0]|safe }}

@@ -20,7 +20,8 @@ mod tables;
 
 pub use html::{render_html, render_html_full, render_html_with, HtmlSection};
 pub use tables::{
-    closed_table, request_table, runtime_table, search_table, shelf_table, summary_table, Table,
+    closed_table, cost_table, request_table, runtime_table, search_table, shelf_table,
+    summary_table, Table,
 };
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan, Warning};
@@ -102,6 +103,9 @@ pub struct PlanSummary {
     /// run.json files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stand: Option<ceiling_plan::StandSettings>,
+    /// `[cost]`: prices for the cost table (absent in older run.json files and plans without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<ceiling_plan::CostSettings>,
     /// Factor every duration was scaled by (1 = the plan's own timings).
     pub scaled_by: f64,
     /// `p99≤350ms, errors<1%`.
@@ -153,6 +157,7 @@ impl PlanSummary {
             repetitions: plan.load.repetitions,
             threads: plan.load.threads,
             stand: Some(plan.stand.clone()),
+            cost: plan.cost.clone(),
             scaled_by: plan.scaled_by,
             slo: plan.slo.describe(),
             criteria: ShelfCriteria::from_plan(plan),
@@ -173,6 +178,36 @@ impl PlanSummary {
     /// True when durations were scaled (`--quick`).
     pub fn is_scaled(&self) -> bool {
         (self.scaled_by - 1.0).abs() > 1e-9
+    }
+}
+
+impl RunReport {
+    /// The plan's working load (the fraction of a ceiling a stack is run at), 70% when unknown.
+    pub fn working_load(&self) -> f64 {
+        self.stacks
+            .first()
+            .map(|a| a.criteria.working_load)
+            .unwrap_or(0.7)
+    }
+
+    /// The plan's `[cost]` over this run's ceilings: `None` without a `[cost]` (or without the
+    /// plan's instance size), `Err` when the load to price is unknown.
+    pub fn costs(&self) -> Option<Result<ceiling_analyze::CostTable, String>> {
+        let c = self.plan.cost.as_ref()?;
+        let st = self.plan.stand.as_ref()?;
+        let (cpus, mem_mb) = (st.cpus?, st.memory_mb?);
+        let ceilings: Vec<(String, f64)> = self
+            .stacks
+            .iter()
+            .map(|a| (a.stack.clone(), a.ceiling.rps))
+            .collect();
+        Some(ceiling_analyze::cost_table(
+            c,
+            cpus,
+            mem_mb as f64 / 1024.0,
+            self.working_load(),
+            &ceilings,
+        ))
     }
 }
 
@@ -524,6 +559,10 @@ pub fn render_terminal(r: &RunReport) -> String {
         r.plan.criteria.describe()
     ));
     s.push_str(&summary_table(r).to_text());
+    if let Some(t) = cost_table(r) {
+        s.push('\n');
+        s.push_str(&t.to_text());
+    }
     for a in &r.stacks {
         s.push_str(&format!("\n{} — {}\n", a.stack, a.ceiling.summary));
         s.push_str(&shelf_table(a).to_text());
@@ -536,6 +575,13 @@ pub fn render_terminal(r: &RunReport) -> String {
         }
         if let Some(m) = &a.money {
             s.push_str(&format!("{}\n", m.describe()));
+        }
+        if let Some(f) = &a.footprint {
+            s.push_str(&format!("{}\n", f.describe()));
+        }
+        // an unsettled warm-up is among the warnings below
+        if let Some(w) = a.settling.as_ref().filter(|w| w.settled) {
+            s.push_str(&format!("{}\n", w.describe()));
         }
         if !a.levels.is_empty() {
             s.push('\n');
@@ -587,6 +633,10 @@ pub fn render_summary_md(r: &RunReport) -> String {
         fmt::frac_pct(r.plan.criteria.working_load),
     ));
     s.push_str(&summary_table(r).to_markdown());
+    if let Some(t) = cost_table(r) {
+        s.push_str("\n### Cost\n\n");
+        s.push_str(&t.to_markdown());
+    }
     for a in &r.stacks {
         s.push_str(&format!("\n## {}\n\n{}\n\n", a.stack, a.ceiling.summary));
         for w in &a.warnings {

@@ -46,6 +46,76 @@ fn h(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// The plan's `[cost]` table over the run's ceilings (source 002's): instances per service and
+/// their yearly price; `None` when the plan has no `[cost]`. A target that cannot be known (the
+/// reference stack has no ceiling) is a table with no rows and a note saying why.
+pub fn cost_table(r: &RunReport) -> Option<Table> {
+    let c = r.plan.cost.as_ref()?;
+    let costs = r.costs()?;
+    let wl = r.working_load();
+    let mut t = Table {
+        header: vec![
+            "Stack".into(),
+            r.stacks
+                .first()
+                .map(|a| a.metric.clone())
+                .unwrap_or_else(|| "RPS@SLO".into()),
+            format!("per instance ({})", frac_pct(wl)),
+            "instances per service".into(),
+            format!("{}/year, {} services", c.currency, c.services),
+        ],
+        ..Default::default()
+    };
+    match costs {
+        Err(e) => t.notes.push(format!("Cost not computed: {e}.")),
+        Ok(ct) => {
+            for row in &ct.rows {
+                t.rows.push(vec![
+                    row.stack.clone(),
+                    rps(row.ceiling_rps),
+                    rps(row.per_instance_rps),
+                    row.instances
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|| "— (no ceiling)".into()),
+                    row.yearly.map(money).unwrap_or_else(|| "—".into()),
+                ]);
+                t.classes.push(String::new());
+            }
+            t.notes.push(format!(
+                "Load per service: {} RPS ({}). Instance: {} vCPU + {} GB at {} {}/vCPU-hour + {} {}/GB-hour = {} {}/year; at least {} instance(s) per service. Prices are the plan's; instances are whole, each loaded to {} of its measured ceiling.",
+                rps(ct.target_rps),
+                ct.target_from,
+                (ct.cpus * 100.0).round() / 100.0,
+                (ct.memory_gb * 100.0).round() / 100.0,
+                c.cpu_hour,
+                c.currency,
+                c.gb_hour,
+                c.currency,
+                money(ct.instance_year),
+                c.currency,
+                c.min_instances,
+                frac_pct(wl)
+            ));
+        }
+    }
+    Some(t)
+}
+
+/// A price with thousands separators and two decimals (`1,984,140.00`).
+fn money(x: f64) -> String {
+    let cents = (x * 100.0).round() as i128;
+    let (whole, frac) = (cents / 100, (cents % 100).abs());
+    let digits = whole.abs().to_string();
+    let mut grouped = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!("{}{grouped}.{frac:02}", if whole < 0 { "-" } else { "" })
+}
+
 /// The shelf whose figures the summary row shows when no shelf passed: the first failed one,
 /// else the first judged one.
 fn fallback_shelf(a: &StackAnalysis) -> Option<&ShelfResult> {

@@ -868,3 +868,56 @@ fn html_report_renders_in_a_real_browser() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_cost_table_prices_the_measured_ceilings() {
+    let (mut rep, series) = demo(1.0);
+    let sized = |rep: &mut RunReport| {
+        let st = rep.plan.stand.as_mut().unwrap();
+        st.cpus = Some(1.0);
+        st.memory_mb = Some(1024);
+    };
+    sized(&mut rep);
+    rep.plan.cost = Some(ceiling_plan::CostSettings {
+        currency: "RUB".into(),
+        cpu_hour: 1.12,
+        gb_hour: 0.39,
+        services: 10,
+        min_instances: 3,
+        reference: Some("go-pgx".into()),
+        target_rps: None,
+    });
+    let md = render_summary_md(&rep);
+    assert!(md.contains("### Cost"), "{md}");
+    // go-pgx defines the load (3 instances, 396,828.00 RUB for 10 services at 13,227.60 each);
+    // spring-mvc-jdbc passed no shelf: no count
+    let go = md
+        .lines()
+        .find(|l| l.starts_with("| go-pgx") && l.contains("396,828.00"))
+        .expect(&md);
+    assert!(go.contains("| 3 |"), "{go}");
+    assert!(md.contains("— (no ceiling)"), "{md}");
+    assert!(md.contains("13,227.60 RUB/year"), "{md}");
+    let ct = rep.costs().unwrap().unwrap();
+    let wf = ct.rows.iter().find(|r| r.stack == "webflux-r2dbc").unwrap();
+    let go = &ct.rows[0];
+    // the truth: instances = max(3, ⌈3 × go's ceiling ÷ its own ceiling⌉)
+    let want = ((3.0 * go.ceiling_rps / wf.ceiling_rps) - 1e-9)
+        .ceil()
+        .max(3.0) as u32;
+    assert_eq!(wf.instances, Some(want));
+    assert!(render_html(&rep, &series)
+        .unwrap()
+        .contains("<h3>Cost</h3>"));
+    assert!(render_terminal(&rep).contains("instances per service"));
+    // priced against a stack without a ceiling: said, not computed
+    rep.plan.cost.as_mut().unwrap().reference = Some("spring-mvc-jdbc".into());
+    let md = render_summary_md(&rep);
+    assert!(
+        md.contains("Cost not computed: the reference stack `spring-mvc-jdbc` has no ceiling"),
+        "{md}"
+    );
+    // a plan without [cost]: no table
+    rep.plan.cost = None;
+    assert!(!render_summary_md(&rep).contains("### Cost"));
+}

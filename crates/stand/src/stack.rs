@@ -184,6 +184,11 @@ pub struct BuildSpec {
     /// part of the source hash.
     #[serde(default)]
     pub inputs: Vec<String>,
+    /// What the build produces to deploy (relative paths: `["target/app.jar"]`, a binary, or a
+    /// thin JAR and its `libs` directory); their size is recorded with every run (source 003
+    /// compared fat-JAR sizes). A directory counts every file under it.
+    #[serde(default)]
+    pub artifact: Vec<String>,
 }
 
 /// `[run]`.
@@ -353,6 +358,15 @@ impl StackSpec {
                     return Err(err(
                         "build.outputs",
                         format!("`{o}` must be a relative path inside the stack folder"),
+                    ));
+                }
+            }
+            for a in &b.artifact {
+                // `..` is allowed: a variant deploys the JAR its base stack built
+                if a.is_empty() || Path::new(a).is_absolute() {
+                    return Err(err(
+                        "build.artifact",
+                        format!("`{a}` must be a path relative to the stack folder"),
                     ));
                 }
             }
@@ -649,6 +663,11 @@ fn hash_tree(h: &mut Sha256, root: &Path, rel: &Path, outputs: &[PathBuf]) -> Re
         let name_s = name.to_string_lossy();
         let r = rel.join(&name);
         if HASH_EXCLUDES.contains(&name_s.as_ref()) || outputs.contains(&r) {
+            continue;
+        }
+        // stack.toml describes the stack; what in it builds (the command, the tools) is hashed
+        // by the caller, so a new flag, note or fairness line does not rebuild
+        if rel.as_os_str().is_empty() && name_s == "stack.toml" {
             continue;
         }
         let ft = e
@@ -1333,6 +1352,13 @@ log_level = "warn"
         std::fs::write(d.join("node_modules/x/y.js"), "x").unwrap();
         std::fs::write(d.join("build.log"), "x").unwrap();
         assert_eq!(h1, source_hash(&s).unwrap());
+        // stack.toml outside [build] (a run flag, a note) does not rebuild; its build command does
+        std::fs::write(d.join("stack.toml"), format!("{GOOD}\n# a note\n")).unwrap();
+        assert_eq!(h1, source_hash(&s).unwrap());
+        let mut other = s.clone();
+        other.build.as_mut().unwrap().command.push("-v".into());
+        assert_ne!(h1, source_hash(&other).unwrap());
+        std::fs::write(d.join("stack.toml"), GOOD).unwrap();
         std::fs::write(d.join("src/main.c"), "int main(){return 1;}").unwrap();
         let h2 = source_hash(&s).unwrap();
         assert_ne!(h1, h2);
