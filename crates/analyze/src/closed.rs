@@ -215,14 +215,8 @@ pub fn repetition_drift(points: &[(usize, u32, f64)]) -> Vec<RepetitionDrift> {
     for reps in by_level.values().filter(|v| v.len() >= 3) {
         // the level's median over every repetition: robust to the one that drifted, where the
         // median of the *others* of three would be pulled halfway towards it
-        let mut all: Vec<f64> = reps.iter().map(|(_, y)| *y).collect();
-        all.sort_by(f64::total_cmp);
-        let n = all.len();
-        let median = if n % 2 == 1 {
-            all[n / 2]
-        } else {
-            (all[n / 2 - 1] + all[n / 2]) / 2.0
-        };
+        let all: Vec<f64> = reps.iter().map(|(_, y)| *y).collect();
+        let median = crate::stats::median(&all);
         for &(r, x) in reps {
             per_rep.entry(r).or_default().push((x / median).ln());
         }

@@ -60,7 +60,7 @@ pub use settle::{is_settled, Settling, WarmupStep};
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
 };
-pub use stats::{mean, stddev, t_975, Estimate};
+pub use stats::{mean, median, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
 pub use warning::{Warning, WarningKind};
 

@@ -108,16 +108,9 @@ pub fn is_settled(throughputs: &[f64], steps: usize, within: f64) -> bool {
     if last.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
         return false;
     }
-    let mut sorted = last.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = crate::stats::median(last);
     let near = last.iter().all(|x| (x / median - 1.0).abs() <= within);
-    let flat = (last[n - 1] / last[0] - 1.0).abs() <= within;
+    let flat = (last[last.len() - 1] / last[0] - 1.0).abs() <= within;
     near && flat
 }
 

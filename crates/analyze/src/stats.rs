@@ -30,6 +30,21 @@ pub fn t_975(df: usize) -> f64 {
         + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
 }
 
+/// Median of `xs` (the mean of the middle two for an even count); NaN for an empty slice.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Arithmetic mean (`NaN` for an empty slice).
 pub fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {

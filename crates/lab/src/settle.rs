@@ -142,14 +142,15 @@ mod tests {
     use super::*;
     use ceiling_load::testing::spawn_server;
 
-    /// A plan against `url`: a closed warm-up at `c` connections for `warm`, settled in 1-s steps.
-    fn plan(warm: &str, max: &str) -> Plan {
+    /// A closed warm-up at 4 connections against the simulated service on `port`, settled in 1-s
+    /// steps (three within ±5%) for at most `max`, the stand's watch answering `alive`.
+    fn settle_against(port: u16, max: &str, alive: impl FnMut() -> bool) -> Settling {
         let text = format!(
             r#"
 name = "settle-test"
 [[warmup]]
 connections = 4
-duration = "{warm}"
+duration = "1s"
 [settle]
 step = "1s"
 steps = 3
@@ -163,33 +164,35 @@ name = "x"
 path = "/x"
 "#
         );
-        ceiling_plan::parse_plan(&text, Path::new("settle-test.toml")).unwrap()
-    }
-
-    #[test]
-    fn the_warm_up_runs_until_a_warming_service_stops_speeding_up() {
-        // truth: like a JIT, the service gets faster for its first 5 s after the first request
-        // (20 ms falling linearly to 4 ms), then stays at 4 ms: ~1000 RPS at four connections
-        let first = std::sync::Mutex::new(None::<Instant>);
-        let port = spawn_server(move |now| {
-            let start = *first.lock().unwrap().get_or_insert(now);
-            let t = now.duration_since(start).as_secs_f64();
-            let ms = if t < 5.0 { 20.0 - 3.2 * t } else { 4.0 };
-            now + Duration::from_secs_f64(ms / 1000.0)
-        });
-        let p = plan("1s", "20s");
+        let plan = ceiling_plan::parse_plan(&text, Path::new("settle-test.toml")).unwrap();
         let url = format!("http://127.0.0.1:{port}");
-        let stop = Arc::new(AtomicBool::new(false));
         let spec = SettleSpec {
-            plan: &p,
-            settle: p.settle.as_ref().unwrap(),
+            plan: &plan,
+            settle: plan.settle.as_ref().unwrap(),
             url: &url,
             data_dir: None,
             threads: 1,
             stack: "sim",
             quiet: true,
         };
-        let s = settle_warmup(spec, &stop, || true).unwrap();
+        settle_warmup(spec, &Arc::new(AtomicBool::new(false)), alive).unwrap()
+    }
+
+    /// A service whose response time is `ms(seconds since its first request)`.
+    fn warming_service(ms: impl Fn(f64) -> f64 + Send + Sync + 'static) -> u16 {
+        let first = std::sync::Mutex::new(None::<Instant>);
+        spawn_server(move |now| {
+            let start = *first.lock().unwrap().get_or_insert(now);
+            now + Duration::from_secs_f64(ms(now.duration_since(start).as_secs_f64()) / 1000.0)
+        })
+    }
+
+    #[test]
+    fn the_warm_up_runs_until_a_warming_service_stops_speeding_up() {
+        // truth: like a JIT, the service gets faster for its first 5 s (20 ms falling linearly to
+        // 4 ms), then stays at 4 ms: ~1000 RPS at four connections
+        let port = warming_service(|t| if t < 5.0 { 20.0 - 3.2 * t } else { 4.0 });
+        let s = settle_against(port, "20s", || true);
         assert!(s.settled, "{}", s.describe());
         let tp: Vec<f64> = s.steps.iter().map(|x| x.throughput_rps).collect();
         // it ran past the warming seconds (the first step well below full speed) and stopped on
@@ -203,27 +206,8 @@ path = "/x"
     #[test]
     fn a_service_that_keeps_speeding_up_runs_out_the_bound_unsettled() {
         // truth: 30 ms at the start, 2 ms less every second — never flat for three seconds
-        let first = std::sync::Mutex::new(None::<Instant>);
-        let port = spawn_server(move |now| {
-            let start = *first.lock().unwrap().get_or_insert(now);
-            let ms = 30u64
-                .saturating_sub(2 * now.duration_since(start).as_secs())
-                .max(2);
-            now + Duration::from_millis(ms)
-        });
-        let p = plan("1s", "6s");
-        let url = format!("http://127.0.0.1:{port}");
-        let stop = Arc::new(AtomicBool::new(false));
-        let spec = SettleSpec {
-            plan: &p,
-            settle: p.settle.as_ref().unwrap(),
-            url: &url,
-            data_dir: None,
-            threads: 1,
-            stack: "sim",
-            quiet: true,
-        };
-        let s = settle_warmup(spec, &stop, || true).unwrap();
+        let port = warming_service(|t| (30.0 - 2.0 * t.floor()).max(2.0));
+        let s = settle_against(port, "6s", || true);
         assert!(!s.settled, "{}", s.describe());
         assert!(s.seconds() <= 6.0 + 1.5, "{}", s.describe());
         assert!(s.describe().contains("did NOT settle"));
@@ -231,20 +215,8 @@ path = "/x"
 
     #[test]
     fn a_dead_stack_ends_the_settling_at_once() {
-        let port = spawn_server(|now| now + Duration::from_millis(1));
-        let p = plan("1s", "20s");
-        let url = format!("http://127.0.0.1:{port}");
-        let stop = Arc::new(AtomicBool::new(false));
-        let spec = SettleSpec {
-            plan: &p,
-            settle: p.settle.as_ref().unwrap(),
-            url: &url,
-            data_dir: None,
-            threads: 1,
-            stack: "sim",
-            quiet: true,
-        };
-        let s = settle_warmup(spec, &stop, || false).unwrap();
+        let port = warming_service(|_| 1.0);
+        let s = settle_against(port, "20s", || false);
         assert!(!s.settled && s.steps.is_empty());
     }
 }
