@@ -914,7 +914,7 @@ pub fn render_html_full(
         tool => format!("{} {}", r.tool.name, r.tool.version),
         schema_version => r.schema_version,
         notices => r.notices(),
-        metric => r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into()),
+        metric => r.metric_name(),
         method => format!(
             "Source 000's method: for each shelf the first {} s and the last {} s are dropped; a shelf is valid when every latency limit holds ({}), errors < {}, throughput is stable within ±{} (achieved vs offered over the window and in every {} s block), the kept window is ≥ {} s, and the generator kept up. The ceiling is the mean throughput of the last valid shelf; 0 means no shelf passed. CPU and RAM are averaged over the same window; the recommended working load is {} of the ceiling.",
             c.trim_head_s, c.trim_tail_s,

@@ -182,6 +182,15 @@ impl PlanSummary {
 }
 
 impl RunReport {
+    /// The ceiling's name as the stacks' analyses give it (`RPS@p99≤350ms`), `RPS@SLO` when no
+    /// stack was analysed.
+    pub fn metric_name(&self) -> String {
+        self.stacks
+            .first()
+            .map(|a| a.metric.clone())
+            .unwrap_or_else(|| "RPS@SLO".into())
+    }
+
     /// The plan's working load (the fraction of a ceiling a stack is run at), 70% when unknown.
     pub fn working_load(&self) -> f64 {
         self.stacks
@@ -629,7 +638,7 @@ pub fn render_summary_md(r: &RunReport) -> String {
         fmt::frac_pct(r.plan.criteria.stability),
         r.plan.criteria.stability_block_s,
         trim(r.plan.criteria.min_window_s),
-        r.stacks.first().map(|a| a.metric.clone()).unwrap_or_else(|| "RPS@SLO".into()),
+        r.metric_name(),
         fmt::frac_pct(r.plan.criteria.working_load),
     ));
     s.push_str(&summary_table(r).to_markdown());

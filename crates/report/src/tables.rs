@@ -56,10 +56,7 @@ pub fn cost_table(r: &RunReport) -> Option<Table> {
     let mut t = Table {
         header: vec![
             "Stack".into(),
-            r.stacks
-                .first()
-                .map(|a| a.metric.clone())
-                .unwrap_or_else(|| "RPS@SLO".into()),
+            r.metric_name(),
             format!("per instance ({})", frac_pct(wl)),
             "instances per service".into(),
             format!("{}/year, {} services", c.currency, c.services),
@@ -128,20 +125,11 @@ fn fallback_shelf(a: &StackAnalysis) -> Option<&ShelfResult> {
 /// Source 000's table: Stack | RPS@p99≤SLO | p95 | p99 | errors | CPU | RAM, plus CPU µs per
 /// request and the recommended working load. One row per stack.
 pub fn summary_table(r: &RunReport) -> Table {
-    let metric = r
-        .stacks
-        .first()
-        .map(|a| a.metric.clone())
-        .unwrap_or_else(|| "RPS@SLO".into());
-    let wl = r
-        .stacks
-        .first()
-        .map(|a| a.criteria.working_load)
-        .unwrap_or(0.7);
+    let wl = r.working_load();
     let mut t = Table {
         header: vec![
             "Stack".into(),
-            metric,
+            r.metric_name(),
             "p95".into(),
             "p99".into(),
             "errors".into(),
