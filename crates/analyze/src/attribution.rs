@@ -389,8 +389,48 @@ pub fn attribute(
     }
     tail.sort_unstable();
 
+    // where the bad requests waited: one that completed at t after L ms was delayed over the
+    // seconds [t − L, t], and its cause acted there, not at its completion — the requests a 20-s
+    // stall holds all complete in the catch-up seconds after it, when the stall is gone. Each
+    // second's bad requests are spread evenly over the seconds their typical latency spans (the
+    // p50 when the median request was bad, else the p99), and the seconds holding 80% of that
+    // weight are suspects too.
+    let mut waited: BTreeMap<u32, f64> = BTreeMap::new();
+    for (t, b) in &bad {
+        if *b <= 0.0 {
+            continue;
+        }
+        let r = rows[t];
+        let typical = if r.p50_ms > ctx.slo_ms {
+            r.p50_ms
+        } else {
+            r.p99_ms
+        };
+        let back = ((typical / 1000.0).floor().max(0.0) as u32).min(t - start);
+        let share = b / f64::from(back + 1);
+        for u in (t - back)..=*t {
+            *waited.entry(u).or_default() += share;
+        }
+    }
+    let mut by_wait: Vec<(u32, f64)> = waited.iter().map(|(t, w)| (*t, *w)).collect();
+    by_wait.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut wait_tail = Vec::new();
+    let mut acc = 0.0;
+    for (t, w) in by_wait {
+        if total_bad <= 0.0 || acc >= 0.8 * total_bad {
+            break;
+        }
+        acc += w;
+        wait_tail.push(t);
+    }
+
     // suspect seconds S and the rest R
-    let mut s_set: Vec<u32> = frozen.iter().chain(&tail).copied().collect();
+    let mut s_set: Vec<u32> = frozen
+        .iter()
+        .chain(&tail)
+        .chain(wait_tail.iter().filter(|t| rows.contains_key(t)))
+        .copied()
+        .collect();
     s_set.sort_unstable();
     s_set.dedup();
     let r_set: Vec<u32> = all
@@ -640,10 +680,10 @@ pub fn attribute(
 
     let mut causes: Vec<Cause> = Vec::new();
     let mut near_miss: Option<(CauseKind, f64)> = None;
-    // suspect seconds weigh by their bad requests (+1, so a freeze with few completions counts):
-    // a cause present where most requests went wrong outranks one present at the edges
-    let bad_of: BTreeMap<u32, f64> = bad.iter().copied().collect();
-    let w_s = |t: u32| bad_of.get(&t).copied().unwrap_or(0.0) + 1.0;
+    // suspect seconds weigh by the bad requests that waited through them (+1, so a freeze with
+    // few completions counts): a cause present where most requests were held outranks one
+    // present at the edges
+    let w_s = |t: u32| waited.get(&t).copied().unwrap_or(0.0) + 1.0;
     let w_r = |_: u32| 1.0;
     for p in &probes {
         let Some((ls, present)) = mean_over(&s_set, &rows, &sig, &p.level, &w_s) else {
@@ -1567,6 +1607,54 @@ mod tests {
             !a.causes.iter().any(|c| c.kind == CauseKind::HostStall),
             "{:?}",
             a.causes
+        );
+    }
+
+    /// A 20-s stall whose requests all complete in the three catch-up seconds after it (the
+    /// CPU-hog run of 2026-11-25: the hogs held the stack's CPU 8–29 s, p99 20.9 s at 30–32 s).
+    /// The hog is visible only while it runs; the catch-up seconds show the consequences — the
+    /// generator reading a burst of responses late, PostgreSQL's WAL queue under the burst of
+    /// writes. The cause is where the requests waited, not where they completed.
+    #[test]
+    fn a_long_stall_is_explained_where_its_requests_waited_not_where_they_completed() {
+        let (mut rows, mut sig) = healthy();
+        for t in 10..30 {
+            rows[t].achieved_rps = 0;
+            rows[t].ok = 0;
+            rows[t].p50_ms = 0.0;
+            rows[t].p90_ms = 0.0;
+            rows[t].p95_ms = 0.0;
+            rows[t].p99_ms = 0.0;
+            rows[t].p999_ms = 0.0;
+            rows[t].max_ms = 0.0;
+            rows[t].stack_cpu_pct = Some(1.0);
+            sig[t].other_cpu_pct = Some(100.0);
+            sig[t].host_busy_pct = Some(150.0);
+            sig[t].control_max_ms = Some(2.0);
+            sig[t].stack_run_delay_ms = Some(900.0);
+        }
+        for t in 30..33 {
+            let r = &mut rows[t];
+            r.achieved_rps = 7000;
+            r.ok = 7000;
+            r.p50_ms = 10_000.0;
+            r.p90_ms = 18_000.0;
+            r.p95_ms = 19_000.0;
+            r.p99_ms = 20_000.0;
+            r.p999_ms = 20_500.0;
+            r.max_ms = 20_900.0;
+            r.lag_p99_ms = 15.0;
+            sig[t].gen_run_delay_ms = Some(400.0);
+            sig[t].pg_active = Some(5.0);
+            sig[t].pg_wal = Some(4.0);
+            sig[t].pg_lwlock = Some(4.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::HostStall);
+        assert_eq!(
+            a.tail_seconds,
+            vec![30, 31, 32],
+            "completions are still where they were"
         );
     }
 

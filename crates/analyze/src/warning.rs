@@ -45,6 +45,9 @@ pub enum WarningKind {
     StoppedEarly,
     /// The stack is a baseline serving only part of the contract.
     PartialContract,
+    /// The stack changed the contract's schema on its copy of the data (`[database] setup_sql`:
+    /// an as-published stack reproducing a source's schema flaw).
+    SchemaChanged,
     /// The stack was measured although verify failed or could not run (`--allow-unverified`).
     Unverified,
     /// The plan switched verify off.

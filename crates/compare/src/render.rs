@@ -144,11 +144,25 @@ fn order_lines(t: &TableComparison) -> Vec<String> {
             } else {
                 format!(" at {}", o.point)
             };
+            let pairs = |v: &[(String, String)], sep: &str| {
+                v.iter()
+                    .map(|(a, b)| format!("{a}{sep}{b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             if o.agrees() {
                 format!(
                     "order by {}{at} agrees: {}",
                     o.metric.heading(),
                     o.ours.join(" > ")
+                )
+            } else if o.swapped.is_empty() {
+                format!(
+                    "order by {}{at} NOT CONFIRMED — source: {}; ceiling: {} (within 2%, not ranked: {})",
+                    o.metric.heading(),
+                    o.published.join(" > "),
+                    o.ours.join(" > "),
+                    pairs(&o.unresolved, " > ")
                 )
             } else {
                 format!(
@@ -156,11 +170,7 @@ fn order_lines(t: &TableComparison) -> Vec<String> {
                     o.metric.heading(),
                     o.published.join(" > "),
                     o.ours.join(" > "),
-                    o.swapped
-                        .iter()
-                        .map(|(a, b)| format!("{a}/{b}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    pairs(&o.swapped, "/")
                 )
             }
         })

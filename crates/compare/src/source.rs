@@ -73,19 +73,23 @@ pub struct OrderAgreement {
     pub metric: Metric,
     /// The point the ranking is at (`1500 RPS`, `c=100`, or empty for ceilings).
     pub point: String,
-    /// The stacks, best first, by the source.
+    /// The stacks, best first, by the source; stacks within 2% of each other share one entry
+    /// (`a = b`).
     pub published: Vec<String>,
-    /// The stacks, best first, by ceiling.
+    /// The stacks, best first, by ceiling, ties grouped the same way.
     pub ours: Vec<String>,
     /// Pairs ranked the other way round (`go-pgx > ktor-jdbc` by the source, the reverse by
-    /// ceiling); ties on either side are not counted.
+    /// ceiling); ties (within 2%) on either side are not counted.
     pub swapped: Vec<(String, String)>,
+    /// Pairs the source ranks (`a > b`) that ceiling measured within 2% of each other: neither
+    /// confirmed nor reversed.
+    pub unresolved: Vec<(String, String)>,
 }
 
 impl OrderAgreement {
-    /// True when no pair is swapped.
+    /// True when no pair is swapped and every pair the source ranks, ceiling ranks too.
     pub fn agrees(&self) -> bool {
-        self.swapped.is_empty()
+        self.swapped.is_empty() && self.unresolved.is_empty()
     }
 }
 
@@ -230,8 +234,9 @@ pub fn compare_runs_with_source(runs: &[&RunReport], published: &Published) -> S
     for (i, p) in plans.iter().enumerate() {
         if plans[..i].contains(p) {
             notices.push(format!(
-                "two runs of plan `{p}` were given; the rows of its tables come from the first, {}",
-                runs[plans.iter().position(|x| x == p).expect("present")].run_id
+                "two runs of plan `{p}` were given; each stack's rows come from the first of them that measured it ({} before {}); the runs were made one after the other, not interleaved",
+                runs[plans.iter().position(|x| x == p).expect("present")].run_id,
+                runs[i].run_id
             ));
         }
     }
@@ -279,12 +284,23 @@ enum Ours<'a> {
     Level(&'a LevelAggregate),
 }
 
-/// The run that reproduces a row: the first of `runs` whose plan is the row's.
+/// The run that reproduces a row: the first of `runs` whose plan is the row's and that measured
+/// the row's stack (one stack per run is how full-length runs are made), else the first whose
+/// plan is the row's.
 fn run_of<'a>(runs: &[&'a RunReport], t: &Table, r: &Row) -> &'a RunReport {
     let plan = t.row_plan(r);
-    runs.iter()
-        .find(|x| Some(x.plan.name.as_str()) == plan)
-        .copied()
+    let of_plan = || {
+        runs.iter()
+            .copied()
+            .filter(move |x| Some(x.plan.name.as_str()) == plan)
+    };
+    of_plan()
+        .find(|x| {
+            r.stack
+                .as_ref()
+                .is_some_and(|s| x.stacks.iter().any(|a| &a.stack == s))
+        })
+        .or_else(|| of_plan().next())
         .unwrap_or(runs[0])
 }
 
@@ -673,6 +689,11 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
 }
 
 /// The stacks' order by the table's first column ceiling measured, per point.
+/// Two figures within this fraction of the larger are a tie when stacks are ranked: a smaller
+/// difference is inside the precision of either side (ceiling holds a shelf's achieved rate to the
+/// plan's stability band; the sources print rounded, often graph-read, figures).
+const TIE: f64 = 0.02;
+
 fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgreement> {
     let Some(&metric) = metrics.iter().find(|&&m| {
         rows.iter()
@@ -711,26 +732,41 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
                     x < y
                 }
             };
+            // figures this close are not an order (two stacks holding the plan's top shelf, or a
+            // source's "~3000" beside "~2915" read off a graph): neither side ranks them
+            let close = |x: f64, y: f64| (x - y).abs() <= TIE * x.abs().max(y.abs());
+            let clearly = |x: f64, y: f64| better(x, y) && !close(x, y);
+            // best first; neighbours within TIE of their group's first are one group, `a = b`
             let rank = |key: &dyn Fn(&(String, f64, f64)) -> f64| {
                 let mut w: Vec<&(String, f64, f64)> = v.iter().collect();
                 w.sort_by(|a, b| {
-                    let (x, y) = (key(a), key(b));
-                    if better(x, y) {
-                        std::cmp::Ordering::Less
-                    } else if better(y, x) {
-                        std::cmp::Ordering::Greater
+                    let o = key(a).total_cmp(&key(b));
+                    if metric.higher_is_better() {
+                        o.reverse()
                     } else {
-                        std::cmp::Ordering::Equal
+                        o
                     }
                 });
-                w.iter().map(|e| e.0.clone()).collect::<Vec<_>>()
+                let mut groups: Vec<(f64, Vec<String>)> = Vec::new();
+                for e in w {
+                    match groups.last_mut() {
+                        Some((first, names)) if close(*first, key(e)) => names.push(e.0.clone()),
+                        _ => groups.push((key(e), vec![e.0.clone()])),
+                    }
+                }
+                groups
+                    .into_iter()
+                    .map(|(_, names)| names.join(" = "))
+                    .collect::<Vec<_>>()
             };
-            let mut swapped = Vec::new();
+            let (mut swapped, mut unresolved) = (Vec::new(), Vec::new());
             for i in 0..v.len() {
                 for j in 0..v.len() {
                     let (a, b) = (&v[i], &v[j]);
-                    if better(a.1, b.1) && better(b.2, a.2) {
+                    if clearly(a.1, b.1) && clearly(b.2, a.2) {
                         swapped.push((a.0.clone(), b.0.clone()));
+                    } else if clearly(a.1, b.1) && close(a.2, b.2) {
+                        unresolved.push((a.0.clone(), b.0.clone()));
                     }
                 }
             }
@@ -740,6 +776,7 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
                 published: rank(&|e| e.1),
                 ours: rank(&|e| e.2),
                 swapped,
+                unresolved,
             }
         })
         .collect()

@@ -430,6 +430,106 @@ fn a_summary_table_reads_each_row_from_its_plans_run_and_computes_the_ratio() {
 }
 
 #[test]
+fn two_runs_of_one_plan_each_give_the_rows_of_the_stack_they_measured() {
+    // full-length runs are made one stack per run: go-pgx served 2000 in one, ktor-jdbc 500 in
+    // the other (each was offered only that), and both rows must be read, each from its own run
+    let pa = one_shelf_plan("004-on", 2000);
+    let pb = one_shelf_plan("004-on", 500);
+    let mut a = RunReport::new(&pa, "sim");
+    a.run_id = "run-go".into();
+    a.stacks.push(simulate(&pa, "go-pgx", |_| 5.0, 50.0, 20.0));
+    let mut b = RunReport::new(&pb, "sim");
+    b.run_id = "run-ktor".into();
+    b.stacks
+        .push(simulate(&pb, "ktor-jdbc", |_| 5.0, 50.0, 20.0));
+    let published = r#"
+source = "004"
+title = "t"
+published = "p"
+seed = "004_x.txt"
+[[tables]]
+id = "on"
+title = "keep-alive on"
+line = 1
+plan = "004-on"
+point = "ceiling"
+[[tables.rows]]
+label = "Go"
+stack = "go-pgx"
+rps = 1000
+[[tables.rows]]
+label = "Ktor"
+stack = "ktor-jdbc"
+rps = 400
+[[tables.rows]]
+label = "Node"
+stack = "fastify-pg"
+rps = 300
+"#;
+    let p = parse_published(published, Path::new("plans/published/004.toml")).unwrap();
+    for runs in [[&a, &b], [&b, &a]] {
+        let c = ceiling_compare::compare_runs_with_source(&runs, &p);
+        let t = &c.tables[0];
+        let ours = |i: usize| t.rows[i].cells[0].ours;
+        assert!((ours(0).unwrap() - 2000.0).abs() < 1.0, "{:?}", ours(0));
+        assert!((ours(1).unwrap() - 500.0).abs() < 1.0, "{:?}", ours(1));
+        assert_eq!(ours(2), None, "a stack neither run measured");
+        assert!(
+            c.notices
+                .iter()
+                .any(|n| n.contains("two runs of plan `004-on`") && n.contains("not interleaved")),
+            "{:?}",
+            c.notices
+        );
+    }
+}
+
+#[test]
+fn stacks_within_two_percent_are_a_tie_not_an_order() {
+    // truth: both stacks hold the plan's one shelf (2000 RPS offered) — ceiling cannot rank them;
+    // the source ranked them 3000 > 0, which is then neither confirmed nor reversed
+    let pa = one_shelf_plan("004-on", 2000);
+    let mut a = RunReport::new(&pa, "sim");
+    a.stacks.push(simulate(&pa, "go-pgx", |_| 5.0, 50.0, 20.0));
+    a.stacks
+        .push(simulate(&pa, "ktor-jdbc", |_| 6.0, 60.0, 30.0));
+    let published = r#"
+source = "004"
+title = "t"
+published = "p"
+seed = "004_x.txt"
+[[tables]]
+id = "on"
+title = "keep-alive on"
+line = 1
+plan = "004-on"
+point = "ceiling"
+[[tables.rows]]
+label = "Go"
+stack = "go-pgx"
+rps = 3000
+[[tables.rows]]
+label = "Ktor"
+stack = "ktor-jdbc"
+rps = 0
+"#;
+    let p = parse_published(published, Path::new("plans/published/004.toml")).unwrap();
+    let c = compare_with_source(&a, &p);
+    let o = &c.tables[0].order[0];
+    assert_eq!(o.published, vec!["go-pgx", "ktor-jdbc"]);
+    assert_eq!(o.ours.len(), 1, "{:?}", o.ours);
+    assert!(o.ours[0].contains(" = "), "{:?}", o.ours);
+    assert!(o.swapped.is_empty(), "{:?}", o.swapped);
+    assert_eq!(
+        o.unresolved,
+        vec![("go-pgx".to_string(), "ktor-jdbc".to_string())]
+    );
+    assert!(!o.agrees());
+    let text = render::source_text(&c, false);
+    assert!(text.contains("order by RPS NOT CONFIRMED"), "{text}");
+}
+
+#[test]
 fn a_ratio_to_a_row_that_is_not_there_is_an_error_at_its_line() {
     let bad = SUMMARY.replace("ratio_to = \"Go, on\"", "ratio_to = \"Go, none\"");
     let e = parse_published(&bad, Path::new("004.toml"))

@@ -91,7 +91,19 @@ pub fn start_verified(
             "verify skipped: the plan sets stand.verify = false",
         ));
     }
-    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let db = stand
+        .fresh_db_for(&spec)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(d) = &spec.database {
+        eprintln!("[{name}] SCHEMA CHANGED by the stack: {}", d.describe());
+        warnings.push(Warning::new(
+            WarningKind::SchemaChanged,
+            format!(
+                "SCHEMA CHANGED: the stack ran its own {} on its copy of the data; its figures are not on the contract's schema",
+                d.describe()
+            ),
+        ));
+    }
     eprintln!("[{name}] starting on a fresh copy of the data…");
     let stack = stand
         .start_stack(&spec, &plan.stand, db)

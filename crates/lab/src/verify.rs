@@ -82,7 +82,9 @@ pub fn verify_fresh(
     only: &[String],
     announce: impl FnOnce(&str),
 ) -> anyhow::Result<ceiling_verify::VerifyReport> {
-    let db = stand.reset_db().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let db = stand
+        .fresh_db_for(spec)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut stack = stand
         .start_stack(spec, settings, db.clone())
         .map_err(|e| anyhow::anyhow!("{e}"))?;

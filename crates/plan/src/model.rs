@@ -279,6 +279,10 @@ pub struct StandSettings {
     pub cpus: Option<f64>,
     /// Overrides of the stacks' `[limits]`: memory in MiB.
     pub memory_mb: Option<u64>,
+    /// `memory_uncapped = true`: the stacks run without a memory limit, even one their stack.toml
+    /// declares (source 003's JVMs ran with -Xmx8g and no container cap). Never with `memory_mb`.
+    #[serde(default)]
+    pub memory_uncapped: bool,
     /// CPU limit for PostgreSQL (None = unlimited).
     pub postgres_cpus: Option<f64>,
     /// Pause between stacks, letting the machine settle.

@@ -146,6 +146,7 @@ struct RawStand {
     workers: Option<S<i64>>,
     cpus: Option<S<f64>>,
     memory_mb: Option<S<i64>>,
+    memory_uncapped: Option<S<bool>>,
     postgres_cpus: Option<S<f64>>,
     cooldown: Option<S<String>>,
     verify: Option<bool>,
@@ -803,6 +804,16 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         memory_mb: cx
             .int(&rs.memory_mb, "stand.memory_mb", 16, 16_777_216)?
             .map(|v| v as u64),
+        memory_uncapped: match (&rs.memory_uncapped, &rs.memory_mb) {
+            (Some(u), Some(_)) if *u.get_ref() => {
+                return Err(cx.err(
+                    Some(u.span()),
+                    "stand.memory_uncapped",
+                    "contradicts stand.memory_mb: a plan either sizes the stacks' memory or runs them uncapped; remove one",
+                ))
+            }
+            (u, _) => u.as_ref().map(|u| *u.get_ref()).unwrap_or(false),
+        },
         postgres_cpus: match &rs.postgres_cpus {
             Some(c) if !(0.01..=1024.0).contains(c.get_ref()) => {
                 return Err(cx.err(
@@ -1123,6 +1134,36 @@ errors = "1%"
         assert!(p.data["ids"].needs_stand);
         assert!(p.requests[0].expects(404) && !p.requests[0].expects(500));
         assert!(p.requests[1].expects(201));
+    }
+
+    #[test]
+    fn memory_uncapped_is_a_choice_that_excludes_a_memory_size() {
+        let with = |stand: &str| {
+            let text = GOOD.replace(
+                "name = \"t\"\n",
+                &format!("name = \"t\"\n[stand]\n{stand}\n"),
+            );
+            parse_plan(&text, Path::new("plans/t.toml"))
+        };
+        assert!(!with("seed = 1").unwrap().stand.memory_uncapped);
+        assert!(
+            with("memory_uncapped = true")
+                .unwrap()
+                .stand
+                .memory_uncapped
+        );
+        assert!(
+            !with("memory_uncapped = false\nmemory_mb = 512")
+                .unwrap()
+                .stand
+                .memory_uncapped
+        );
+        let e = with("memory_mb = 512\nmemory_uncapped = true").unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(
+            e.field == "stand.memory_uncapped" && e.message.contains("stand.memory_mb"),
+            "{e}"
+        );
     }
 
     #[test]

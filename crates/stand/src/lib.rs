@@ -67,8 +67,8 @@ pub use sampler::{CgroupProbe, Measurer, SampleTarget, Sampler};
 pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
     build_stack, fairness_markdown, http_status, list_stacks, source_hash, start_stack,
-    BuildOutcome, BuildSpec, Conformance, Effective, Fairness, RunSpec, RunningStack, StackLaunch,
-    StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
+    BuildOutcome, BuildSpec, Conformance, DatabaseSetup, Effective, Fairness, RunSpec,
+    RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
 };
 
 use ceiling_plan::StandSettings;
@@ -357,6 +357,23 @@ impl Stand {
     /// A fresh `bench` database copied from the template; returns the stack's connection.
     pub fn reset_db(&self) -> Result<DbConfig> {
         Ok(reset_bench_db(&self.admin)?)
+    }
+    /// A fresh `bench` database for `spec`: [`Stand::reset_db`], then the stack's own
+    /// `[database] setup_sql` (if any) run on the copy as the stand's superuser, so a schema change
+    /// one stack declares never reaches another's data.
+    pub fn fresh_db_for(&self, spec: &StackSpec) -> Result<DbConfig> {
+        let db = self.reset_db()?;
+        if let Some(sql) = spec.setup_sql()? {
+            self.admin
+                .on(&db.dbname)
+                .exec(&sql)
+                .map_err(|e| StandError::StackToml {
+                    file: spec.file.clone(),
+                    field: "database.setup_sql".into(),
+                    message: format!("running it on the fresh copy of the data failed: {e}"),
+                })?;
+        }
+        Ok(db)
     }
     /// Loads `stacks/<name>/stack.toml`.
     pub fn load_stack(&self, name: &str) -> Result<StackSpec> {

@@ -43,6 +43,30 @@ pub struct StackSpec {
     pub conformance: Option<Conformance>,
     /// The settings that decide a fair comparison (`None` only for a partial-contract baseline).
     pub fairness: Option<Fairness>,
+    /// `[database]`: the stack's own change to the contract's schema, applied on every fresh copy
+    /// of the data before it starts (`None`: the contract's schema as it is).
+    pub database: Option<DatabaseSetup>,
+}
+
+/// `[database]`: SQL a stack runs on its fresh copy of the data before it starts — how an
+/// as-published stack reproduces a source's schema flaw (source 001's missing index) without
+/// changing the contract's schema for every other stack. Applied by [`crate::Stand::fresh_db_for`]
+/// as the stand's superuser, for `ceiling verify`'s copy and the measured one alike, and recorded
+/// in run.json and the report as a warning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSetup {
+    /// The SQL file, relative to the stack's folder.
+    pub setup_sql: String,
+    /// Why the stack changes the schema (shown wherever its results are).
+    pub reason: String,
+}
+
+impl DatabaseSetup {
+    /// `<file> (<reason>)`, as consoles and run.json say it.
+    pub fn describe(&self) -> String {
+        format!("{} ({})", self.setup_sql, self.reason)
+    }
 }
 
 /// `[fairness]`: every setting that decides whether two stacks are compared fairly, in one place.
@@ -253,6 +277,8 @@ struct RawStack {
     conformance: Option<Conformance>,
     #[serde(default)]
     fairness: Option<Fairness>,
+    #[serde(default)]
+    database: Option<DatabaseSetup>,
 }
 
 impl StackSpec {
@@ -424,6 +450,33 @@ impl StackSpec {
                 ));
             }
         }
+        if let Some(d) = &raw.database {
+            let f = Path::new(&d.setup_sql);
+            if d.setup_sql.trim().is_empty()
+                || f.is_absolute()
+                || d.setup_sql.split('/').any(|c| c == "..")
+            {
+                return Err(err(
+                    "database.setup_sql",
+                    format!(
+                        "`{}` must be a file inside the stack folder, e.g. \"schema.sql\"",
+                        d.setup_sql
+                    ),
+                ));
+            }
+            if !dir.join(f).is_file() {
+                return Err(err(
+                    "database.setup_sql",
+                    format!("{} does not exist", dir.join(f).display()),
+                ));
+            }
+            if d.reason.trim().is_empty() {
+                return Err(err(
+                    "database.reason",
+                    "say why this stack changes the contract's schema".into(),
+                ));
+            }
+        }
         match (&raw.fairness, &raw.conformance) {
             (Some(f), _) => {
                 f.open_at_start(raw.settings.pool_size, raw.settings.workers)
@@ -454,6 +507,7 @@ impl StackSpec {
             notes,
             conformance: raw.conformance,
             fairness: raw.fairness,
+            database: raw.database,
         })
     }
 
@@ -464,10 +518,29 @@ impl StackSpec {
             workers: plan.workers.unwrap_or(self.settings.workers),
             limits: Limits {
                 cpus: plan.cpus.or(self.limits.cpus),
-                memory_mb: plan.memory_mb.or(self.limits.memory_mb),
+                memory_mb: if plan.memory_uncapped {
+                    None
+                } else {
+                    plan.memory_mb.or(self.limits.memory_mb)
+                },
                 cpuset: None,
             },
         }
+    }
+
+    /// The text of `[database] setup_sql`, if the stack has one.
+    pub fn setup_sql(&self) -> Result<Option<String>> {
+        let Some(d) = &self.database else {
+            return Ok(None);
+        };
+        let path = self.dir.join(&d.setup_sql);
+        std::fs::read_to_string(&path)
+            .map(Some)
+            .map_err(|e| StandError::StackToml {
+                file: self.file.clone(),
+                field: "database.setup_sql".into(),
+                message: format!("cannot read {}: {e}", path.display()),
+            })
     }
 
     /// Checks `build.requires` (and a bare `run.command[0]`) are on PATH.
@@ -1207,6 +1280,54 @@ log_level = "warn"
     }
 
     #[test]
+    fn database_setup_names_a_file_in_the_folder_and_a_reason() {
+        let root = std::env::temp_dir().join(format!("ceiling-stack-db-{}", std::process::id()));
+        let dir = root.join("demo");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("flaw.sql"), "select 1;").unwrap();
+        let with = |d: &str| {
+            StackSpec::parse_str(
+                &format!("{GOOD}\n[database]\n{d}\n"),
+                &dir.join("stack.toml"),
+                &dir,
+            )
+        };
+        let s = with("setup_sql = \"flaw.sql\"\nreason = \"the source's flaw\"").unwrap();
+        assert_eq!(s.setup_sql().unwrap().as_deref(), Some("select 1;"));
+        assert_eq!(
+            s.database.as_ref().unwrap().describe(),
+            "flaw.sql (the source's flaw)"
+        );
+        assert!(parse(GOOD).unwrap().setup_sql().unwrap().is_none());
+        for (d, want) in [
+            (
+                "setup_sql = \"missing.sql\"\nreason = \"r\"",
+                "does not exist",
+            ),
+            (
+                "setup_sql = \"/etc/hosts\"\nreason = \"r\"",
+                "inside the stack folder",
+            ),
+            (
+                "setup_sql = \"../demo/flaw.sql\"\nreason = \"r\"",
+                "inside the stack folder",
+            ),
+            (
+                "setup_sql = \"flaw.sql\"\nreason = \" \"",
+                "database.reason",
+            ),
+            (
+                "setup_sql = \"flaw.sql\"\nreason = \"r\"\nextra = 1",
+                "extra",
+            ),
+        ] {
+            let e = with(d).unwrap_err().to_string();
+            assert!(e.contains(want), "{d}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
     fn parses_good() {
         let s = parse(GOOD).unwrap();
         assert_eq!(s.name, "demo");
@@ -1265,6 +1386,7 @@ log_level = "warn"
             workers: None,
             cpus: None,
             memory_mb: None,
+            memory_uncapped: false,
             postgres_cpus: None,
             cooldown: Duration::from_secs(0),
             verify: false,

@@ -41,6 +41,7 @@ fn plan_defaults() -> ceiling_plan::StandSettings {
         workers: None,
         cpus: None,
         memory_mb: None,
+        memory_uncapped: false,
         postgres_cpus: None,
         cooldown: Duration::from_secs(0),
         verify: false,

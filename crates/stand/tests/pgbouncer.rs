@@ -35,6 +35,7 @@ fn settings(pool_mode: PoolMode) -> ceiling_plan::StandSettings {
         workers: None,
         cpus: None,
         memory_mb: None,
+        memory_uncapped: false,
         postgres_cpus: None,
         cooldown: Duration::from_secs(0),
         verify: false,

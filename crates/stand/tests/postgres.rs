@@ -43,6 +43,7 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
         workers: None,
         cpus: None,
         memory_mb: None,
+        memory_uncapped: false,
         postgres_cpus: Some(1.5),
         cooldown: Duration::from_secs(0),
         verify: false,
@@ -218,6 +219,34 @@ fn embedded_postgres_end_to_end() {
             .as_deref(),
         Some("1000000"),
         "writes were not reset"
+    );
+
+    // a stack's own schema change ([database] setup_sql) reaches its copy and no other: source
+    // 001's as-published Go finds clients without an index, the next fresh copy has it again
+    let as_published =
+        StackSpec::load(&repo_root().join("stacks"), "go-mux-pq-as-published").unwrap();
+    let explain = |bench: &Db| {
+        bench
+            .query("explain select balance from clients where id = 42")
+            .unwrap()
+            .concat()
+            .join(" ")
+    };
+    stand.fresh_db_for(&as_published).unwrap();
+    let plan = explain(&bench);
+    assert!(plan.contains("Seq Scan on clients"), "{plan}");
+    let m = stand.money_check().unwrap().unwrap();
+    assert!(
+        m.conserved() && !m.touched(),
+        "the books without the index: {m:?}"
+    );
+    stand
+        .fresh_db_for(&StackSpec::load(&repo_root().join("stacks"), "go-pgx").unwrap())
+        .unwrap();
+    let plan = explain(&bench);
+    assert!(
+        plan.contains("Index") && plan.contains("clients_pkey"),
+        "{plan}"
     );
 
     // pg_stat_statements: reset, run a statement 3 times as bench, snapshot
