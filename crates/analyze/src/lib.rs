@@ -50,7 +50,9 @@ pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};
-pub use runtime::{runtime_analysis, runtime_window, RuntimeWindow};
+pub use runtime::{
+    runtime_analysis, runtime_window, spearman, tail_follows, RuntimeWindow, TailFollows,
+};
 pub use search::{
     check_plan, confirm_plan, fit_window_s, fmt_margin, margin_terms, observations,
     probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,

@@ -2,7 +2,7 @@
 //! scrapes of its `/metrics` in `signals.csv`. Source 000 reported the heap as "RAM"; ceiling
 //! reports it beside RSS, each labelled for what it is.
 
-use ceiling_metrics::{HeapKind, SignalRow};
+use ceiling_metrics::{HeapKind, SignalRow, TimeseriesRow};
 use serde::{Deserialize, Serialize};
 
 /// The runtime's own figures over one window (seconds whose scrape answered).
@@ -24,6 +24,99 @@ pub struct RuntimeWindow {
     pub gc_pause_ms_per_s: Option<f64>,
     /// Mean live threads.
     pub threads_mean: Option<f64>,
+    /// What the tail moved with, second by second (`None` without per-second rows).
+    #[serde(default)]
+    pub tail: Option<TailFollows>,
+}
+
+/// How the per-second tail moved with the runtime and the CPU over a window: Spearman's rank
+/// correlation of each second's p99 with the same second's GC pause time, live heap and stack
+/// CPU. Source 000 explained WebFlux's tails by its heap "saw" and GC; these make such an
+/// explanation checkable (a tail that follows the pauses, not the heap's level, or the CPU more
+/// than either). A correlation, not a cause: the attribution of a failed shelf names causes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TailFollows {
+    /// Seconds with a p99 (requests completed) in the window.
+    pub seconds: usize,
+    /// ρ(p99, GC pause ms in that second); `None` with fewer than 10 paired seconds
+    /// or a constant series.
+    pub gc_pause: Option<f64>,
+    /// ρ(p99, live heap).
+    pub heap: Option<f64>,
+    /// ρ(p99, the stack's CPU).
+    pub cpu: Option<f64>,
+}
+
+/// Fewest paired seconds a rank correlation is computed over.
+pub const MIN_SECONDS: usize = 10;
+
+/// Spearman's rank correlation of paired samples (ties get their average rank); `None` with
+/// fewer than 10 pairs (`MIN_SECONDS`) or when either side is constant.
+pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
+    if pairs.len() < MIN_SECONDS {
+        return None;
+    }
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            let avg = (i + j) as f64 / 2.0;
+            for k in &idx[i..=j] {
+                r[*k] = avg;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    let a = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let b = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(&b) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma) * (x - ma);
+        sbb += (y - mb) * (y - mb);
+    }
+    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
+}
+
+/// [`TailFollows`] over the rows and signals with `start ≤ t < end`.
+pub fn tail_follows(
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+    start: u32,
+    end: u32,
+) -> Option<TailFollows> {
+    let sig: std::collections::BTreeMap<u32, &SignalRow> = signals
+        .iter()
+        .filter(|s| s.t >= start && s.t < end)
+        .map(|s| (s.t, s))
+        .collect();
+    let sel: Vec<&TimeseriesRow> = rows
+        .iter()
+        .filter(|r| r.t >= start && r.t < end && r.achieved_rps > 0)
+        .collect();
+    if sel.is_empty() {
+        return None;
+    }
+    let pairs = |f: &dyn Fn(&TimeseriesRow, Option<&SignalRow>) -> Option<f64>| {
+        sel.iter()
+            .filter_map(|r| f(r, sig.get(&r.t).copied()).map(|x| (r.p99_ms, x)))
+            .collect::<Vec<_>>()
+    };
+    Some(TailFollows {
+        seconds: sel.len(),
+        gc_pause: spearman(&pairs(&|_, s| s?.gc_pause_ms)),
+        heap: spearman(&pairs(&|_, s| s?.heap_used_mb)),
+        cpu: spearman(&pairs(&|r, _| r.stack_cpu_pct)),
+    })
 }
 
 /// Aggregates the rows with `start ≤ t < end`; `None` when none of them has a runtime figure
@@ -51,16 +144,26 @@ pub fn runtime_window(signals: &[SignalRow], start: u32, end: u32) -> Option<Run
         gc_pause_ms_per_s: (!gc.is_empty())
             .then(|| gc.iter().filter_map(|s| s.gc_pause_ms).sum::<f64>() / gc.len() as f64),
         threads_mean: mean(&threads),
+        tail: None,
     })
 }
 
 /// Fills every shelf's [`crate::ShelfResult::runtime`] from the recorded signals (valid shelves
-/// too: the heap of a passing shelf is what source 000 tabulated).
-pub fn runtime_analysis(a: &mut crate::StackAnalysis, signals: &[SignalRow]) {
+/// too: the heap of a passing shelf is what source 000 tabulated), with what its tail followed
+/// from the per-second `rows`.
+pub fn runtime_analysis(
+    a: &mut crate::StackAnalysis,
+    rows: &[TimeseriesRow],
+    signals: &[SignalRow],
+) {
     for s in &mut a.shelves {
         s.runtime = match (s.window.kept_start_s, s.window.kept_end_s) {
             (Some(k0), Some(k1)) if k1 > k0 => {
-                runtime_window(signals, k0.floor().max(0.0) as u32, k1.ceil() as u32)
+                let (t0, t1) = (k0.floor().max(0.0) as u32, k1.ceil() as u32);
+                runtime_window(signals, t0, t1).map(|mut w| {
+                    w.tail = tail_follows(rows, signals, t0, t1);
+                    w
+                })
             }
             _ => None,
         };
@@ -98,6 +201,66 @@ mod tests {
         assert_eq!(w.gc_count, Some(2));
         assert_eq!(w.gc_pause_ms_per_s, Some(4.0));
         assert_eq!(w.threads_mean, Some(40.0));
+    }
+
+    #[test]
+    fn spearman_knows_a_relation_from_none() {
+        // a tail that follows the pauses (monotone, not linear), one that does not
+        let up: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, (i as f64).powi(3))).collect();
+        assert!((spearman(&up).unwrap() - 1.0).abs() < 1e-12);
+        let down: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, -(i as f64))).collect();
+        assert!((spearman(&down).unwrap() + 1.0).abs() < 1e-12);
+        // a fixed pseudo-random pairing: |ρ| small
+        let mut x = 7u64;
+        let noise: Vec<(f64, f64)> = (0..400)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (i as f64, (x >> 33) as f64)
+            })
+            .collect();
+        assert!(
+            spearman(&noise).unwrap().abs() < 0.15,
+            "{:?}",
+            spearman(&noise)
+        );
+        // ties get their average rank: mostly-zero pauses still correlate with the slow seconds
+        let ties: Vec<(f64, f64)> = (0..20)
+            .map(|i| if i % 5 == 4 { (50.0, 20.0) } else { (5.0, 0.0) })
+            .collect();
+        assert!((spearman(&ties).unwrap() - 1.0).abs() < 1e-12);
+        // too few pairs, or a constant side: no figure
+        assert_eq!(spearman(&up[..5]), None);
+        let flat: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 1.0)).collect();
+        assert_eq!(spearman(&flat), None);
+    }
+
+    #[test]
+    fn the_tail_follows_the_pauses_of_a_sawing_heap_not_its_level() {
+        // truth: p99 is 50 ms in the seconds with a collection and 5 ms otherwise; the heap's
+        // level rises through each cycle and falls after the collection, so it ranks the slow
+        // seconds highest but also the two before them: a weaker relation
+        let sig = sawing();
+        let rows: Vec<TimeseriesRow> = sig
+            .iter()
+            .map(|s| TimeseriesRow {
+                t: s.t,
+                achieved_rps: 100,
+                p99_ms: if s.gc_count == Some(1) { 50.0 } else { 5.0 },
+                stack_cpu_pct: Some(40.0 + (s.t % 3) as f64),
+                ..Default::default()
+            })
+            .collect();
+        let f = tail_follows(&rows, &sig, 0, 20).unwrap();
+        assert_eq!(f.seconds, 20);
+        assert!((f.gc_pause.unwrap() - 1.0).abs() < 1e-12, "{f:?}");
+        let heap = f.heap.unwrap();
+        assert!(heap > 0.3 && heap < 0.9, "{f:?}");
+        assert!(f.cpu.unwrap().abs() < 0.3, "{f:?}");
+        // and it reaches the shelf through runtime_analysis' window
+        let w = runtime_window(&sig, 0, 20).unwrap();
+        assert_eq!(w.tail, None, "runtime_window alone has no rows");
     }
 
     #[test]

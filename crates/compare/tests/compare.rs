@@ -269,6 +269,7 @@ fn a_heap_column_is_compared_with_the_heap() {
         gc_count: Some(7),
         gc_pause_ms_per_s: Some(1.5),
         threads_mean: Some(20.0),
+        tail: None,
     });
     let text = r#"
 source = "000"

@@ -232,7 +232,7 @@ pub fn measure_watched(
     // why each failed shelf failed, from the same per-second rows the report shows
     ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
     // and what the runtime held (heap, GC, threads) on every shelf
-    ceiling_analyze::runtime_analysis(&mut analysis, &rec.signal_rows);
+    ceiling_analyze::runtime_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
     for n in signal_notes {
         analysis.warnings.push(ceiling_analyze::Warning::new(
             ceiling_analyze::WarningKind::Other,

@@ -526,7 +526,7 @@ pub fn recompute_attribution(report: &mut RunReport, series: &Series, signals: &
         let sig = signals.get(&a.stack).map(Vec::as_slice).unwrap_or(&[]);
         ceiling_analyze::attribute_analysis(a, rows, sig);
         if !sig.is_empty() {
-            ceiling_analyze::runtime_analysis(a, sig);
+            ceiling_analyze::runtime_analysis(a, rows, sig);
         }
     }
 }

@@ -255,9 +255,11 @@ pub fn runtime_table(a: &StackAnalysis) -> Option<Table> {
             "GCs",
             "GC pause",
             "threads",
+            "p99 follows ρ: GC / heap / CPU",
         ]),
         ..Default::default()
     };
+    let rho = |x: Option<f64>| x.map(|v| format!("{v:+.2}")).unwrap_or_else(|| "–".into());
     for s in &a.shelves {
         let Some(r) = &s.runtime else { continue };
         t.rows.push(vec![
@@ -277,12 +279,18 @@ pub fn runtime_table(a: &StackAnalysis) -> Option<Table> {
             r.threads_mean
                 .map(|n| format!("{n:.0}"))
                 .unwrap_or_else(|| "–".into()),
+            match &r.tail {
+                Some(f) => format!("{} / {} / {}", rho(f.gc_pause), rho(f.heap), rho(f.cpu)),
+                None => "–".into(),
+            },
         ]);
         t.classes.push(s.verdict.to_string());
     }
     t.notes.push(format!(
         "Heap = {} from the stack's /metrics, sampled each second over the kept window (source \
-         000's \"RAM\"); RSS = resident memory of the process tree (ceiling's RAM column).",
+         000's \"RAM\"); RSS = resident memory of the process tree (ceiling's RAM column). \
+         ρ = Spearman's rank correlation of each second's p99 with that second's GC pause, live \
+         heap and stack CPU over the window (|ρ| < 0.2: no relation; a correlation, not a cause).",
         kind.map(|k| k.label())
             .unwrap_or("the runtime's heap figure")
     ));
