@@ -156,21 +156,21 @@ fn order_lines(t: &TableComparison) -> Vec<String> {
                     o.metric.heading(),
                     o.ours.join(" > ")
                 )
-            } else if o.swapped.is_empty() {
-                format!(
-                    "order by {}{at} NOT CONFIRMED — source: {}; ceiling: {} (within 2%, not ranked: {})",
-                    o.metric.heading(),
-                    o.published.join(" > "),
-                    o.ours.join(" > "),
-                    pairs(&o.unresolved, " > ")
-                )
             } else {
+                // not swapped: a pair the source ranks that ceiling measured as a tie
+                let (verdict, which) = if o.swapped.is_empty() {
+                    (
+                        "NOT CONFIRMED",
+                        format!("within 2%, not ranked: {}", pairs(&o.unresolved, " > ")),
+                    )
+                } else {
+                    ("DIFFERS", format!("swapped: {}", pairs(&o.swapped, "/")))
+                };
                 format!(
-                    "order by {}{at} DIFFERS — source: {}; ceiling: {} (swapped: {})",
+                    "order by {}{at} {verdict} — source: {}; ceiling: {} ({which})",
                     o.metric.heading(),
                     o.published.join(" > "),
                     o.ours.join(" > "),
-                    pairs(&o.swapped, "/")
                 )
             }
         })

@@ -430,6 +430,22 @@ fn a_summary_table_reads_each_row_from_its_plans_run_and_computes_the_ratio() {
     }
 }
 
+/// A published file of source 004 with one table of ceilings for plan `004-on`, a row per
+/// `(label, stack, rps)`.
+fn ceilings_of_004_on(rows: &[(&str, &str, f64)]) -> ceiling_compare::Published {
+    let mut text = String::from(
+        "source = \"004\"\ntitle = \"t\"\npublished = \"p\"\nseed = \"004_x.txt\"\n\
+         [[tables]]\nid = \"on\"\ntitle = \"keep-alive on\"\nline = 1\nplan = \"004-on\"\n\
+         point = \"ceiling\"\n",
+    );
+    for (label, stack, rps) in rows {
+        text.push_str(&format!(
+            "[[tables.rows]]\nlabel = \"{label}\"\nstack = \"{stack}\"\nrps = {rps}\n"
+        ));
+    }
+    parse_published(&text, Path::new("plans/published/004.toml")).unwrap()
+}
+
 #[test]
 fn two_runs_of_one_plan_each_give_the_rows_of_the_stack_they_measured() {
     // full-length runs are made one stack per run: go-pgx served 2000 in one, ktor-jdbc 500 in
@@ -443,31 +459,11 @@ fn two_runs_of_one_plan_each_give_the_rows_of_the_stack_they_measured() {
     b.run_id = "run-ktor".into();
     b.stacks
         .push(simulate(&pb, "ktor-jdbc", |_| 5.0, 50.0, 20.0));
-    let published = r#"
-source = "004"
-title = "t"
-published = "p"
-seed = "004_x.txt"
-[[tables]]
-id = "on"
-title = "keep-alive on"
-line = 1
-plan = "004-on"
-point = "ceiling"
-[[tables.rows]]
-label = "Go"
-stack = "go-pgx"
-rps = 1000
-[[tables.rows]]
-label = "Ktor"
-stack = "ktor-jdbc"
-rps = 400
-[[tables.rows]]
-label = "Node"
-stack = "fastify-pg"
-rps = 300
-"#;
-    let p = parse_published(published, Path::new("plans/published/004.toml")).unwrap();
+    let p = ceilings_of_004_on(&[
+        ("Go", "go-pgx", 1000.0),
+        ("Ktor", "ktor-jdbc", 400.0),
+        ("Node", "fastify-pg", 300.0),
+    ]);
     for runs in [[&a, &b], [&b, &a]] {
         let c = ceiling_compare::compare_runs_with_source(&runs, &p);
         let t = &c.tables[0];
@@ -494,27 +490,7 @@ fn stacks_within_two_percent_are_a_tie_not_an_order() {
     a.stacks.push(simulate(&pa, "go-pgx", |_| 5.0, 50.0, 20.0));
     a.stacks
         .push(simulate(&pa, "ktor-jdbc", |_| 6.0, 60.0, 30.0));
-    let published = r#"
-source = "004"
-title = "t"
-published = "p"
-seed = "004_x.txt"
-[[tables]]
-id = "on"
-title = "keep-alive on"
-line = 1
-plan = "004-on"
-point = "ceiling"
-[[tables.rows]]
-label = "Go"
-stack = "go-pgx"
-rps = 3000
-[[tables.rows]]
-label = "Ktor"
-stack = "ktor-jdbc"
-rps = 0
-"#;
-    let p = parse_published(published, Path::new("plans/published/004.toml")).unwrap();
+    let p = ceilings_of_004_on(&[("Go", "go-pgx", 3000.0), ("Ktor", "ktor-jdbc", 0.0)]);
     let c = compare_with_source(&a, &p);
     let o = &c.tables[0].order[0];
     assert_eq!(o.published, vec!["go-pgx", "ktor-jdbc"]);
