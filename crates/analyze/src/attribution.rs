@@ -243,6 +243,24 @@ fn secs_list(v: &[u32]) -> String {
     s.join(", ")
 }
 
+/// The fewest seconds, heaviest first, that hold 80% of `total` (each second's weight in
+/// `weights`; seconds of no weight never count), in time order.
+fn seconds_holding_most(weights: &[(u32, f64)], total: f64) -> Vec<u32> {
+    let mut sorted = weights.to_vec();
+    sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::new();
+    let mut acc = 0.0;
+    for (t, w) in sorted {
+        if total <= 0.0 || acc >= 0.8 * total || w <= 0.0 {
+            break;
+        }
+        acc += w;
+        out.push(t);
+    }
+    out.sort_unstable();
+    out
+}
+
 /// Per-second level of one cause: `Some(level)` where it could be measured.
 type LevelFn<'a> = Box<dyn Fn(&TimeseriesRow, Option<&SignalRow>) -> Option<f64> + 'a>;
 
@@ -376,18 +394,7 @@ pub fn attribute(
         .map(|r| (r.t, over_slo_estimate(r, ctx.slo_ms) + errors(r) as f64))
         .collect();
     let total_bad: f64 = bad.iter().map(|b| b.1).sum();
-    let mut sorted = bad.clone();
-    sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut tail = Vec::new();
-    let mut acc = 0.0;
-    for (t, b) in sorted {
-        if total_bad <= 0.0 || acc >= 0.8 * total_bad || b <= 0.0 {
-            break;
-        }
-        acc += b;
-        tail.push(t);
-    }
-    tail.sort_unstable();
+    let tail = seconds_holding_most(&bad, total_bad);
 
     // where the bad requests waited: one that completed at t after L ms was delayed over the
     // seconds [t − L, t], and its cause acted there, not at its completion — the requests a 20-s
@@ -412,17 +419,8 @@ pub fn attribute(
             *waited.entry(u).or_default() += share;
         }
     }
-    let mut by_wait: Vec<(u32, f64)> = waited.iter().map(|(t, w)| (*t, *w)).collect();
-    by_wait.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut wait_tail = Vec::new();
-    let mut acc = 0.0;
-    for (t, w) in by_wait {
-        if total_bad <= 0.0 || acc >= 0.8 * total_bad {
-            break;
-        }
-        acc += w;
-        wait_tail.push(t);
-    }
+    let by_wait: Vec<(u32, f64)> = waited.iter().map(|(t, w)| (*t, *w)).collect();
+    let wait_tail = seconds_holding_most(&by_wait, total_bad);
 
     // suspect seconds S and the rest R
     let mut s_set: Vec<u32> = frozen

@@ -50,9 +50,7 @@ pub use hist::{percentile_ms, Percentiles};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};
-pub use runtime::{
-    runtime_analysis, runtime_window, spearman, tail_follows, RuntimeWindow, TailFollows,
-};
+pub use runtime::{runtime_analysis, runtime_window, tail_follows, RuntimeWindow, TailFollows};
 pub use search::{
     check_plan, confirm_plan, fit_window_s, fmt_margin, margin_terms, observations,
     probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,
@@ -62,7 +60,7 @@ pub use settle::{is_settled, Settling, WarmupStep};
 pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
 };
-pub use stats::{mean, median, stddev, t_975, Estimate};
+pub use stats::{mean, median, spearman, stddev, t_975, Estimate};
 pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
 pub use warning::{Warning, WarningKind};
 

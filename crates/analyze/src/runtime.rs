@@ -2,6 +2,7 @@
 //! scrapes of its `/metrics` in `signals.csv`. Source 000 reported the heap as "RAM"; ceiling
 //! reports it beside RSS, each labelled for what it is.
 
+use crate::stats::spearman;
 use ceiling_metrics::{HeapKind, SignalRow, TimeseriesRow};
 use serde::{Deserialize, Serialize};
 
@@ -45,46 +46,6 @@ pub struct TailFollows {
     pub heap: Option<f64>,
     /// ρ(p99, the stack's CPU).
     pub cpu: Option<f64>,
-}
-
-/// Fewest paired seconds a rank correlation is computed over.
-pub const MIN_SECONDS: usize = 10;
-
-/// Spearman's rank correlation of paired samples (ties get their average rank); `None` with
-/// fewer than 10 pairs (`MIN_SECONDS`) or when either side is constant.
-pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
-    if pairs.len() < MIN_SECONDS {
-        return None;
-    }
-    fn ranks(v: &[f64]) -> Vec<f64> {
-        let mut idx: Vec<usize> = (0..v.len()).collect();
-        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
-        let mut r = vec![0.0; v.len()];
-        let mut i = 0;
-        while i < idx.len() {
-            let mut j = i;
-            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-                j += 1;
-            }
-            let avg = (i + j) as f64 / 2.0;
-            for k in &idx[i..=j] {
-                r[*k] = avg;
-            }
-            i = j + 1;
-        }
-        r
-    }
-    let a = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
-    let b = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(&b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
 }
 
 /// [`TailFollows`] over the rows and signals with `start ≤ t < end`.
@@ -201,39 +162,6 @@ mod tests {
         assert_eq!(w.gc_count, Some(2));
         assert_eq!(w.gc_pause_ms_per_s, Some(4.0));
         assert_eq!(w.threads_mean, Some(40.0));
-    }
-
-    #[test]
-    fn spearman_knows_a_relation_from_none() {
-        // a tail that follows the pauses (monotone, not linear), one that does not
-        let up: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, (i as f64).powi(3))).collect();
-        assert!((spearman(&up).unwrap() - 1.0).abs() < 1e-12);
-        let down: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, -(i as f64))).collect();
-        assert!((spearman(&down).unwrap() + 1.0).abs() < 1e-12);
-        // a fixed pseudo-random pairing: |ρ| small
-        let mut x = 7u64;
-        let noise: Vec<(f64, f64)> = (0..400)
-            .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (i as f64, (x >> 33) as f64)
-            })
-            .collect();
-        assert!(
-            spearman(&noise).unwrap().abs() < 0.15,
-            "{:?}",
-            spearman(&noise)
-        );
-        // ties get their average rank: mostly-zero pauses still correlate with the slow seconds
-        let ties: Vec<(f64, f64)> = (0..20)
-            .map(|i| if i % 5 == 4 { (50.0, 20.0) } else { (5.0, 0.0) })
-            .collect();
-        assert!((spearman(&ties).unwrap() - 1.0).abs() < 1e-12);
-        // too few pairs, or a constant side: no figure
-        assert_eq!(spearman(&up[..5]), None);
-        let flat: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 1.0)).collect();
-        assert_eq!(spearman(&flat), None);
     }
 
     #[test]

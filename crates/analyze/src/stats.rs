@@ -53,6 +53,45 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// Fewest paired seconds a rank correlation is computed over.
+pub const MIN_SECONDS: usize = 10;
+
+/// Spearman's rank correlation of paired samples (ties get their average rank); `None` with
+/// fewer than 10 pairs (`MIN_SECONDS`) or when either side is constant.
+pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
+    if pairs.len() < MIN_SECONDS {
+        return None;
+    }
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            let avg = (i + j) as f64 / 2.0;
+            for k in &idx[i..=j] {
+                r[*k] = avg;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    let a = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let b = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let (ma, mb) = (mean(&a), mean(&b));
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(&b) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma) * (x - ma);
+        sbb += (y - mb) * (y - mb);
+    }
+    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
+}
+
 /// Sample standard deviation (n − 1 in the denominator); 0 for fewer than two values.
 pub fn stddev(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
@@ -125,6 +164,39 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spearman_knows_a_relation_from_none() {
+        // a tail that follows the pauses (monotone, not linear), one that does not
+        let up: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, (i as f64).powi(3))).collect();
+        assert!((spearman(&up).unwrap() - 1.0).abs() < 1e-12);
+        let down: Vec<(f64, f64)> = (0..30).map(|i| (i as f64, -(i as f64))).collect();
+        assert!((spearman(&down).unwrap() + 1.0).abs() < 1e-12);
+        // a fixed pseudo-random pairing: |ρ| small
+        let mut x = 7u64;
+        let noise: Vec<(f64, f64)> = (0..400)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (i as f64, (x >> 33) as f64)
+            })
+            .collect();
+        assert!(
+            spearman(&noise).unwrap().abs() < 0.15,
+            "{:?}",
+            spearman(&noise)
+        );
+        // ties get their average rank: mostly-zero pauses still correlate with the slow seconds
+        let ties: Vec<(f64, f64)> = (0..20)
+            .map(|i| if i % 5 == 4 { (50.0, 20.0) } else { (5.0, 0.0) })
+            .collect();
+        assert!((spearman(&ties).unwrap() - 1.0).abs() < 1e-12);
+        // too few pairs, or a constant side: no figure
+        assert_eq!(spearman(&up[..5]), None);
+        let flat: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 1.0)).collect();
+        assert_eq!(spearman(&flat), None);
+    }
 
     #[test]
     fn t_table_and_expansion() {

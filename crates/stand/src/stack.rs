@@ -380,7 +380,7 @@ impl StackSpec {
                 return Err(err("build.command", "must be a non-empty list".into()));
             }
             for o in &b.outputs {
-                if o.is_empty() || Path::new(o).is_absolute() || o.split('/').any(|c| c == "..") {
+                if !inside_folder(o) {
                     return Err(err(
                         "build.outputs",
                         format!("`{o}` must be a relative path inside the stack folder"),
@@ -452,10 +452,7 @@ impl StackSpec {
         }
         if let Some(d) = &raw.database {
             let f = Path::new(&d.setup_sql);
-            if d.setup_sql.trim().is_empty()
-                || f.is_absolute()
-                || d.setup_sql.split('/').any(|c| c == "..")
-            {
+            if d.setup_sql.trim().is_empty() || !inside_folder(&d.setup_sql) {
                 return Err(err(
                     "database.setup_sql",
                     format!(
@@ -557,6 +554,11 @@ impl StackSpec {
         }
         Ok(())
     }
+}
+
+/// True for a relative path that stays inside the stack folder (not empty, not absolute, no `..`).
+fn inside_folder(p: &str) -> bool {
+    !p.is_empty() && !Path::new(p).is_absolute() && !p.split('/').any(|c| c == "..")
 }
 
 /// The env contract variables the stand sets; `run.env` (and a plan's `[stand.env]`) may not
