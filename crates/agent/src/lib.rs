@@ -1,14 +1,20 @@
-//! The generator-agent control protocol (issue 15, step 1 — **partial**).
+//! The generator-agent control protocol (issue 15).
 //!
-//! What exists: the messages a coordinator and an agent exchange ([`Message`]), their framing
-//! (one JSON object per line, bounded in length: [`write_message`], [`read_message`]), the shared
-//! token check ([`token_matches`], constant time in the token's content), and the exact wire form of
-//! a per-second record ([`WireSecond`]: every HdrHistogram in hdrhistogram's V2 + deflate
-//! serialisation, base64 in JSON, so a [`Second`] crosses the wire without losing a count).
+//! The messages a coordinator and an agent exchange ([`Message`]), their framing (one JSON object
+//! per line, bounded in length: [`write_message`], [`read_message`]), the shared token check
+//! ([`token_matches`], constant time in the token's content), the exact wire form of a per-second
+//! record ([`WireSecond`]: every HdrHistogram in hdrhistogram's V2 + deflate serialisation, base64
+//! in JSON, so a [`Second`] crosses the wire without losing a count), the session opening with its
+//! clock probes ([`session`]) and the coordinator that hands out shares and merges the seconds
+//! exactly ([`coordinator`]). A `ceiling load` run sends its command line ([`Message::Start`]);
+//! a `ceiling run|search` measurement sends a [`Job`] (plan text, this measurement's stages, the
+//! stand's URL) and its data files ([`Message::Data`]).
 //!
-//! The `ceiling agent` listener and the coordinator of `ceiling load --agents` are in the CLI
-//! (crates/cli/src/agents.rs). Not built yet: agents for `run` and `search`, a remote stand, k8s.
+//! An agent beside a remote stack samples its CPU and memory for the coordinator ([`sampling`]).
+//! The `ceiling agent` listener is in the CLI (crates/cli/src/agents.rs).
 
+pub mod coordinator;
+pub mod sampling;
 pub mod session;
 
 use base64::Engine as _;
@@ -19,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -100,6 +106,39 @@ pub enum Message {
         /// start plus the measured offset, so all agents start together.
         start_at_us: i64,
     },
+    /// Coordinator → agent, before [`Message::Run`]: a piece of one of the job's data files
+    /// (CSV text; files are split into pieces of at most [`DATA_CHUNK_BYTES`] so no line nears
+    /// [`MAX_LINE_BYTES`]). The agent appends the pieces in order; `last` closes the file.
+    Data {
+        /// The plan's data source name (`[data.NAME]`).
+        name: String,
+        /// The next piece of the file's text.
+        text: String,
+        /// True on the file's last piece.
+        last: bool,
+    },
+    /// Coordinator → agent, after the clock probes and the job's [`Message::Data`]: run this
+    /// share of one measurement of `ceiling run` or `ceiling search` ([`Job`]).
+    Run {
+        /// What to send, where, for how long.
+        job: Box<Job>,
+        /// This agent's share of the schedule, as in [`Message::Start`].
+        shard: (u64, u64),
+        /// When to start, on the agent's clock, as in [`Message::Start`].
+        start_at_us: i64,
+    },
+    /// Coordinator → agent beside a remote stack (`ceiling agent --sample-stack PID`): sample
+    /// the processes it watches once a second on the run's clock, whose second 0 is
+    /// `start_at_us` on the agent's clock, until the coordinator closes its side or `max_s`
+    /// seconds have passed; each sample comes back as a [`Message::Resource`].
+    Sample {
+        /// The run's start on the agent's clock, µs since the Unix epoch.
+        start_at_us: i64,
+        /// Upper bound on the sampling, seconds (the run's own bound).
+        max_s: u64,
+    },
+    /// Agent → coordinator: one resource sample of a watched process (its `t` on the run's clock).
+    Resource(ceiling_metrics::ResourceSample),
     /// Agent → coordinator: the shard finished; no more seconds follow.
     Done {
         /// Requests the agent sent in total.
@@ -117,6 +156,163 @@ pub enum Message {
         #[serde(default)]
         cpu_s: f64,
     },
+}
+
+/// Longest piece of a data file in one [`Message::Data`], bytes.
+pub const DATA_CHUNK_BYTES: usize = 4 * 1024 * 1024;
+
+/// One measurement of `ceiling run` or `ceiling search` as an agent runs it: the coordinator's
+/// plan text (its request mix and data sources) with what the coordinator decided at run time —
+/// the stand's URL, this measurement's warm-up and stages (a search probe's shelf, a `--quick`
+/// run's scaled stages), its seed and its generator settings. The data files follow as
+/// [`Message::Data`] pieces, so an agent needs none of the coordinator's files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// The plan file's text.
+    pub plan_toml: String,
+    /// The plan file's name, for error messages naming the place.
+    pub plan_name: String,
+    /// The running stack's base URL (the agent's own target rule still applies).
+    pub url: String,
+    /// Warm-up stages (recorded with phase `warmup`).
+    pub warmup: Vec<WireStage>,
+    /// Measured stages.
+    pub stages: Vec<WireStage>,
+    /// Seed of the request stream.
+    pub seed: u64,
+    /// HTTP keep-alive.
+    pub keep_alive: bool,
+    /// Connection cap of the whole schedule (each agent takes its share).
+    pub max_connections: usize,
+    /// Request timeout, ms.
+    pub timeout_ms: u64,
+    /// Generator threads on each agent.
+    pub threads: usize,
+    /// The engine's bound on the whole run, ms.
+    pub hard_limit_ms: u64,
+}
+
+/// A load stage on the wire (the plan's [`ceiling_plan::Stage`], durations in ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WireStage {
+    /// Open model, rate changing linearly.
+    Ramp {
+        /// Start rate, RPS.
+        from: f64,
+        /// End rate, RPS.
+        to: f64,
+        /// Length, ms.
+        duration_ms: u64,
+    },
+    /// Open model, constant rate.
+    Hold {
+        /// Rate, RPS.
+        rate: f64,
+        /// Length, ms.
+        duration_ms: u64,
+    },
+    /// Closed model.
+    Closed {
+        /// Connections, each send-wait-send.
+        connections: usize,
+        /// Length, ms, if bounded by time.
+        duration_ms: Option<u64>,
+        /// Requests, if bounded by count.
+        requests: Option<u64>,
+    },
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl From<&ceiling_plan::Stage> for WireStage {
+    fn from(s: &ceiling_plan::Stage) -> Self {
+        use ceiling_plan::Stage;
+        match s {
+            Stage::Ramp { from, to, duration } => WireStage::Ramp {
+                from: *from,
+                to: *to,
+                duration_ms: ms(*duration),
+            },
+            Stage::Hold { rate, duration } => WireStage::Hold {
+                rate: *rate,
+                duration_ms: ms(*duration),
+            },
+            Stage::Closed {
+                connections,
+                duration,
+                requests,
+            } => WireStage::Closed {
+                connections: *connections,
+                duration_ms: duration.map(ms),
+                requests: *requests,
+            },
+        }
+    }
+}
+
+impl From<&WireStage> for ceiling_plan::Stage {
+    fn from(s: &WireStage) -> Self {
+        use ceiling_plan::Stage;
+        use std::time::Duration;
+        match s {
+            WireStage::Ramp {
+                from,
+                to,
+                duration_ms,
+            } => Stage::Ramp {
+                from: *from,
+                to: *to,
+                duration: Duration::from_millis(*duration_ms),
+            },
+            WireStage::Hold { rate, duration_ms } => Stage::Hold {
+                rate: *rate,
+                duration: Duration::from_millis(*duration_ms),
+            },
+            WireStage::Closed {
+                connections,
+                duration_ms,
+                requests,
+            } => Stage::Closed {
+                connections: *connections,
+                duration: duration_ms.map(Duration::from_millis),
+                requests: *requests,
+            },
+        }
+    }
+}
+
+/// Splits a data file's text into [`Message::Data`] pieces of at most [`DATA_CHUNK_BYTES`]
+/// (cut at line ends where possible, never inside a UTF-8 character). An empty file is one
+/// empty last piece.
+pub fn data_messages(name: &str, text: &str) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    loop {
+        if rest.len() <= DATA_CHUNK_BYTES {
+            out.push(Message::Data {
+                name: name.to_string(),
+                text: rest.to_string(),
+                last: true,
+            });
+            return out;
+        }
+        let mut cut = DATA_CHUNK_BYTES;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let Some(nl) = rest[..cut].rfind('\n') {
+            cut = nl + 1;
+        }
+        out.push(Message::Data {
+            name: name.to_string(),
+            text: rest[..cut].to_string(),
+            last: false,
+        });
+        rest = &rest[cut..];
+    }
 }
 
 /// The agent's admission rule for a target: the URL the coordinator asks for must be the one its
@@ -422,6 +618,62 @@ mod tests {
         let remote = admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", false);
         assert!(remote.unwrap_err().contains("--allow-remote"));
         assert!(admit_target("http://192.0.2.7:8080", "http://192.0.2.7:8080", true).is_ok());
+    }
+
+    #[test]
+    fn stages_cross_the_wire_unchanged() {
+        use ceiling_plan::Stage;
+        use std::time::Duration;
+        let stages = vec![
+            Stage::Ramp {
+                from: 0.0,
+                to: 1500.5,
+                duration: Duration::from_millis(600_250),
+            },
+            Stage::Hold {
+                rate: 3000.0,
+                duration: Duration::from_secs(1200),
+            },
+            Stage::Closed {
+                connections: 64,
+                duration: None,
+                requests: Some(10_000),
+            },
+        ];
+        for st in &stages {
+            let w = WireStage::from(st);
+            let json = serde_json::to_string(&w).unwrap();
+            let back: WireStage = serde_json::from_str(&json).unwrap();
+            assert_eq!(&Stage::from(&back), st, "{json}");
+        }
+    }
+
+    #[test]
+    fn data_is_cut_into_pieces_that_join_back_at_line_ends() {
+        // three pieces' worth of 37-byte lines (a UUID CSV), one multi-byte character at a cut
+        let line = format!("{}\n", "é".repeat(18));
+        let n = 3 * DATA_CHUNK_BYTES / line.len();
+        let text: String = line.repeat(n);
+        let msgs = data_messages("ids", &text);
+        assert!(msgs.len() >= 3, "{} pieces", msgs.len());
+        let mut joined = String::new();
+        for (i, m) in msgs.iter().enumerate() {
+            let Message::Data { name, text, last } = m else {
+                panic!("not data: {m:?}")
+            };
+            assert_eq!(name, "ids");
+            assert_eq!(*last, i + 1 == msgs.len());
+            assert!(text.len() <= DATA_CHUNK_BYTES);
+            if !last {
+                assert!(text.ends_with('\n'), "piece {i} cut inside a line");
+            }
+            joined.push_str(text);
+        }
+        assert_eq!(joined, text);
+        assert!(matches!(
+            &data_messages("empty", "")[..],
+            [Message::Data { last: true, .. }]
+        ));
     }
 
     #[test]

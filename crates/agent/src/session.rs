@@ -1,6 +1,6 @@
 //! The opening of a control session over TCP: the hello/token exchange and the clock probes, from
-//! both sides. What follows the opening (the start message, the shard, streamed seconds) is not
-//! built yet.
+//! both sides. What follows the opening (data, the start, the streamed seconds) is the
+//! coordinator's ([`crate::coordinator`]) and the agent's (the CLI's `ceiling agent`).
 
 use crate::{
     clock_offset, read_message, token_matches, write_message, Message, ProtocolError,

@@ -1,23 +1,26 @@
 //! Generator agents: `ceiling agent` (serves one coordinator at a time) and the coordinator side of
-//! `ceiling load --agents` (issue 15, first step: `load` only; `run` and `search` still generate
-//! from one process).
+//! `ceiling load --agents` (`ceiling run|search --agents` coordinate from the lab, through
+//! [`ceiling_agent::coordinator::run_job`]).
 //!
 //! A session: the coordinator connects, presents the shared token and probes the agent's clock
 //! ([`ceiling_agent::session`]); when every agent's offset is within the bound it sends each agent
-//! `Start` with its share of the schedule (`I/N`: every N-th intended send time from I, so the
-//! agents' arrivals together are the plan's) and a start instant on that agent's own clock. Each
-//! agent runs the ordinary engine and streams every recorded second back as it is recorded; the
-//! coordinator adds the seconds of all agents with the same index (HdrHistogram addition, never
-//! averaged percentiles) and feeds them to the same recorder, files and report as a local run.
-//! An agent that vanishes is reported with what it had sent; what arrived is kept.
+//! its data files (run/search: [`Message::Data`]) and then its start — `Start` with the `load`
+//! command line, or `Run` with a measurement's [`ceiling_agent::Job`] — carrying its share of the
+//! schedule (`I/N`: every N-th intended send time from I, so the agents' arrivals together are the
+//! plan's) and a start instant on that agent's own clock. Each agent runs the ordinary engine and
+//! streams every recorded second back as it is recorded; the coordinator adds the seconds of all
+//! agents with the same index (HdrHistogram addition, never averaged percentiles) and feeds them to
+//! the same recorder, files and report as a local run. An agent that vanishes is reported with
+//! what it had sent; what arrived is kept.
 
 use crate::load_cmd::{build_plan_from, install_ctrlc, LoadArgs};
 use anyhow::{bail, Context};
-use ceiling_agent::session::{self, now_us, Opened};
-use ceiling_agent::{encode_line, read_message, write_message, Message, WireSecond};
-use ceiling_load::{target_of, LoadConfig, Summary};
+pub use ceiling_agent::coordinator::{AgentRun, Agents, Coordinated};
+use ceiling_agent::session::{self, now_us};
+use ceiling_agent::{encode_line, read_message, Job, Message, WireSecond};
+use ceiling_load::{target_of, LoadConfig};
 use ceiling_metrics::Second;
-use ceiling_plan::{parse_duration, HttpUrl, Plan};
+use ceiling_plan::{parse_duration, HttpUrl, Plan, Stage};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -27,13 +30,67 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 
-/// Clock probes per agent; the one with the smallest round trip gives the offset.
-const CLOCK_PROBES: usize = 16;
+/// The agent options `run`, `search` and `load` share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AgentFlags {
+    /// Generator agents (`ceiling agent --listen ADDR`) that send the load instead of this
+    /// process, comma separated: each takes every N-th intended send time, their seconds are
+    /// merged exactly (histograms added), one generator-bound agent makes a shelf invalid, and an
+    /// agent lost mid-run invalidates the shelves it no longer covered.
+    #[arg(long, value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// File holding the agents' shared token (else the CEILING_AGENT_TOKEN environment variable).
+    #[arg(long, value_name = "FILE")]
+    pub agent_token_file: Option<PathBuf>,
+    /// Refuse to start when an agent's clock differs from this one's by more than this (plus
+    /// half the probe's round trip).
+    #[arg(long, default_value = "5ms")]
+    pub max_clock_offset: String,
+}
 
-/// Time between the Start messages and the common start instant.
-const START_LEAD: Duration = Duration::from_millis(1000);
+impl AgentFlags {
+    /// The agents to use, or `None` for a local generator.
+    pub fn agents(&self) -> anyhow::Result<Option<Agents>> {
+        agents_of(
+            &self.agents,
+            self.agent_token_file.as_deref(),
+            &self.max_clock_offset,
+        )
+    }
+
+    /// The agent beside a remote stack (`--stack-agent`), with the same token and clock bound.
+    pub fn stack_agent(&self, address: Option<&str>) -> anyhow::Result<Option<Agents>> {
+        match address {
+            None => Ok(None),
+            Some(a) => agents_of(
+                &[a.to_string()],
+                self.agent_token_file.as_deref(),
+                &self.max_clock_offset,
+            ),
+        }
+    }
+}
+
+/// The agents named on a command line (`None`: none), with the token read and the bound parsed.
+fn agents_of(
+    addresses: &[String],
+    token_file: Option<&Path>,
+    max_clock_offset: &str,
+) -> anyhow::Result<Option<Agents>> {
+    if addresses.is_empty() {
+        return Ok(None);
+    }
+    let token = read_token(token_file)?;
+    let max_clock_offset =
+        parse_duration(max_clock_offset).map_err(|e| anyhow::anyhow!("--max-clock-offset: {e}"))?;
+    Ok(Some(Agents {
+        addresses: addresses.to_vec(),
+        token,
+        max_clock_offset,
+    }))
+}
 
 /// Arguments of `ceiling agent`.
 #[derive(Args, Debug)]
@@ -64,6 +121,13 @@ pub struct AgentArgs {
     /// Serve one session, then exit (default: serve sessions one after another until Ctrl-C).
     #[arg(long)]
     pub once: bool,
+    /// Also sample this process tree as the stack under test when a coordinator asks (a remote
+    /// stack beside this agent: `ceiling search --url … --stack-agent THIS_ADDRESS`).
+    #[arg(long, value_name = "PID")]
+    pub sample_stack: Option<u32>,
+    /// And this process tree as PostgreSQL.
+    #[arg(long, value_name = "PID")]
+    pub sample_postgres: Option<u32>,
 }
 
 /// The shared token from a file or CEILING_AGENT_TOKEN.
@@ -90,6 +154,11 @@ pub fn read_token(file: Option<&Path>) -> anyhow::Result<String> {
 /// Runs `ceiling agent`.
 pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
     let token = read_token(a.token_file.as_deref())?;
+    for pid in [a.sample_stack, a.sample_postgres].into_iter().flatten() {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("--sample-stack/--sample-postgres {pid}: no such process on this host");
+        }
+    }
     let listener = TcpListener::bind(&a.listen)
         .with_context(|| format!("--listen {}: cannot listen there", a.listen))?;
     let addr = listener.local_addr()?;
@@ -127,22 +196,96 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// One session on the agent's side: handshake, Start, the run, Done.
+/// Most data a coordinator may send in one session (it holds the token, but a wrong plan should
+/// not fill the agent's disk).
+const MAX_SESSION_DATA: u64 = 1 << 30;
+
+/// The data files a coordinator sent for one session, in a directory of their own that goes when
+/// the session ends. Files are named by arrival order, never by what the coordinator called them.
+struct SessionFiles {
+    dir: PathBuf,
+    files: BTreeMap<String, PathBuf>,
+    closed: Vec<String>,
+    bytes: u64,
+}
+
+impl SessionFiles {
+    fn new() -> Self {
+        static SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SESSION.fetch_add(1, Ordering::Relaxed);
+        SessionFiles {
+            dir: std::env::temp_dir().join(format!("ceiling-agent-{}-{n}", std::process::id())),
+            files: BTreeMap::new(),
+            closed: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Appends a piece of source `name`'s file.
+    fn append(&mut self, name: &str, text: &str, last: bool) -> anyhow::Result<()> {
+        if self.closed.iter().any(|c| c == name) {
+            bail!("the coordinator sent data source `{name}` twice");
+        }
+        self.bytes += text.len() as u64;
+        if self.bytes > MAX_SESSION_DATA {
+            bail!("the coordinator sent more than {MAX_SESSION_DATA} bytes of data");
+        }
+        let path = match self.files.get(name) {
+            Some(p) => p.clone(),
+            None => {
+                std::fs::create_dir_all(&self.dir)
+                    .with_context(|| format!("creating {}", self.dir.display()))?;
+                let p = self.dir.join(format!("{}.csv", self.files.len()));
+                std::fs::write(&p, "").with_context(|| format!("creating {}", p.display()))?;
+                self.files.insert(name.to_string(), p.clone());
+                p
+            }
+        };
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        f.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        if last {
+            self.closed.push(name.to_string());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SessionFiles {
+    fn drop(&mut self) {
+        if !self.files.is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// One session on the agent's side: handshake, the job's data, Start or Run, the run, Done.
 fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Result<String> {
     sock.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let mut files = SessionFiles::new();
     let (first, sock) = rt.block_on(async {
         let s = tokio::net::TcpStream::from_std(sock)?;
         let (r, mut w) = s.into_split();
         let mut r = BufReader::new(r);
-        let first = tokio::time::timeout(
+        let mut first = tokio::time::timeout(
             Duration::from_secs(30),
             session::agent_open(&mut r, &mut w, token, name),
         )
         .await
         .context("the coordinator did not finish its handshake within 30 s")??;
+        // A run's data files come piece by piece before its Run.
+        while let Some(Message::Data { name, text, last }) = &first {
+            files.append(name, text, *last)?;
+            first = tokio::time::timeout(Duration::from_secs(60), read_message(&mut r))
+                .await
+                .context("the coordinator stopped for 60 s in the middle of its data")??;
+        }
         if !r.buffer().is_empty() {
             bail!("the coordinator sent more than one message before its run started");
         }
@@ -158,38 +301,59 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
         })?);
         bail!("refused: {reason}")
     };
-    let Some(Message::Start {
-        spec,
-        plan_toml,
-        plan_name,
-        shard,
-        start_at_us,
-    }) = first
-    else {
-        return Ok("the coordinator closed after the clock probes".into());
-    };
-    let mut args: LoadArgs = match serde_json::from_value(spec) {
-        Ok(x) => x,
-        Err(e) => return refuse(&mut out, format!("cannot read the run's arguments: {e}")),
-    };
-    if shard.1 == 0 || shard.0 >= shard.1 {
-        return refuse(
-            &mut out,
-            format!("shard {}/{} is not I/N with I < N", shard.0, shard.1),
-        );
-    }
-    args.data_dir = a.data_dir.clone();
-    let name_path = PathBuf::from(plan_name.unwrap_or_else(|| "<coordinator's plan>".into()));
-    let plan = match build_plan_from(
-        &args,
-        plan_toml.as_deref().map(|t| (t, name_path.as_path())),
-    ) {
-        Ok(p) => p,
-        Err(e) => return refuse(&mut out, format!("{e:#}")),
-    };
-    let cfg = match agent_config(&args, &plan, shard, a.allow_remote) {
-        Ok(c) => c,
-        Err(e) => return refuse(&mut out, format!("{e:#}")),
+    let (cfg, shard, start_at_us) = match first {
+        None => return Ok("the coordinator closed after the clock probes".into()),
+        Some(Message::Start {
+            spec,
+            plan_toml,
+            plan_name,
+            shard,
+            start_at_us,
+        }) => {
+            let mut args: LoadArgs = match serde_json::from_value(spec) {
+                Ok(x) => x,
+                Err(e) => return refuse(&mut out, format!("cannot read the run's arguments: {e}")),
+            };
+            if let Err(e) = check_shard(shard) {
+                return refuse(&mut out, e);
+            }
+            args.data_dir = a.data_dir.clone();
+            let name_path =
+                PathBuf::from(plan_name.unwrap_or_else(|| "<coordinator's plan>".into()));
+            let plan = match build_plan_from(
+                &args,
+                plan_toml.as_deref().map(|t| (t, name_path.as_path())),
+            ) {
+                Ok(p) => p,
+                Err(e) => return refuse(&mut out, format!("{e:#}")),
+            };
+            match agent_config(&args, &plan, shard, a.allow_remote) {
+                Ok(c) => (c, shard, start_at_us),
+                Err(e) => return refuse(&mut out, format!("{e:#}")),
+            }
+        }
+        Some(Message::Run {
+            job,
+            shard,
+            start_at_us,
+        }) => {
+            if let Err(e) = check_shard(shard) {
+                return refuse(&mut out, e);
+            }
+            match job_config(&job, &files, shard, a.allow_remote) {
+                Ok(c) => (c, shard, start_at_us),
+                Err(e) => return refuse(&mut out, format!("{e:#}")),
+            }
+        }
+        Some(Message::Sample { start_at_us, max_s }) => {
+            return sample(sock, out, a, start_at_us, max_s);
+        }
+        Some(other) => {
+            return refuse(
+                &mut out,
+                format!("expected a start, got {}", message_kind(&other)),
+            )
+        }
     };
     let lead_us = start_at_us - now_us();
     if lead_us > 60_000_000 {
@@ -277,6 +441,148 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
     ))
 }
 
+/// A sampling session: the watched processes' resources, one sample a second on the run's clock
+/// (second 0 = `start_at_us` on this host's clock), until the coordinator closes its side, `max_s`
+/// passes or Ctrl-C.
+fn sample(
+    sock: TcpStream,
+    mut out: TcpStream,
+    a: &AgentArgs,
+    start_at_us: i64,
+    max_s: u64,
+) -> anyhow::Result<String> {
+    use ceiling_stand::{SampleTarget, Sampler};
+    let mut targets = Vec::new();
+    if let Some(pid) = a.sample_stack {
+        targets.push(SampleTarget::tree(ceiling_metrics::Role::Stack, pid, None));
+    }
+    if let Some(pid) = a.sample_postgres {
+        targets.push(SampleTarget::tree(
+            ceiling_metrics::Role::Postgres,
+            pid,
+            None,
+        ));
+    }
+    if targets.is_empty() {
+        let reason = "this agent watches no process: start it with --sample-stack PID".to_string();
+        let _ = out.write_all(&encode_line(&Message::Refused {
+            reason: reason.clone(),
+        })?);
+        bail!("refused: {reason}");
+    }
+    let d = start_at_us - now_us();
+    let now = std::time::Instant::now();
+    let run_start = if d >= 0 {
+        now + Duration::from_micros(d as u64)
+    } else {
+        now.checked_sub(Duration::from_micros(d.unsigned_abs()))
+            .unwrap_or(now)
+    };
+    let (mut sampler, rx) = Sampler::with_channel(run_start, Duration::from_secs(1), targets);
+    let gone = Arc::new(AtomicBool::new(false));
+    let gone2 = gone.clone();
+    let mut watch = sock.try_clone()?;
+    let watcher = std::thread::spawn(move || {
+        let mut b = [0u8; 64];
+        let _ = watch.read(&mut b);
+        gone2.store(true, Ordering::Relaxed);
+    });
+    out.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let until = run_start + Duration::from_secs(max_s);
+    let mut n = 0u64;
+    while !gone.load(Ordering::Relaxed)
+        && std::time::Instant::now() < until
+        && !ceiling_stand::cancelled()
+    {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(s) => {
+                if encode_line(&Message::Resource(s))
+                    .map(|l| out.write_all(&l))
+                    .map_or(true, |r| r.is_err())
+                {
+                    break;
+                }
+                n += 1;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    sampler.stop();
+    let _ = out.write_all(&encode_line(&Message::Done {
+        sent: 0,
+        connect_failures: 0,
+        connect_error: None,
+        stopped_early: false,
+        cpu_s: 0.0,
+    })?);
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let wait = std::time::Instant::now() + Duration::from_secs(5);
+    while !gone.load(Ordering::Relaxed) && std::time::Instant::now() < wait {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    let _ = watcher.join();
+    Ok(format!("sampled {n} times"))
+}
+
+fn check_shard(shard: (u64, u64)) -> Result<(), String> {
+    if shard.1 == 0 || shard.0 >= shard.1 {
+        return Err(format!(
+            "shard {}/{} is not I/N with I < N",
+            shard.0, shard.1
+        ));
+    }
+    Ok(())
+}
+
+/// A message's type, for refusals.
+fn message_kind(m: &Message) -> String {
+    serde_json::to_value(m)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The engine's configuration for a `run`/`search` measurement: the coordinator's plan text with
+/// the job's stages, seed and generator settings, the data files it sent, and this agent's own
+/// target rule (loopback unless started with --allow-remote).
+fn job_config(
+    job: &Job,
+    files: &SessionFiles,
+    shard: (u64, u64),
+    allow_remote: bool,
+) -> anyhow::Result<LoadConfig> {
+    let mut plan = ceiling_plan::parse_plan(&job.plan_toml, Path::new(&job.plan_name))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    plan.load.seed = job.seed;
+    plan.load.keep_alive = job.keep_alive;
+    plan.load.max_connections = job.max_connections;
+    plan.load.timeout = Duration::from_millis(job.timeout_ms);
+    for name in plan.data.keys() {
+        if !files.closed.contains(name) {
+            bail!("the coordinator sent no complete data for source `{name}`");
+        }
+    }
+    let parsed = HttpUrl::parse(&job.url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
+    let target = target_of(&parsed, &job.url, allow_remote).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (this agent's rule: start it with --allow-remote to allow this target)"
+        )
+    })?;
+    // `@data/` sources resolve against the session's directory; every source is then pointed
+    // at the file the coordinator sent.
+    let mut cfg = LoadConfig::from_plan(&plan, target, Some(files.dir.as_path()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    cfg.data = files.files.clone();
+    cfg.warmup = job.warmup.iter().map(Stage::from).collect();
+    cfg.stages = job.stages.iter().map(Stage::from).collect();
+    cfg.threads = job.threads.clamp(1, 256);
+    cfg.process_shard = shard;
+    cfg.hard_limit = Duration::from_millis(job.hard_limit_ms);
+    Ok(cfg)
+}
+
 /// The engine's configuration on an agent: the coordinator's plan, this agent's target rule.
 fn agent_config(
     args: &LoadArgs,
@@ -309,54 +615,23 @@ fn agent_config(
     Ok(cfg)
 }
 
-/// One agent's part of a coordinated run.
-pub struct AgentRun {
-    /// `host:port` as given.
-    pub address: String,
-    /// The name the agent gave.
-    pub name: String,
-    /// Agent clock − coordinator clock, µs.
-    pub offset_us: i64,
-    /// Round trip of the probe that gave the offset, µs.
-    pub rtt_us: i64,
-    /// Its share of the schedule.
-    pub shard: (u64, u64),
-    /// Its own seconds added up (its lag, CPU and counts: its generator verdict).
-    pub summary: Summary,
-    /// Its process CPU over the run, seconds (from its Done).
-    pub cpu_s: f64,
-    /// Why and when it vanished, if it did.
-    pub lost: Option<String>,
-}
-
-/// The outcome of [`coordinate`].
-pub struct Coordinated {
-    /// Every agent's seconds merged by index (what a local run's summary would be).
-    pub merged: Summary,
-    /// Per agent.
-    pub agents: Vec<AgentRun>,
-}
-
-enum Event {
-    Msg(Message),
-    Gone(String),
-}
-
 /// Runs `a`'s load on the agents `a.agents`, merging their seconds into `on_second` as a local
 /// run would emit them (in order of the second's index), and returns the merged summary.
 pub fn coordinate(
     a: &LoadArgs,
     plan: &Plan,
     hard_limit: Duration,
-    mut on_second: impl FnMut(&Second),
+    on_second: impl FnMut(&Second),
 ) -> anyhow::Result<Coordinated> {
-    let token = read_token(a.agent_token_file.as_deref())?;
-    let bound = parse_duration(&a.max_clock_offset)
-        .map_err(|e| anyhow::anyhow!("--max-clock-offset: {e}"))?;
+    let agents = agents_of(
+        &a.agents,
+        a.agent_token_file.as_deref(),
+        &a.max_clock_offset,
+    )?
+    .context("no agents given")?;
     if a.shard.is_some() {
         bail!("--shard and --agents do not combine: the agents take the shares");
     }
-    let n = a.agents.len() as u64;
     let mut spec = a.clone();
     spec.out = None;
     spec.json = false;
@@ -373,216 +648,19 @@ pub fn coordinate(
     };
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        // Open every session and measure every clock before any agent starts.
-        let mut opened: Vec<Opened> = Vec::new();
-        let mut chans = Vec::new();
-        for addr in &a.agents {
-            let s =
-                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-                    .await
-                    .with_context(|| format!("agent {addr}: no answer within 5 s"))?
-                    .with_context(|| {
-                        format!(
-                    "agent {addr}: cannot connect (is `ceiling agent --listen {addr}` running?)"
-                )
-                    })?;
-            s.set_nodelay(true)?;
-            let (r, mut w) = s.into_split();
-            let mut r = BufReader::new(r);
-            let o = tokio::time::timeout(
-                Duration::from_secs(10),
-                session::coordinator_open(&mut r, &mut w, &token, CLOCK_PROBES),
-            )
-            .await
-            .with_context(|| format!("agent {addr}: handshake took more than 10 s"))?
-            .with_context(|| format!("agent {addr}"))?;
-            opened.push(o);
-            chans.push((r, w));
-        }
-        session::check_offsets(&opened, bound.as_micros() as i64)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let start = now_us() + START_LEAD.as_micros() as i64;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Event)>();
-        let mut writers = Vec::new();
-        for (i, ((mut r, mut w), o)) in chans.into_iter().zip(&opened).enumerate() {
-            let m = Message::Start {
-                spec: spec.clone(),
-                plan_toml: plan_toml.clone(),
-                plan_name: plan_name.clone(),
-                shard: (i as u64, n),
-                start_at_us: start + o.offset_us,
-            };
-            write_message(&mut w, &m)
-                .await
-                .with_context(|| format!("agent {}: sending its start", a.agents[i]))?;
-            writers.push(w);
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                loop {
-                    match read_message(&mut r).await {
-                        Ok(Some(m)) => {
-                            let done = matches!(m, Message::Done { .. } | Message::Refused { .. });
-                            if tx.send((i, Event::Msg(m))).is_err() || done {
-                                return;
-                            }
-                        }
-                        Ok(None) => {
-                            let _ = tx.send((
-                                i,
-                                Event::Gone("closed the channel before it was done".into()),
-                            ));
-                            return;
-                        }
-                        Err(e) => {
-                            let _ = tx.send((i, Event::Gone(format!("channel error: {e}"))));
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-        drop(tx);
-
-        let mut agents: Vec<AgentRun> = a
-            .agents
-            .iter()
-            .zip(&opened)
-            .enumerate()
-            .map(|(i, (addr, o))| AgentRun {
-                address: addr.clone(),
-                name: o.agent.clone(),
-                offset_us: o.offset_us,
-                rtt_us: o.rtt_us,
-                shard: (i as u64, n),
-                summary: Summary::new(&plan.requests),
-                cpu_s: 0.0,
-                lost: None,
-            })
-            .collect();
-        let mut finished = vec![false; agents.len()];
-        let mut last_t: Vec<Option<u32>> = vec![None; agents.len()];
-        let mut pending: BTreeMap<u32, Second> = BTreeMap::new();
-        let mut merged = Summary::new(&plan.requests);
-        let (mut failures, mut first_error, mut stopped_early) = (0u64, None::<String>, false);
-        let mut refusals = Vec::new();
-        // Bounded: the run's own bound plus the start lead and a margin for the last records.
-        let deadline =
-            tokio::time::Instant::now() + hard_limit + START_LEAD + Duration::from_secs(15);
-        let mut half_closed = false;
-        loop {
-            if finished.iter().all(|f| *f) {
-                break;
-            }
-            if stop.load(Ordering::Relaxed) && !half_closed {
-                // Ctrl-C: tell every agent (EOF on its channel) and keep reading what they send.
-                half_closed = true;
-                for w in &mut writers {
-                    let _ = w.shutdown().await;
-                }
-            }
-            let ev = tokio::select! {
-                ev = rx.recv() => ev,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                _ = tokio::time::sleep_until(deadline) => None,
-            };
-            let Some((i, ev)) = ev else {
-                for (k, f) in finished.iter_mut().enumerate() {
-                    if !*f {
-                        *f = true;
-                        agents[k].lost = Some(format!(
-                            "no word from it by the run's time bound (last second recorded: {})",
-                            last_t[k].map_or("none".into(), |t| t.to_string())
-                        ));
-                    }
-                }
-                break;
-            };
-            match ev {
-                Event::Msg(Message::Second(w)) => {
-                    let s = w.to_second().map_err(|e| {
-                        anyhow::anyhow!(
-                            "agent {}: a second that does not decode: {e}",
-                            agents[i].address
-                        )
-                    })?;
-                    agents[i].summary.add(&s);
-                    last_t[i] = Some(s.t);
-                    match pending.get_mut(&s.t) {
-                        Some(m) => m.merge(&s),
-                        None => {
-                            pending.insert(s.t, s);
-                        }
-                    }
-                }
-                Event::Msg(Message::Done {
-                    connect_failures,
-                    connect_error,
-                    stopped_early: se,
-                    cpu_s,
-                    ..
-                }) => {
-                    finished[i] = true;
-                    agents[i].cpu_s = cpu_s;
-                    agents[i].summary.connect_failures = connect_failures;
-                    agents[i].summary.connect_error = connect_error.clone();
-                    agents[i].summary.stopped_early = se;
-                    failures += connect_failures;
-                    if first_error.is_none() {
-                        first_error = connect_error;
-                    }
-                    stopped_early |= se;
-                }
-                Event::Msg(Message::Refused { reason }) => {
-                    finished[i] = true;
-                    refusals.push(format!("agent {}: {reason}", agents[i].address));
-                    // Without this agent the schedule is incomplete: stop the others.
-                    stop.store(true, Ordering::Relaxed);
-                }
-                Event::Msg(other) => {
-                    finished[i] = true;
-                    agents[i].lost = Some(format!("sent an unexpected message: {other:?}"));
-                }
-                Event::Gone(why) => {
-                    finished[i] = true;
-                    agents[i].lost = Some(format!(
-                        "{why}; its record of {} measured requests over {} s arrived and is kept",
-                        agents[i].summary.sent,
-                        last_t[i].map_or(0, |t| t + 1)
-                    ));
-                }
-            }
-            // A second is complete when every agent still running has recorded it.
-            let complete = (0..agents.len())
-                .filter(|k| !finished[*k])
-                .map(|k| last_t[k])
-                .min()
-                .unwrap_or(Some(u32::MAX));
-            if let Some(upto) = complete {
-                while let Some(e) = pending.first_entry() {
-                    if *e.key() > upto {
-                        break;
-                    }
-                    let s = e.remove();
-                    merged.add(&s);
-                    on_second(&s);
-                }
-            }
-        }
-        for (_, s) in std::mem::take(&mut pending) {
-            merged.add(&s);
-            on_second(&s);
-        }
-        if !refusals.is_empty() {
-            bail!("{}", refusals.join("; "));
-        }
-        merged.connect_failures = failures;
-        merged.connect_error = first_error;
-        merged.stopped_early =
-            stopped_early || half_closed || agents.iter().any(|g| g.lost.is_some());
-        Ok(Coordinated { merged, agents })
-    })
+    ceiling_agent::coordinator::coordinate(
+        &agents,
+        &[],
+        |shard, start_at_us| Message::Start {
+            spec: spec.clone(),
+            plan_toml: plan_toml.clone(),
+            plan_name: plan_name.clone(),
+            shard,
+            start_at_us,
+        },
+        &plan.requests,
+        hard_limit,
+        &stop,
+        on_second,
+    )
 }

@@ -43,7 +43,7 @@ pub struct K8sArgs {
     /// Namespace (default: ceiling-<plan name>).
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Pass --quick to the coordinator's `ceiling load` (scaled durations).
+    /// Pass --quick to the coordinator's `ceiling run` (scaled durations).
     #[arg(long)]
     pub quick: bool,
 }

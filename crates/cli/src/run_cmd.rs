@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
   ceiling run plans/003-people.toml --quick
   ceiling run plans/004-ping.toml --no-keep-alive                      (a new connection per request)
   ceiling run plans/004-db-ping-pgbouncer.toml --allow-unverified      (through PgBouncer, transaction pooling)
-  ceiling run plans/000-status-mixed.toml --db-url postgres://bench:bench@127.0.0.1:5432/bench")]
+  ceiling run plans/000-status-mixed.toml --db-url postgres://bench:bench@127.0.0.1:5432/bench
+  ceiling run plans/004-ping.toml --url http://10.0.0.5:8080 --allow-remote --agents 10.0.0.2:7700,10.0.0.3:7700 --agent-token-file tok --stack-agent 10.0.0.5:7700
+                                                                       (three machines: generators, the service, this coordinator)")]
 pub struct RunArgs {
     /// Plan file (see plans/).
     pub plan: PathBuf,
@@ -42,6 +44,23 @@ pub struct RunArgs {
     /// Rebuild stacks even when their source is unchanged.
     #[arg(long)]
     pub rebuild: bool,
+    #[command(flatten)]
+    pub agent: crate::agents::AgentFlags,
+    /// Measure a service that is already running at this base URL with the plan's load and
+    /// analysis, instead of the stand's stacks (no PostgreSQL or stack is started; loopback
+    /// unless --allow-remote). With --db-url, that database's wait events are sampled too.
+    #[arg(long, conflicts_with = "stacks")]
+    pub url: Option<String>,
+    /// Data directory for the plan's `@data/` sources with --url.
+    #[arg(long, requires = "url")]
+    pub data_dir: Option<PathBuf>,
+    /// Allow a non-loopback --url (only a service you own).
+    #[arg(long, requires = "url")]
+    pub allow_remote: bool,
+    /// With --url: a `ceiling agent --sample-stack PID` beside the service, whose samples give
+    /// its CPU and memory (same token and clock bound as --agents).
+    #[arg(long, value_name = "HOST:PORT", requires = "url")]
+    pub stack_agent: Option<String>,
     /// Generator threads (default: the plan's load.threads, else 1).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -52,6 +71,9 @@ pub struct RunArgs {
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Print run.json on stdout instead of the table (the files are written as always).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where the stand's PostgreSQL comes from and where results go (`run`, `search`, `pgbench`).
@@ -89,6 +111,22 @@ pub fn write_and_print(dir: &Path, report: &RunReport, series: &Series) -> anyho
     Ok(())
 }
 
+/// Like [`write_and_print`], printing run.json's content on stdout instead of the table.
+/// With `quiet`, nothing but the JSON is printed (a cluster's log of the run is then run.json).
+fn write_and_print_json(
+    dir: &Path,
+    report: &RunReport,
+    series: &Series,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let files = crate::compare_cmd::write_reports(dir, report, series)?;
+    println!("{}", serde_json::to_string_pretty(report)?);
+    if !quiet {
+        eprintln!("results: {}", file_list(&files));
+    }
+    Ok(())
+}
+
 /// Paths joined by ", " for the console.
 pub fn file_list(files: &[PathBuf]) -> String {
     files
@@ -109,12 +147,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         plan.target.stacks = a.stacks.clone();
     }
     apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
+    if let Some(url) = a.url.clone() {
+        return run_url(&a, &plan, &url);
+    }
     if plan.target.stacks.is_empty() {
         bail!(
             "{}: no stacks to run: set target.stacks in the plan or pass --stacks",
             a.plan.display()
         );
     }
+    let agents = a.agent.agents()?;
     // Unknown stacks and broken stack.toml files are reported before PostgreSQL starts.
     for name in &plan.target.stacks {
         ceiling_stand::StackSpec::load(&root.join("stacks"), name)
@@ -132,6 +174,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     eprintln!("ceiling run {} → {}", plan.name, dir.display());
     if plan.scaled_by != 1.0 {
         eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
+    }
+    if let Some(g) = &agents {
+        eprintln!(
+            "generator: {} agents ({}), their seconds merged here",
+            g.addresses.len(),
+            g.addresses.join(", ")
+        );
     }
     if !plan.load.keep_alive {
         eprintln!("note: keep-alive off — a new TCP connection for every request, its set-up inside the latency");
@@ -216,6 +265,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 allow_unverified: a.allow_unverified,
                 rebuild: a.rebuild,
                 quiet: a.quiet,
+                agents: agents.as_ref(),
             },
             &mut stand,
             name,
@@ -306,11 +356,96 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         crate::compare_cmd::write_reports(&dir, &report, &series)?;
     }
     stand.stop();
-    write_and_print(&dir, &report, &series)?;
+    if a.json {
+        write_and_print_json(&dir, &report, &series, a.quiet)?;
+    } else {
+        write_and_print(&dir, &report, &series)?;
+    }
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
     Ok(exit)
+}
+
+/// `ceiling run PLAN --url URL`: the plan's load and analysis against a service that is already
+/// running (on this host, or with --allow-remote on another), with its resources from a
+/// `--stack-agent` beside it when given. One "stack", named `url`.
+fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<ExitCode> {
+    ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let agents = a.agent.agents()?;
+    let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
+    let id = run_id(plan);
+    let dir = a.stand.results.join(&id);
+    let name = "url";
+    std::fs::create_dir_all(dir.join(name))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let stop = ceiling_stand::cancel_flag();
+    let mut report = RunReport::new(plan, id);
+    report.started = now_iso();
+    report.environment = Some(ceiling_stand::fingerprint(
+        None,
+        &ceiling_stand::CgroupSystem::detect(),
+    ));
+    if !a.quiet {
+        eprintln!(
+            "ceiling run {} against {url} (no stand: the service is already running{}) → {}",
+            plan.name,
+            if stack_agent.is_some() {
+                "; its CPU and memory from the agent beside it"
+            } else {
+                "; its CPU and memory are not sampled"
+            },
+            dir.display()
+        );
+        if plan.scaled_by != 1.0 {
+            eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
+        }
+        if let Some(g) = &agents {
+            eprintln!(
+                "generator: {} agents ({}), their seconds merged here",
+                g.addresses.len(),
+                g.addresses.join(", ")
+            );
+        }
+    }
+    let mut targets = vec![ceiling_stand::SampleTarget::process(
+        Role::Generator,
+        std::process::id(),
+    )];
+    // the service's database, when named: its wait events over SQL (no process to sample here)
+    if let Some(db) = &a.stand.db_url {
+        let cfg =
+            ceiling_stand::DbConfig::from_url(db).map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
+        targets.push(ceiling_stand::SampleTarget::process(Role::Postgres, 0).with_db(cfg));
+    }
+    let m = ceiling_lab::measure_watched(
+        ceiling_lab::MeasureSpec {
+            plan,
+            stack: name,
+            url,
+            data_dir: a.data_dir.as_deref(),
+            out_dir: &dir.join(name),
+            sampler_targets: targets,
+            threads: plan.load.threads,
+            quiet: a.quiet,
+            agents: agents.as_ref(),
+            stack_agent: stack_agent.as_ref(),
+        },
+        &stop,
+        || None,
+    )?;
+    let mut series = Series::new();
+    series.insert(name.to_string(), m.rows);
+    report.stacks.push(m.analysis);
+    if a.json {
+        write_and_print_json(&dir, &report, &series, a.quiet)?;
+    } else {
+        write_and_print(&dir, &report, &series)?;
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn series_none() -> Series {

@@ -103,6 +103,12 @@ pub struct SearchArgs {
     /// the other).
     #[arg(long)]
     pub round: Option<usize>,
+    #[command(flatten)]
+    pub agent: crate::agents::AgentFlags,
+    /// With --url on another host: a `ceiling agent --sample-stack PID` beside the service,
+    /// whose samples give the stack's CPU and memory (same token and clock bound as --agents).
+    #[arg(long, value_name = "HOST:PORT", requires = "url")]
+    pub stack_agent: Option<String>,
 }
 
 /// Parses `p99<=350ms,errors<1%` into the plan's SLO.
@@ -156,6 +162,10 @@ struct Runner<'a> {
     halted: Option<Halt>,
     last_rows: Vec<ceiling_metrics::TimeseriesRow>,
     t0: Instant,
+    /// Generator agents for every probe (`--agents`).
+    agents: Option<crate::agents::Agents>,
+    /// The agent beside a remote stack (`--stack-agent`).
+    stack_agent: Option<crate::agents::Agents>,
 }
 
 /// One sentence for a halt, as a probe's error.
@@ -196,6 +206,8 @@ impl ProbeRunner for Runner<'_> {
                 sampler_targets: (self.targets)(),
                 threads: spec.threads,
                 quiet: true,
+                agents: self.agents.as_ref(),
+                stack_agent: self.stack_agent.as_ref(),
             },
             &self.stop,
             watch,
@@ -415,6 +427,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             halted: None,
             last_rows: Vec::new(),
             t0: Instant::now(),
+            agents: a.agent.agents()?,
+            stack_agent: a.agent.stack_agent(a.stack_agent.as_deref())?,
         };
         let out = search(&plan, &mut runner, &opts, &mut log);
         series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
@@ -657,6 +671,8 @@ fn stack_round(
         halted: None,
         last_rows: Vec::new(),
         t0,
+        agents: a.agent.agents()?,
+        stack_agent: None,
     };
     log(&format!("[{name}] round {}…", job.rounds));
     let mut warmup_failed = None;

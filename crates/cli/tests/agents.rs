@@ -1,7 +1,8 @@
 //! Generator agents over real sockets (loopback): `ceiling agent` processes take their shares of a
 //! `ceiling load --agents` schedule, the coordinator merges their seconds exactly, an agent killed
 //! mid-run is reported with what it had recorded (nothing that arrived is lost), and an agent
-//! refuses a wrong token and a non-loopback target.
+//! refuses a wrong token and a non-loopback target; `ceiling search --agents` finds a known ceiling
+//! with every probe sent by two agents.
 //!
 //! With root, two agents also run in network namespaces this test makes (veth pairs to the host),
 //! so their load crosses real interfaces, not loopback. Not exercised: agents on other hosts.
@@ -218,6 +219,54 @@ fn an_agent_killed_mid_run_is_reported_and_what_it_sent_is_kept() {
     );
 }
 
+/// An agent stopped by a signal (SIGTERM: it ends its run gracefully and says so) while the run
+/// goes on has not sent the rest of its share: the result is incomplete, not a clean run.
+#[test]
+fn an_agent_stopped_on_its_side_makes_the_run_incomplete() {
+    let dir = tmp("term");
+    let tok = token_file(&dir, "0123456789abcdef-term");
+    let port = server();
+    let a = agent(&tok);
+    let b = agent(&tok);
+    let coordinator = {
+        let (aa, ba) = (a.addr.clone(), b.addr.clone());
+        let tok = tok.clone();
+        std::thread::spawn(move || {
+            Command::new(bin())
+                .args(["load", "--url"])
+                .arg(format!("http://127.0.0.1:{port}/x"))
+                .args(["--rate", "200", "--duration", "5s", "--json", "--agents"])
+                .arg(format!("{aa},{ba}"))
+                .arg("--agent-token-file")
+                .arg(&tok)
+                .output()
+                .unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(3500));
+    let st = Command::new("kill")
+        .args(["-TERM", &b.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = coordinator.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ag = r["agents"].as_array().unwrap();
+    assert!(ag[0]["lost"].is_null(), "{r}");
+    let lost = ag[1]["lost"].as_str().expect("agent b reported");
+    assert!(lost.contains("stopped early on its side"), "{lost}");
+    assert!(
+        r["verdict"].as_str().unwrap().starts_with("INCOMPLETE"),
+        "{r}"
+    );
+}
+
 #[test]
 fn agents_refuse_a_wrong_token_and_a_remote_target() {
     let dir = tmp("refuse");
@@ -245,6 +294,352 @@ fn agents_refuse_a_wrong_token_and_a_remote_target() {
         err.contains("not loopback") && err.contains("this agent's rule"),
         "{err}"
     );
+}
+
+/// Starts a serving `ceiling agent` (many sessions) on loopback; its stderr lines are collected.
+fn serving_agent(token: &PathBuf) -> (Agent, std::sync::Arc<std::sync::Mutex<String>>) {
+    let mut child = Command::new(bin())
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(token)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in `{line}`"))
+        .to_string();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let l2 = log.clone();
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            let mut l = l2.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    (Agent { child, addr }, log)
+}
+
+/// A service of known capacity (4 workers × 10 ms = 400 RPS behind an unbounded queue) and a plan
+/// for it in `dir` with a data file of its own (so agents can only have it from the coordinator).
+fn known_capacity_plan(dir: &std::path::Path) -> (u16, PathBuf) {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    let free = Mutex::new(vec![Instant::now(); 4]);
+    let port = ceiling_load::testing::spawn_server(move |now| {
+        let mut f = free.lock().unwrap();
+        let i = (0..f.len()).min_by_key(|&i| f[i]).unwrap();
+        let done = f[i].max(now) + Duration::from_millis(10);
+        f[i] = done;
+        done
+    });
+    // a data file of the plan's own, so the agents can only have it from the coordinator
+    let ids: String = std::iter::once("id\n".to_string())
+        .chain((0..5000).map(|i| format!("{i}\n")))
+        .collect();
+    std::fs::write(dir.join("ids.csv"), ids).unwrap();
+    let plan = dir.join("agents-search.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "agents-search"
+description = "a search whose probes run on two agents"
+[target]
+url = "http://127.0.0.1:{port}"
+[data.ids]
+csv = "ids.csv"
+[[requests]]
+name = "get"
+path = "/x/${{ids.id}}"
+expect = [200]
+[[stages]]
+hold = 100
+duration = "2s"
+[slo]
+p99 = "50ms"
+errors = "1%"
+"#
+        ),
+    )
+    .unwrap();
+    (port, plan)
+}
+
+/// `ceiling search` with `--agents`: every probe's schedule goes to two agents (the plan's text,
+/// the probe's shelf and the plan's data file travel to them), their seconds are merged, and the
+/// search finds the ceiling of a service whose capacity is known: 4 workers × 10 ms = 400 RPS
+/// behind an unbounded queue (the same truth as tests/search_url.rs, found there by one process).
+#[test]
+fn a_search_on_two_agents_finds_the_known_ceiling() {
+    let dir = tmp("search");
+    let tok = token_file(&dir, "0123456789abcdef-search");
+    let (port, plan) = known_capacity_plan(&dir);
+    let (a, alog) = serving_agent(&tok);
+    let (b, blog) = serving_agent(&tok);
+    let results = dir.join("results");
+    let out = Command::new(bin())
+        .arg("search")
+        .arg(&plan)
+        .args(["--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "--start-rate",
+            "150",
+            "--probe",
+            "2s",
+            "--probe-trim",
+            "500ms",
+        ])
+        .args([
+            "--confirm",
+            "0s",
+            "--repeat",
+            "1",
+            "--max-time",
+            "3m",
+            "--json",
+        ])
+        .arg("--results")
+        .arg(&results)
+        .args(["--agents", &format!("{},{}", a.addr, b.addr)])
+        .arg("--agent-token-file")
+        .arg(&tok)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let s = &v[0];
+    let c = s["ceiling_rps"].as_f64().unwrap();
+    let lo = s["interval"]["lo"].as_f64().unwrap();
+    let hi = s["interval"]["hi"].as_f64().unwrap();
+    assert!(lo <= 420.0 && hi >= 380.0 && lo <= c && c <= hi, "{s}");
+    assert_eq!(s["binding"], "p99");
+    let probes = s["probes"].as_array().unwrap().len();
+    assert!(probes >= 4, "{s}");
+    // every probe (and the baseline) was a session on each agent, with its half of the schedule
+    // (each agent logs a session as it ends: give the last line a moment)
+    std::thread::sleep(Duration::from_millis(500));
+    let (al, bl) = (alog.lock().unwrap().clone(), blog.lock().unwrap().clone());
+    let served = |log: &str, shard: &str| {
+        log.lines()
+            .filter(|l| l.contains(&format!("shard {shard}: sent")))
+            .count()
+    };
+    assert!(served(&al, "0/2") >= probes, "agent a:\n{al}");
+    assert!(served(&bl, "1/2") >= probes, "agent b:\n{bl}");
+    assert!(
+        !al.contains("refused") && !bl.contains("refused"),
+        "{al}\n{bl}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An agent killed while a search runs: the search does not panic and what it reports names the
+/// agent — whether the kill lands inside a measurement (that shelf is voided as a generator exit,
+/// see `lost_agents` in crates/lab) or between two (the next cannot reach it, and the search of
+/// that target stops, saying so).
+#[test]
+fn an_agent_killed_during_a_search_is_named() {
+    let dir = tmp("search-kill");
+    let tok = token_file(&dir, "0123456789abcdef-search-kill");
+    let (port, plan) = known_capacity_plan(&dir);
+    let (a, _alog) = serving_agent(&tok);
+    let (mut b, _blog) = serving_agent(&tok);
+    let b_addr = b.addr.clone();
+    let coordinator = {
+        let (plan, tok, results) = (plan.clone(), tok.clone(), dir.join("results"));
+        let agents = format!("{},{}", a.addr, b.addr);
+        std::thread::spawn(move || {
+            Command::new(bin())
+                .arg("search")
+                .arg(&plan)
+                .args(["--url", &format!("http://127.0.0.1:{port}")])
+                .args(["--start-rate", "100", "--probe", "6s", "--probe-trim", "1s"])
+                .args([
+                    "--confirm",
+                    "0s",
+                    "--repeat",
+                    "1",
+                    "--max-time",
+                    "2m",
+                    "--json",
+                ])
+                .arg("--results")
+                .arg(&results)
+                .args(["--agents", &agents])
+                .arg("--agent-token-file")
+                .arg(&tok)
+                .output()
+                .unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(4000));
+    b.child.kill().unwrap();
+    let out = coordinator.join().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(text.contains(&b_addr), "the lost agent is named: {text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A remote stack's CPU from an agent beside it: the "stack" is a shell busy loop (one core's worth
+/// of CPU, known in advance) that the agent watches; every probe of the search reports the stack
+/// CPU from the agent's samples (a bare --url search has none of its own).
+#[test]
+fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
+    let dir = tmp("stack-agent");
+    let tok = token_file(&dir, "0123456789abcdef-stack-agent");
+    let (port, plan) = known_capacity_plan(&dir);
+    let busy = Agent {
+        child: Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+        addr: String::new(),
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&tok)
+        .args(["--sample-stack", &busy.child.id().to_string()]);
+    let watcher = spawn_agent(cmd);
+    let out = Command::new(bin())
+        .arg("search")
+        .arg(&plan)
+        .args(["--url", &format!("http://127.0.0.1:{port}")])
+        .args(["--start-rate", "150", "--probe", "3s", "--probe-trim", "1s"])
+        .args([
+            "--confirm",
+            "0s",
+            "--repeat",
+            "1",
+            "--max-time",
+            "3m",
+            "--json",
+        ])
+        .arg("--results")
+        .arg(dir.join("results"))
+        .args(["--stack-agent", &watcher.addr])
+        .arg("--agent-token-file")
+        .arg(&tok)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let mut cpu: Vec<f64> = v[0]["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["stack_cpu_pct"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("a probe without stack CPU: {p}"))
+        })
+        .collect();
+    assert!(cpu.len() >= 3, "{v}");
+    cpu.sort_by(f64::total_cmp);
+    let median = cpu[cpu.len() / 2];
+    // one busy core, less what the generator and the test service take from a shared machine
+    assert!(
+        (40.0..=115.0).contains(&median),
+        "stack CPU per probe: {cpu:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The three parts apart, as on three machines (here on loopback): `ceiling run PLAN --url` sends
+/// the plan's shelf from two generator agents to a service that is already running, and takes the
+/// service's CPU from an agent beside it (watching a busy loop of one core, known in advance).
+#[test]
+fn a_run_against_a_url_takes_its_load_from_agents_and_its_cpu_from_the_agent_beside_it() {
+    let dir = tmp("run-url");
+    let tok = token_file(&dir, "0123456789abcdef-run-url");
+    let (port, _) = known_capacity_plan(&dir);
+    let plan = dir.join("run-url.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "run-url"
+description = "one 6-s shelf at 200 RPS from two agents"
+[data.ids]
+csv = "ids.csv"
+[[requests]]
+name = "get"
+path = "/x/${ids.id}"
+expect = [200]
+[[stages]]
+hold = 200
+duration = "6s"
+[slo]
+p99 = "50ms"
+errors = "1%"
+[analysis]
+trim_head = "1s"
+trim_tail = "0s"
+min_window = "4s"
+"#,
+    )
+    .unwrap();
+    let busy = Agent {
+        child: Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+        addr: String::new(),
+    };
+    let mut cmd = Command::new(bin());
+    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&tok)
+        .args(["--sample-stack", &busy.child.id().to_string()]);
+    let beside = spawn_agent(cmd);
+    let (a, _) = serving_agent(&tok);
+    let (b, _) = serving_agent(&tok);
+    let results = dir.join("results");
+    let out = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--url", &format!("http://127.0.0.1:{port}"), "--quiet"])
+        .arg("--results")
+        .arg(&results)
+        .args(["--agents", &format!("{},{}", a.addr, b.addr)])
+        .args(["--stack-agent", &beside.addr])
+        .arg("--agent-token-file")
+        .arg(&tok)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let st = &j["stacks"][0];
+    let shelf = &st["shelves"][0];
+    assert_eq!(shelf["verdict"], "valid", "{shelf}");
+    // 200/s in a 5-s kept window: about 1000 requests, sent between the two agents
+    let n = shelf["requests"].as_u64().unwrap();
+    assert!((900..=1100).contains(&n), "{n} requests in the window");
+    let text = st.to_string();
+    assert_eq!(
+        text.matches("generator agent").count(),
+        2,
+        "one line per agent: {text}"
+    );
+    let cpu = shelf["stack"]["cpu_pct_mean"].as_f64().expect("stack CPU");
+    assert!((40.0..=115.0).contains(&cpu), "busy loop's CPU: {cpu}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A network namespace this test made, with a veth pair to the host: deleted (with its link) on drop.

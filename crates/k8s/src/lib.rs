@@ -15,7 +15,8 @@
 //!   an **Indexed Job** (pod `i` is agent `i`, reachable as `agents-<stack>-<i>.ceiling-agents`),
 //!   each preparing the id CSVs from the database in an init container; and, in
 //!   `stacks/<name>-run.yaml` (applied once both are ready), the coordinator Job running
-//!   `ceiling load` with `--agents` on them, its JSON on stdout.
+//!   `ceiling run PLAN --url <the stack's Service> --agents …` (the plan's shelves judged by its
+//!   method; the id CSVs sent to the agents from its own init container), run.json on stdout.
 //! - Every pod carries `ceiling.dev/role` (`database`, `stack`, `generator`) and a required
 //!   anti-affinity to the other two roles on `kubernetes.io/hostname`: generator, stack and
 //!   database never share a node.
@@ -135,7 +136,7 @@ pub struct Options {
     pub token: String,
     /// The database password of role `bench`.
     pub db_password: String,
-    /// Extra `ceiling load` arguments for the coordinator (e.g. `--quick`).
+    /// Extra `ceiling run` arguments for the coordinator (e.g. `--quick`).
     pub load_args: Vec<String>,
     /// Bound on each stack's run, seconds (the agents' and coordinator's `activeDeadlineSeconds`).
     pub run_deadline_s: i64,
@@ -580,9 +581,9 @@ fn mount(name: &str, path: &str) -> VolumeMount {
     }
 }
 
-fn agents_job(o: &Options, s: &StackInput) -> Job {
-    // The id CSVs the local stand writes from its template database, written here by an init
-    // container from the cluster's database (same query, same order).
+/// The init container that writes the id CSVs the local stand writes from its template database,
+/// here from the cluster's database (same query, same order), into the `data` volume.
+fn data_init_container(o: &Options) -> Container {
     let csv = ["status", "clients", "orders"]
         .iter()
         .zip(["status_ids", "client_ids", "order_ids"])
@@ -593,6 +594,25 @@ fn agents_job(o: &Options, s: &StackInput) -> Job {
         })
         .collect::<Vec<_>>()
         .join(" && ");
+    Container {
+        name: "data".into(),
+        image: Some(o.postgres_image.clone()),
+        command: Some(vec!["sh".into(), "-c".into(), csv]),
+        env: Some(vec![secret_env("PGPASSWORD", "db-password")]),
+        volume_mounts: Some(vec![mount("data", "/data")]),
+        ..Default::default()
+    }
+}
+
+fn data_volume() -> Volume {
+    Volume {
+        name: "data".into(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    }
+}
+
+fn agents_job(o: &Options, s: &StackInput) -> Job {
     Job {
         metadata: meta(
             o,
@@ -618,14 +638,7 @@ fn agents_job(o: &Options, s: &StackInput) -> Job {
                     subdomain: Some(AGENTS_SERVICE.into()),
                     restart_policy: Some("Never".into()),
                     affinity: Some(apart_from_other_roles("generator")),
-                    init_containers: Some(vec![Container {
-                        name: "data".into(),
-                        image: Some(o.postgres_image.clone()),
-                        command: Some(vec!["sh".into(), "-c".into(), csv]),
-                        env: Some(vec![secret_env("PGPASSWORD", "db-password")]),
-                        volume_mounts: Some(vec![mount("data", "/data")]),
-                        ..Default::default()
-                    }]),
+                    init_containers: Some(vec![data_init_container(o)]),
                     containers: vec![Container {
                         name: "agent".into(),
                         image: Some(image(o, "generator")),
@@ -652,14 +665,7 @@ fn agents_job(o: &Options, s: &StackInput) -> Job {
                         ]),
                         ..Default::default()
                     }],
-                    volumes: Some(vec![
-                        secret_volume(),
-                        Volume {
-                            name: "data".into(),
-                            empty_dir: Some(EmptyDirVolumeSource::default()),
-                            ..Default::default()
-                        },
-                    ]),
+                    volumes: Some(vec![secret_volume(), data_volume()]),
                     ..Default::default()
                 }),
             },
@@ -683,16 +689,22 @@ pub fn agent_addresses(o: &Options, stack: &str) -> Vec<String> {
 }
 
 fn coordinator_job(o: &Options, s: &StackInput) -> Job {
+    // `ceiling run` against the stack's Service: the plan's shelves judged by its method, the
+    // load from the agents (the coordinator sends them the id CSVs its init container wrote).
     let mut args = vec![
-        "load".to_string(),
+        "run".to_string(),
         "/plan/plan.toml".into(),
         "--url".into(),
         format!("http://stack-{}.{}.svc:{STACK_PORT}", s.name, o.namespace),
         "--allow-remote".into(),
+        "--data-dir".into(),
+        "/data".into(),
         "--agents".into(),
         agent_addresses(o, &s.name).join(","),
         "--agent-token-file".into(),
         "/secrets/agent-token".into(),
+        "--results".into(),
+        "/tmp/results".into(),
         "--json".into(),
         "--quiet".into(),
     ];
@@ -716,6 +728,7 @@ fn coordinator_job(o: &Options, s: &StackInput) -> Job {
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".into()),
                     affinity: Some(apart_from_other_roles("generator")),
+                    init_containers: Some(vec![data_init_container(o)]),
                     containers: vec![Container {
                         name: "coordinator".into(),
                         image: Some(image(o, "generator")),
@@ -724,11 +737,13 @@ fn coordinator_job(o: &Options, s: &StackInput) -> Job {
                         volume_mounts: Some(vec![
                             mount("secrets", "/secrets"),
                             mount("plan", "/plan"),
+                            mount("data", "/data"),
                         ]),
                         ..Default::default()
                     }],
                     volumes: Some(vec![
                         secret_volume(),
+                        data_volume(),
                         Volume {
                             name: "plan".into(),
                             config_map: Some(ConfigMapVolumeSource {

@@ -291,6 +291,16 @@ fn manifests_decode_strictly_and_keep_the_stand_s_limits_and_roles_apart() {
         "{list}"
     );
     assert!(a.contains(&"--quick".to_string()));
+    // the coordinator judges the plan's shelves (`ceiling run --url`), with the id CSVs its own
+    // init container writes, sent on to the agents
+    assert_eq!(a[0], "run", "{a:?}");
+    assert!(a.windows(2).any(|w| w == ["--data-dir", "/data"]), "{a:?}");
+    let run_tmpl = Some(run.spec.as_ref().unwrap().template.clone());
+    let run_pod = pod(&run_tmpl);
+    assert_eq!(
+        run_pod.init_containers.as_ref().map(|c| c[0].name.as_str()),
+        Some("data")
+    );
     for j in &d.jobs {
         assert!(
             j.spec.as_ref().unwrap().active_deadline_seconds.is_some(),

@@ -3,6 +3,9 @@
 //! (verdicts, attribution, runtime figures).
 
 use crate::record::Recorder;
+use ceiling_agent::coordinator::{AgentRun, Agents, START_LEAD};
+use ceiling_agent::session::now_us;
+use ceiling_agent::{Job, WireStage};
 use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Warning, WarningKind};
 use ceiling_load::{parse_target, LoadConfig};
 use ceiling_plan::{Plan, Stage};
@@ -72,6 +75,11 @@ pub struct MeasureSpec<'a> {
     pub threads: usize,
     /// No progress line.
     pub quiet: bool,
+    /// Generator agents that send the load instead of this process (`--agents`); `None` = the
+    /// local engine.
+    pub agents: Option<&'a Agents>,
+    /// An agent beside a remote stack that samples its CPU and memory (`--stack-agent`).
+    pub stack_agent: Option<&'a Agents>,
 }
 
 /// Runs the plan's load against a started stack and analyses it, while `watch` is polled every
@@ -93,7 +101,15 @@ pub fn measure_watched(
         sampler_targets,
         threads,
         quiet,
+        agents,
+        stack_agent,
     } = spec;
+    if agents.is_some() && plan.settle.is_some() && !plan.is_open() {
+        anyhow::bail!(
+            "plan `{}` settles its warm-up ([settle]); a settling warm-up runs on this host only, so --agents is refused for it (remove [settle] or run without --agents)",
+            plan.name
+        );
+    }
     // A settling warm-up runs before the measured engine run, in steps of its own; the run's
     // clock, records and samplers start after it, with the plan's warm-up as written.
     let settling = match (&plan.settle, plan.is_open()) {
@@ -136,6 +152,16 @@ pub fn measure_watched(
     {
         cfg.hard_limit = total + cfg.timeout + Duration::from_secs(10);
     }
+    // With agents, their sessions are opened (token, clocks) and the job's data delivered before
+    // anything starts; the run's clock, and every sampler's, then starts at the instant the
+    // agents start, so the stack's signals and the load's seconds share one clock as locally.
+    let session = match agents {
+        Some(ag) => Some((
+            job_of(plan, url, &cfg)?,
+            ceiling_agent::coordinator::open_job(ag, &cfg.data)?,
+        )),
+        None => None,
+    };
     // The engine's own flag: set by a halt (this measurement only) or, through the relay below,
     // by Ctrl-C (everything).
     let engine_stop = Arc::new(AtomicBool::new(false));
@@ -144,7 +170,32 @@ pub fn measure_watched(
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     let mut rec = Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?;
     let mut acc = RunAccumulator::with_passes(plan, stack_name, passes);
-    let t0 = Instant::now();
+    let (t0, start_at_us) = match &session {
+        Some(_) => (
+            Instant::now() + START_LEAD,
+            now_us() + START_LEAD.as_micros() as i64,
+        ),
+        None => (Instant::now(), 0),
+    };
+    // a remote stack's resources, from the agent beside it, on the same clock
+    let remote = match stack_agent {
+        Some(sa) => {
+            let at = if session.is_some() {
+                start_at_us
+            } else {
+                now_us()
+            };
+            let max = total + cfg.timeout + Duration::from_secs(15);
+            match ceiling_agent::sampling::start(sa, at, max) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    relay.finish();
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
     // signals on the same clock (host, stack cgroup, PostgreSQL waits, control, runtime)
     let mut sig_cfg = ceiling_stand::SignalConfig::from_targets(&sampler_targets, Some(url));
     sig_cfg.control_command = std::env::current_exe()
@@ -157,8 +208,11 @@ pub fn measure_watched(
     let mut last_ok: Option<u32> = None;
     // When the watch first saw something dead (run clock).
     let mut halt_at = 0.0_f64;
-    let res = ceiling_load::run(cfg, |s| {
-        let fresh: Vec<_> = samples.try_iter().collect();
+    let mut on_second = |s: &ceiling_metrics::Second| {
+        let mut fresh: Vec<_> = samples.try_iter().collect();
+        if let Some(r) = &remote {
+            fresh.extend(r.drain());
+        }
         for r in &fresh {
             acc.push_resource(r.clone());
         }
@@ -192,10 +246,36 @@ pub fn measure_watched(
                 }
             }
         }
-    });
+    };
+    let mut agent_runs: Option<Vec<AgentRun>> = None;
+    let res = match session {
+        None => ceiling_load::run(cfg, &mut on_second).map_err(|e| anyhow::anyhow!("{e}")),
+        Some((job, agents)) => agents
+            .run_job(
+                start_at_us,
+                &job,
+                &plan.requests,
+                &engine_stop,
+                &mut on_second,
+            )
+            .map(|ran| {
+                agent_runs = Some(ran.agents);
+                ran.merged
+            }),
+    };
     relay.finish();
+    // An agent lost mid-run no longer sent its share: the shelves from its last recorded second
+    // on are invalid, like the shelves a stand part's exit touched.
+    for e in lost_agents(agent_runs.as_deref().unwrap_or_default()) {
+        acc.stand_part_exited(e);
+    }
     sampler.stop();
-    let rest: Vec<_> = samples.try_iter().collect();
+    let mut rest: Vec<_> = samples.try_iter().collect();
+    let remote_note = remote.map(|r| {
+        let (more, note) = r.finish();
+        rest.extend(more);
+        note
+    });
     for r in &rest {
         acc.push_resource(r.clone());
     }
@@ -211,9 +291,10 @@ pub fn measure_watched(
         cost.postgres_cpu_s,
         cost.wall_s
     ));
+    signal_notes.extend(remote_note);
     rec.add_resources(rest);
     rec.finish();
-    let summary = res.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let summary = res?;
     let mut analysis = acc.finish();
     if let Some(s) = &settling {
         if !s.settled {
@@ -252,6 +333,11 @@ pub fn measure_watched(
         )),
         None => {}
     }
+    for g in agent_runs.iter().flatten() {
+        analysis
+            .warnings
+            .push(Warning::new(WarningKind::Other, agent_line(g)));
+    }
     if let Some(e) = rec.io_error.take() {
         analysis.warnings.push(Warning::new(WarningKind::Files, e));
     }
@@ -260,6 +346,70 @@ pub fn measure_watched(
         rows: std::mem::take(&mut rec.rows),
         halt,
     })
+}
+
+/// What an agent runs for this measurement: the plan's file (its request mix and data sources)
+/// with the engine's stages, seed and generator settings as this measurement set them.
+fn job_of(plan: &Plan, url: &str, cfg: &LoadConfig) -> anyhow::Result<Job> {
+    let plan_toml = std::fs::read_to_string(&plan.file).map_err(|e| {
+        anyhow::anyhow!(
+            "--agents sends the plan's file to every agent, and `{}` cannot be read ({e}); a search of a bare --url has no plan file: write one",
+            plan.file.display()
+        )
+    })?;
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    Ok(Job {
+        plan_toml,
+        plan_name: plan.file.display().to_string(),
+        url: url.to_string(),
+        warmup: cfg.warmup.iter().map(WireStage::from).collect(),
+        stages: cfg.stages.iter().map(WireStage::from).collect(),
+        seed: cfg.seed,
+        keep_alive: cfg.keep_alive,
+        max_connections: cfg.max_connections,
+        timeout_ms: ms(cfg.timeout),
+        threads: cfg.threads,
+        hard_limit_ms: ms(cfg.hard_limit),
+    })
+}
+
+/// The agents that vanished mid-measurement, as exits of the generator from the first second
+/// each no longer covered: the shelves from there on lack part of their schedule.
+fn lost_agents(runs: &[AgentRun]) -> Vec<PartExit> {
+    runs.iter()
+        .filter_map(|g| {
+            let (lost, from) = (g.lost.as_ref()?, g.lost_from_s?);
+            Some(PartExit {
+                part: ceiling_stand::Role::Generator,
+                from_s: from as f64,
+                status: format!("agent {} ({}) lost: {lost}", g.name, g.address),
+                log_tail: String::new(),
+            })
+        })
+        .collect()
+}
+
+/// One agent's part of a measurement, as a line of the run's warnings.
+fn agent_line(g: &AgentRun) -> String {
+    let lag = g.summary.lag.value_at_quantile(0.99) as f64 / 1000.0;
+    format!(
+        "generator agent {} ({}, shard {}/{}, clock offset {:+.2} ±{:.2} ms): sent {} of {} scheduled, schedule lag p99 {:.2} ms, CPU mean {:.0}% / max {:.0}% of a core{}",
+        g.name,
+        g.address,
+        g.shard.0,
+        g.shard.1,
+        g.offset_us as f64 / 1000.0,
+        g.rtt_us as f64 / 2000.0,
+        g.summary.sent,
+        g.summary.offered,
+        lag,
+        g.summary.generator_cpu_mean,
+        g.summary.generator_cpu_max,
+        match &g.lost {
+            Some(l) => format!("; LOST: {l}"),
+            None => String::new(),
+        }
+    )
 }
 
 /// Copies the run-wide stop flag (Ctrl-C) into one measurement's engine flag, every 50 ms, so a
@@ -295,5 +445,35 @@ impl StopRelay {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(name: &str, lost_from: Option<u32>) -> AgentRun {
+        AgentRun {
+            address: format!("{name}:7700"),
+            name: name.into(),
+            offset_us: 0,
+            rtt_us: 100,
+            shard: (0, 2),
+            summary: ceiling_load::Summary::new(&[]),
+            cpu_s: 0.0,
+            lost: lost_from.map(|_| "closed the channel before it was done".into()),
+            lost_from_s: lost_from,
+        }
+    }
+
+    #[test]
+    fn a_lost_agent_is_a_generator_exit_from_its_first_missing_second() {
+        let exits = lost_agents(&[agent("a", None), agent("b", Some(37))]);
+        assert_eq!(exits.len(), 1);
+        let e = &exits[0];
+        assert_eq!(e.part, ceiling_stand::Role::Generator);
+        assert_eq!(e.from_s, 37.0);
+        assert!(e.status.contains("agent b (b:7700) lost"), "{}", e.status);
+        // (which shelves such an exit voids: PartExit::touches, tested in ceiling-analyze)
     }
 }

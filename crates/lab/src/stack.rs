@@ -56,13 +56,15 @@ pub fn restart_part(stand: &mut Stand, part: Role) -> anyhow::Result<String> {
 
 /// How [`measure_stack`] treats a stack.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StackRunOptions {
+pub struct StackRunOptions<'a> {
     /// Measure a stack even when the conformance suite fails for it (recorded as a warning).
     pub allow_unverified: bool,
     /// Rebuild the stack even when its source is unchanged.
     pub rebuild: bool,
     /// No progress line.
     pub quiet: bool,
+    /// Generator agents that send the load instead of this process (`--agents`).
+    pub agents: Option<&'a ceiling_agent::coordinator::Agents>,
 }
 
 /// One stack's lifecycle in a run: start it verified, measure it while PostgreSQL, PgBouncer and
@@ -70,7 +72,7 @@ pub struct StackRunOptions {
 /// copy of the data, and stop it. Returns the measurement and the limits record.
 pub fn measure_stack(
     plan: &Plan,
-    opts: StackRunOptions,
+    opts: StackRunOptions<'_>,
     stand: &mut Stand,
     name: &str,
     dir: &Path,
@@ -93,6 +95,8 @@ pub fn measure_stack(
         sampler_targets: targets,
         threads: plan.load.threads,
         quiet: opts.quiet,
+        agents: opts.agents,
+        stack_agent: None, // the stand samples its own stacks
     };
     let res = measure_watched(spec, stop, || watch(stand, &mut stack));
     let pg_dead = matches!(

@@ -27,8 +27,11 @@ pub fn monotonic_ns() -> u64 {
 pub fn monotonic_ns_of(i: Instant) -> u64 {
     let now_i = Instant::now();
     let now_m = monotonic_ns();
-    let back = now_i.saturating_duration_since(i).as_nanos() as u64;
-    now_m.saturating_sub(back)
+    // `i` may lie ahead (a run whose agents start after a lead): count forward then.
+    match i.checked_duration_since(now_i) {
+        Some(ahead) => now_m.saturating_add(ahead.as_nanos() as u64),
+        None => now_m.saturating_sub(now_i.saturating_duration_since(i).as_nanos() as u64),
+    }
 }
 
 const RESPONSE: &[u8] =

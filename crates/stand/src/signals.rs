@@ -438,14 +438,13 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
 }
 
 /// GET `http://127.0.0.1:port/path` with `Connection: close`; the body on a 200.
-fn http_get(port: u16, path: &str, timeout: Duration) -> Option<String> {
-    let mut s =
-        std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), timeout).ok()?;
+fn http_get(addr: std::net::SocketAddr, path: &str, timeout: Duration) -> Option<String> {
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
     s.set_write_timeout(Some(timeout)).ok()?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAccept: text/plain\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: text/plain\r\n\r\n"
     )
     .ok()?;
     let deadline = Instant::now() + timeout;
@@ -492,10 +491,13 @@ fn dechunk(body: &str) -> String {
     out
 }
 
-fn url_port(url: &str) -> Option<u16> {
+/// The stack's address from its base URL: the stand's stacks are on loopback, a service measured
+/// with `--url` may be on another host (its metrics endpoint is scraped there).
+fn url_addr(url: &str) -> Option<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
     let rest = url.strip_prefix("http://")?;
     let hostport = rest.split('/').next()?;
-    hostport.rsplit(':').next()?.parse().ok()
+    hostport.to_socket_addrs().ok()?.next()
 }
 
 struct Shared {
@@ -756,7 +758,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         .unwrap_or(1.0);
     let disks = hostprobe::whole_disks();
     let mut buf = String::with_capacity(8192);
-    let port = cfg.stack_url.as_deref().and_then(url_port);
+    let port = cfg.stack_url.as_deref().and_then(url_addr);
     if port.is_none() {
         sh.note("runtime (GC, DB pool) not sampled: no stack URL".into());
     }
@@ -785,7 +787,7 @@ fn host_loop(run_start: Instant, cfg: SignalConfig, sh: Arc<Shared>) {
         let stack_wait = cg.as_ref().and_then(|c| c.threads_run_delay_ns(buf));
         (t, cpu, disk, net, thr, oom, majflt, gen_wait, stack_wait)
     };
-    let scrape = |port: Option<u16>| -> Option<RuntimeScrape> {
+    let scrape = |port: Option<std::net::SocketAddr>| -> Option<RuntimeScrape> {
         let body = http_get(port?, "/metrics", Duration::from_millis(300))?;
         Some(runtime_of(&parse_prometheus(&body)))
     };
@@ -1162,7 +1164,16 @@ mod tests {
         assert_eq!(r.pool_empty, Some(7.0));
         assert_eq!(r.pool_pending, None);
         assert_eq!(r.heap, None);
-        assert_eq!(url_port("http://127.0.0.1:8080"), Some(8080));
+        assert_eq!(
+            url_addr("http://127.0.0.1:8080"),
+            Some(([127, 0, 0, 1], 8080).into())
+        );
+        assert_eq!(
+            url_addr("http://10.1.2.3:9000/api"),
+            Some(([10, 1, 2, 3], 9000).into()),
+            "a service on another host is scraped there"
+        );
+        assert_eq!(url_addr("http://127.0.0.1"), None);
         assert_eq!(dechunk("5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n"), "helloabc");
     }
 

@@ -1,0 +1,454 @@
+//! The coordinator's side of a session with several agents: open every session and measure every
+//! clock, refuse to start when an offset exceeds the bound, hand each agent its share (`I/N`) and a
+//! common start instant on its own clock, then merge the seconds they stream back **exactly**
+//! (HdrHistogram addition by second index, never averaged percentiles), in index order, as a local
+//! run would emit them. An agent that vanishes is reported with what it had sent; what arrived is
+//! kept. Used by `ceiling load --agents` (the [`Message::Start`] form, [`coordinate`]) and by
+//! `ceiling run|search --agents` (the [`Message::Run`] form: [`open_job`], then
+//! [`Session::run_job`] at the instant the lab's samplers start from).
+
+use crate::session::{self, now_us, Opened};
+use crate::{data_messages, read_message, write_message, Job, Message};
+use anyhow::{bail, Context};
+use ceiling_load::Summary;
+use ceiling_metrics::Second;
+use ceiling_plan::RequestSpec;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader};
+
+/// Clock probes per agent; the one with the smallest round trip gives the offset.
+pub const CLOCK_PROBES: usize = 16;
+
+/// Time between the last start message and the common start instant.
+pub const START_LEAD: Duration = Duration::from_millis(1000);
+
+/// The agents a run uses, and what the coordinator holds them to.
+#[derive(Debug, Clone)]
+pub struct Agents {
+    /// `host:port` of each `ceiling agent`, in shard order.
+    pub addresses: Vec<String>,
+    /// The shared token.
+    pub token: String,
+    /// The largest clock offset (less half its probe's round trip) a start accepts.
+    pub max_clock_offset: Duration,
+}
+
+/// One agent's part of a coordinated run.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    /// `host:port` as given.
+    pub address: String,
+    /// The name the agent gave.
+    pub name: String,
+    /// Agent clock − coordinator clock, µs.
+    pub offset_us: i64,
+    /// Round trip of the probe that gave the offset, µs.
+    pub rtt_us: i64,
+    /// Its share of the schedule.
+    pub shard: (u64, u64),
+    /// Its own seconds added up (its lag, CPU and counts: its generator verdict).
+    pub summary: Summary,
+    /// Its process CPU over the run, seconds (from its Done).
+    pub cpu_s: f64,
+    /// Why it vanished, if it did.
+    pub lost: Option<String>,
+    /// The first second (run clock) it no longer covered, when it vanished: it had recorded
+    /// every second before this one.
+    pub lost_from_s: Option<u32>,
+}
+
+/// The outcome of [`coordinate`].
+#[derive(Debug)]
+pub struct Coordinated {
+    /// Every agent's seconds merged by index (what a local run's summary would be).
+    pub merged: Summary,
+    /// Per agent.
+    pub agents: Vec<AgentRun>,
+}
+
+enum Event {
+    Msg(Message),
+    Gone(String),
+}
+
+/// Adds `s` into the pending second of its index. Counts, histograms and rates add; the
+/// generator's CPU is the **busiest agent's** (each agent is its own process, and the shelf's
+/// generator check is about one process keeping up — summing two agents' 50% would call a
+/// healthy pair generator-bound).
+fn merge_pending(pending: &mut BTreeMap<u32, Second>, s: Second) {
+    match pending.get_mut(&s.t) {
+        Some(m) => {
+            let busiest = m.generator_cpu.max(s.generator_cpu);
+            m.merge(&s);
+            m.generator_cpu = busiest;
+        }
+        None => {
+            pending.insert(s.t, s);
+        }
+    }
+}
+
+/// Sessions opened with every agent (token accepted, clocks measured and within the bound, the
+/// job's data delivered), waiting for their start: [`Session::run`].
+pub struct Session {
+    rt: tokio::runtime::Runtime,
+    addresses: Vec<String>,
+    opened: Vec<Opened>,
+    chans: Vec<(
+        BufReader<tokio::net::tcp::OwnedReadHalf>,
+        tokio::net::tcp::OwnedWriteHalf,
+    )>,
+}
+
+/// Opens a session with every agent: connects, presents the token, probes the clocks, refuses
+/// when an offset exceeds `agents.max_clock_offset` (naming the agent), then sends every agent
+/// `preamble` (the job's data), so that no agent's start waits on another's transfer.
+pub fn open(agents: &Agents, preamble: &[Message]) -> anyhow::Result<Session> {
+    if agents.addresses.is_empty() {
+        bail!("no agents given");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (opened, chans) = rt.block_on(async {
+        let mut opened: Vec<Opened> = Vec::new();
+        let mut chans = Vec::new();
+        for addr in &agents.addresses {
+            let s =
+                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                    .await
+                    .with_context(|| format!("agent {addr}: no answer within 5 s"))?
+                    .with_context(|| {
+                        format!(
+                    "agent {addr}: cannot connect (is `ceiling agent --listen {addr}` running?)"
+                )
+                    })?;
+            s.set_nodelay(true)?;
+            let (r, mut w) = s.into_split();
+            let mut r = BufReader::new(r);
+            let o = tokio::time::timeout(
+                Duration::from_secs(10),
+                session::coordinator_open(&mut r, &mut w, &agents.token, CLOCK_PROBES),
+            )
+            .await
+            .with_context(|| format!("agent {addr}: handshake took more than 10 s"))?
+            .with_context(|| format!("agent {addr}"))?;
+            opened.push(o);
+            chans.push((r, w));
+        }
+        session::check_offsets(&opened, agents.max_clock_offset.as_micros() as i64)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for (i, (_, w)) in chans.iter_mut().enumerate() {
+            for m in preamble {
+                write_message(w, m).await.with_context(|| {
+                    format!("agent {}: sending the job's data", agents.addresses[i])
+                })?;
+            }
+        }
+        anyhow::Ok((opened, chans))
+    })?;
+    Ok(Session {
+        rt,
+        addresses: agents.addresses.clone(),
+        opened,
+        chans,
+    })
+}
+
+/// Runs a coordinated session in one go ([`open`], then [`Session::run`] starting
+/// [`START_LEAD`] from now).
+pub fn coordinate(
+    agents: &Agents,
+    preamble: &[Message],
+    start: impl Fn((u64, u64), i64) -> Message,
+    requests: &[RequestSpec],
+    hard_limit: Duration,
+    stop: &Arc<AtomicBool>,
+    on_second: impl FnMut(&Second),
+) -> anyhow::Result<Coordinated> {
+    let s = open(agents, preamble)?;
+    let at = now_us() + START_LEAD.as_micros() as i64;
+    s.run(at, start, requests, hard_limit, stop, on_second)
+}
+
+impl Session {
+    /// Starts every agent at `start_at_us` (this host's clock, µs since the Unix epoch; each
+    /// agent is sent it on its own clock through its measured offset) with `start(shard, that
+    /// instant)`, and merges the seconds they stream into `on_second` in index order. `stop` set
+    /// (Ctrl-C, a halt) half-closes every channel, which ends the agents' runs; what they send
+    /// after that is still read. Bounded by `hard_limit` plus the lead and a margin.
+    pub fn run(
+        self,
+        start_at_us: i64,
+        start: impl Fn((u64, u64), i64) -> Message,
+        requests: &[RequestSpec],
+        hard_limit: Duration,
+        stop: &Arc<AtomicBool>,
+        mut on_second: impl FnMut(&Second),
+    ) -> anyhow::Result<Coordinated> {
+        let Session {
+            rt,
+            addresses,
+            opened,
+            chans,
+        } = self;
+        let n = addresses.len() as u64;
+        let lead = Duration::from_micros((start_at_us - now_us()).max(0) as u64);
+        rt.block_on(async move {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Event)>();
+            let mut writers = Vec::new();
+            for (i, ((mut r, mut w), o)) in chans.into_iter().zip(&opened).enumerate() {
+                let m = start((i as u64, n), start_at_us + o.offset_us);
+                write_message(&mut w, &m)
+                    .await
+                    .with_context(|| format!("agent {}: sending its start", addresses[i]))?;
+                writers.push(w);
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    loop {
+                        match read_message(&mut r).await {
+                            Ok(Some(m)) => {
+                                let done =
+                                    matches!(m, Message::Done { .. } | Message::Refused { .. });
+                                if tx.send((i, Event::Msg(m))).is_err() || done {
+                                    return;
+                                }
+                            }
+                            Ok(None) => {
+                                let _ = tx.send((
+                                    i,
+                                    Event::Gone("closed the channel before it was done".into()),
+                                ));
+                                return;
+                            }
+                            Err(e) => {
+                                let _ = tx.send((i, Event::Gone(format!("channel error: {e}"))));
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            drop(tx);
+
+            let mut runs: Vec<AgentRun> = addresses
+                .iter()
+                .zip(&opened)
+                .enumerate()
+                .map(|(i, (addr, o))| AgentRun {
+                    address: addr.clone(),
+                    name: o.agent.clone(),
+                    offset_us: o.offset_us,
+                    rtt_us: o.rtt_us,
+                    shard: (i as u64, n),
+                    summary: Summary::new(requests),
+                    cpu_s: 0.0,
+                    lost: None,
+                    lost_from_s: None,
+                })
+                .collect();
+            let mut finished = vec![false; runs.len()];
+            let mut last_t: Vec<Option<u32>> = vec![None; runs.len()];
+            let mut pending: BTreeMap<u32, Second> = BTreeMap::new();
+            let mut merged = Summary::new(requests);
+            let (mut failures, mut first_error, mut stopped_early) = (0u64, None::<String>, false);
+            let mut refusals = Vec::new();
+            let deadline =
+                tokio::time::Instant::now() + hard_limit + lead + Duration::from_secs(15);
+            let mut half_closed = false;
+            loop {
+                if finished.iter().all(|f| *f) {
+                    break;
+                }
+                if stop.load(Ordering::Relaxed) && !half_closed {
+                    // Tell every agent (EOF on its channel) and keep reading what they send.
+                    half_closed = true;
+                    for w in &mut writers {
+                        let _ = w.shutdown().await;
+                    }
+                }
+                let ev = tokio::select! {
+                    ev = rx.recv() => ev,
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                    _ = tokio::time::sleep_until(deadline) => None,
+                };
+                let Some((i, ev)) = ev else {
+                    for (k, f) in finished.iter_mut().enumerate() {
+                        if !*f {
+                            *f = true;
+                            runs[k].lost = Some(format!(
+                            "no word from it by the run's time bound (last second recorded: {})",
+                            last_t[k].map_or("none".into(), |t| t.to_string())
+                        ));
+                            runs[k].lost_from_s = Some(last_t[k].map_or(0, |t| t + 1));
+                        }
+                    }
+                    break;
+                };
+                match ev {
+                    Event::Msg(Message::Second(w)) => {
+                        let s = w.to_second().map_err(|e| {
+                            anyhow::anyhow!(
+                                "agent {}: a second that does not decode: {e}",
+                                runs[i].address
+                            )
+                        })?;
+                        runs[i].summary.add(&s);
+                        last_t[i] = Some(s.t);
+                        merge_pending(&mut pending, s);
+                    }
+                    Event::Msg(Message::Done {
+                        connect_failures,
+                        connect_error,
+                        stopped_early: se,
+                        cpu_s,
+                        ..
+                    }) => {
+                        finished[i] = true;
+                        if se && !stop.load(Ordering::Relaxed) {
+                            // it stopped on its side (a signal, its own time bound) while the
+                            // run went on: the rest of its share was never sent
+                            runs[i].lost = Some(format!(
+                                "stopped early on its side (a signal or its own time bound) after {} s; its record of {} measured requests is kept",
+                                last_t[i].map_or(0, |t| t + 1),
+                                runs[i].summary.sent
+                            ));
+                            runs[i].lost_from_s = Some(last_t[i].map_or(0, |t| t + 1));
+                        }
+                        runs[i].cpu_s = cpu_s;
+                        runs[i].summary.connect_failures = connect_failures;
+                        runs[i].summary.connect_error = connect_error.clone();
+                        runs[i].summary.stopped_early = se;
+                        failures += connect_failures;
+                        if first_error.is_none() {
+                            first_error = connect_error;
+                        }
+                        stopped_early |= se;
+                    }
+                    Event::Msg(Message::Refused { reason }) => {
+                        finished[i] = true;
+                        refusals.push(format!("agent {}: {reason}", runs[i].address));
+                        // Without this agent the schedule is incomplete: stop the others.
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    Event::Msg(other) => {
+                        finished[i] = true;
+                        runs[i].lost = Some(format!("sent an unexpected message: {other:?}"));
+                        runs[i].lost_from_s = Some(last_t[i].map_or(0, |t| t + 1));
+                    }
+                    Event::Gone(why) => {
+                        finished[i] = true;
+                        runs[i].lost = Some(format!(
+                        "{why}; its record of {} measured requests over {} s arrived and is kept",
+                        runs[i].summary.sent,
+                        last_t[i].map_or(0, |t| t + 1)
+                    ));
+                        runs[i].lost_from_s = Some(last_t[i].map_or(0, |t| t + 1));
+                    }
+                }
+                // A second is complete when every agent still running has recorded it.
+                let complete = (0..runs.len())
+                    .filter(|k| !finished[*k])
+                    .map(|k| last_t[k])
+                    .min()
+                    .unwrap_or(Some(u32::MAX));
+                if let Some(upto) = complete {
+                    while let Some(e) = pending.first_entry() {
+                        if *e.key() > upto {
+                            break;
+                        }
+                        let s = e.remove();
+                        merged.add(&s);
+                        on_second(&s);
+                    }
+                }
+            }
+            for (_, s) in std::mem::take(&mut pending) {
+                merged.add(&s);
+                on_second(&s);
+            }
+            if !refusals.is_empty() {
+                bail!("{}", refusals.join("; "));
+            }
+            merged.connect_failures = failures;
+            merged.connect_error = first_error;
+            merged.stopped_early =
+                stopped_early || half_closed || runs.iter().any(|g| g.lost.is_some());
+            Ok(Coordinated {
+                merged,
+                agents: runs,
+            })
+        })
+    }
+}
+
+/// Opens the agents' sessions for one measurement of `ceiling run|search` and sends each of
+/// them every data file of the job (`data`: source name → path on this host). Start it with
+/// [`Session::run_job`].
+pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> anyhow::Result<Session> {
+    let mut preamble = Vec::new();
+    for (name, path) in data {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "reading data source `{name}` ({}) to send to the agents",
+                path.display()
+            )
+        })?;
+        preamble.extend(data_messages(name, &text));
+    }
+    open(agents, &preamble)
+}
+
+impl Session {
+    /// Runs `job` on the opened agents, each its share, all starting at `start_at_us` (this
+    /// host's clock). See [`Session::run`].
+    pub fn run_job(
+        self,
+        start_at_us: i64,
+        job: &Job,
+        requests: &[RequestSpec],
+        stop: &Arc<AtomicBool>,
+        on_second: impl FnMut(&Second),
+    ) -> anyhow::Result<Coordinated> {
+        self.run(
+            start_at_us,
+            |shard, start_at_us| Message::Run {
+                job: Box::new(job.clone()),
+                shard,
+                start_at_us,
+            },
+            requests,
+            Duration::from_millis(job.hard_limit_ms),
+            stop,
+            on_second,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ceiling_metrics::Phase;
+
+    #[test]
+    fn merged_seconds_add_counts_and_keep_the_busiest_generator() {
+        let mut pending = BTreeMap::new();
+        let mut a = Second::new(3, Phase::Measure, 0, 1);
+        a.offered = 100;
+        a.sent = 100;
+        a.generator_cpu = 40.0;
+        let mut b = Second::new(3, Phase::Measure, 0, 1);
+        b.offered = 120;
+        b.sent = 110;
+        b.generator_cpu = 55.0;
+        merge_pending(&mut pending, a);
+        merge_pending(&mut pending, b);
+        let m = &pending[&3];
+        assert_eq!((m.offered, m.sent), (220, 210));
+        assert_eq!(m.generator_cpu, 55.0);
+    }
+}
