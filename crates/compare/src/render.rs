@@ -161,7 +161,10 @@ fn order_lines(t: &TableComparison) -> Vec<String> {
                 let (verdict, which) = if o.swapped.is_empty() {
                     (
                         "NOT CONFIRMED",
-                        format!("within 2%, not ranked: {}", pairs(&o.unresolved, " > ")),
+                        format!(
+                            "within 2% or with overlapping intervals, not ranked: {}",
+                            pairs(&o.unresolved, " > ")
+                        ),
                     )
                 } else {
                     ("DIFFERS", format!("swapped: {}", pairs(&o.swapped, "/")))

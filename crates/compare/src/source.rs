@@ -1,7 +1,7 @@
 //! A run beside its source's published tables.
 
 use crate::published::{MemoryKind, Metric, Point, PoolMode, Published, Row, Table, Value};
-use ceiling_analyze::{LevelAggregate, ShelfResult, StackAnalysis, Verdict};
+use ceiling_analyze::{LevelAggregate, SearchStatus, ShelfResult, StackAnalysis, Verdict};
 use ceiling_report::RunReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -17,6 +17,11 @@ pub struct Cell {
     pub ours: Option<f64>,
     /// Half-width of ceiling's 95% interval for it, when there were repetitions or a search.
     pub ours_ci: Option<f64>,
+    /// Where ceiling's figure may lie, when it is not a point: a search's 95% interval, or
+    /// `[value, ∞)` for a lower bound (a search that never failed, or stopped by its budget
+    /// before a probe failed). Stacks whose ranges overlap are not ranked against each other.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours_range: Option<(f64, f64)>,
     /// `ours / published` (against a range's midpoint); `None` when either is missing or the
     /// published value is 0.
     pub ratio: Option<f64>,
@@ -76,13 +81,15 @@ pub struct OrderAgreement {
     /// The stacks, best first, by the source; stacks within 2% of each other share one entry
     /// (`a = b`).
     pub published: Vec<String>,
-    /// The stacks, best first, by ceiling, ties grouped the same way.
+    /// The stacks, best first, by ceiling, ties grouped the same way, and stacks whose ranges
+    /// overlap grouped as `a ~ b`.
     pub ours: Vec<String>,
     /// Pairs ranked the other way round (`go-pgx > ktor-jdbc` by the source, the reverse by
     /// ceiling); ties (within 2%) on either side are not counted.
     pub swapped: Vec<(String, String)>,
-    /// Pairs the source ranks (`a > b`) that ceiling measured within 2% of each other: neither
-    /// confirmed nor reversed.
+    /// Pairs the source ranks (`a > b`) that ceiling cannot rank: measured within 2% of each
+    /// other, or with ranges that overlap (a search's interval, a lower bound): neither confirmed
+    /// nor reversed.
     pub unresolved: Vec<(String, String)>,
 }
 
@@ -487,6 +494,23 @@ fn find_point<'a>(a: &'a StackAnalysis, t: &Table, r: &Row) -> Option<Ours<'a>> 
     }
 }
 
+/// The range ceiling's ceiling may lie in, when a search gave it: its 95% interval, or from the
+/// figure up when the search only established a lower bound.
+fn ours_range(a: &StackAnalysis, t: &Table, m: Metric) -> Option<(f64, f64)> {
+    if t.point != Point::Ceiling || m != Metric::Rps {
+        return None;
+    }
+    let s = a.search.as_ref()?;
+    match (&s.interval, s.status) {
+        (Some(i), _) => Some((i.lo, i.hi)),
+        (
+            None,
+            SearchStatus::LowerBound | SearchStatus::GeneratorBound | SearchStatus::NotRecovered,
+        ) => Some((s.ceiling_rps, f64::INFINITY)),
+        _ => None,
+    }
+}
+
 /// ceiling's figure for `m` at a point: value, 95% half-width, and how it differs in kind.
 fn ours_value(
     a: &StackAnalysis,
@@ -612,6 +636,7 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
                 published,
                 ours: None,
                 ours_ci: None,
+                ours_range: None,
                 ratio: None,
                 ours_is: None,
             })
@@ -680,12 +705,22 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
                 published,
                 ours,
                 ours_ci,
+                ours_range: ours_range(a, t, m),
                 ratio,
                 ours_is,
             })
         })
         .collect();
     out
+}
+
+/// One stack's figures at a point, for ranking.
+struct Ranked {
+    name: String,
+    published: f64,
+    ours: f64,
+    /// Where `ours` may lie (`(ours, ours)` for a point figure).
+    range: (f64, f64),
 }
 
 /// The stacks' order by the table's first column ceiling measured, per point.
@@ -701,7 +736,8 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
     }) else {
         return Vec::new();
     };
-    let mut by_point: BTreeMap<String, Vec<(String, f64, f64)>> = BTreeMap::new();
+    // (stack, published, ours, ours' range)
+    let mut by_point: BTreeMap<String, Vec<Ranked>> = BTreeMap::new();
     // a summary table's rows come from several plans (keep-alive on and off): stacks are ranked
     // within one plan, never against themselves under another
     let several = t.plans().len() > 1;
@@ -716,10 +752,12 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
             (Some(p), true) => format!("{}, plan {p}", r.point),
             _ => r.point.clone(),
         };
-        by_point
-            .entry(key)
-            .or_default()
-            .push((name, c.published.central(), o));
+        by_point.entry(key).or_default().push(Ranked {
+            name,
+            published: c.published.central(),
+            ours: o,
+            range: c.ours_range.unwrap_or((o, o)),
+        });
     }
     by_point
         .into_iter()
@@ -736,9 +774,14 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
             // source's "~3000" beside "~2915" read off a graph): neither side ranks them
             let close = |x: f64, y: f64| (x - y).abs() <= TIE * x.abs().max(y.abs());
             let clearly = |x: f64, y: f64| better(x, y) && !close(x, y);
-            // best first; neighbours within TIE of their group's first are one group, `a = b`
-            let rank = |key: &dyn Fn(&(String, f64, f64)) -> f64| {
-                let mut w: Vec<&(String, f64, f64)> = v.iter().collect();
+            // ceiling ranks x above y only when their figures differ by more than TIE and their
+            // ranges (a search's interval, a lower bound's [value, ∞)) do not overlap
+            let apart = |x: &Ranked, y: &Ranked| x.range.1 < y.range.0 || y.range.1 < x.range.0;
+            let ours_clearly = |x: &Ranked, y: &Ranked| clearly(x.ours, y.ours) && apart(x, y);
+            // best first; neighbours that are not clearly apart from their group's first are one
+            // group: `a = b` (within TIE) or `a ~ b` (ranges overlap)
+            let rank = |key: &dyn Fn(&Ranked) -> f64, ours: bool| {
+                let mut w: Vec<&Ranked> = v.iter().collect();
                 w.sort_by(|a, b| {
                     let o = key(a).total_cmp(&key(b));
                     if metric.higher_is_better() {
@@ -747,34 +790,40 @@ fn order(t: &Table, rows: &[RowComparison], metrics: &[Metric]) -> Vec<OrderAgre
                         o
                     }
                 });
-                let mut groups: Vec<(f64, Vec<String>)> = Vec::new();
+                let mut groups: Vec<(&Ranked, String)> = Vec::new();
                 for e in w {
                     match groups.last_mut() {
-                        Some((first, names)) if close(*first, key(e)) => names.push(e.0.clone()),
-                        _ => groups.push((key(e), vec![e.0.clone()])),
+                        Some((first, names)) if close(key(first), key(e)) => {
+                            names.push_str(" = ");
+                            names.push_str(&e.name);
+                        }
+                        Some((first, names)) if ours && !apart(first, e) => {
+                            names.push_str(" ~ ");
+                            names.push_str(&e.name);
+                        }
+                        _ => groups.push((e, e.name.clone())),
                     }
                 }
-                groups
-                    .into_iter()
-                    .map(|(_, names)| names.join(" = "))
-                    .collect::<Vec<_>>()
+                groups.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
             };
             let (mut swapped, mut unresolved) = (Vec::new(), Vec::new());
-            for i in 0..v.len() {
-                for j in 0..v.len() {
-                    let (a, b) = (&v[i], &v[j]);
-                    if clearly(a.1, b.1) && clearly(b.2, a.2) {
-                        swapped.push((a.0.clone(), b.0.clone()));
-                    } else if clearly(a.1, b.1) && close(a.2, b.2) {
-                        unresolved.push((a.0.clone(), b.0.clone()));
+            for a in &v {
+                for b in &v {
+                    if !clearly(a.published, b.published) {
+                        continue;
+                    }
+                    if ours_clearly(b, a) {
+                        swapped.push((a.name.clone(), b.name.clone()));
+                    } else if !ours_clearly(a, b) {
+                        unresolved.push((a.name.clone(), b.name.clone()));
                     }
                 }
             }
             OrderAgreement {
                 metric,
                 point,
-                published: rank(&|e| e.1),
-                ours: rank(&|e| e.2),
+                published: rank(&|e| e.published, false),
+                ours: rank(&|e| e.ours, true),
                 swapped,
                 unresolved,
             }

@@ -506,6 +506,73 @@ fn stacks_within_two_percent_are_a_tie_not_an_order() {
     assert!(text.contains("order by RPS NOT CONFIRMED"), "{text}");
 }
 
+/// A search outcome as run.json holds it: a lower bound, or an interval (`hi` None = unbounded,
+/// written `null` as run.json writes infinity).
+fn searched(
+    status: &str,
+    rps: f64,
+    interval: Option<(f64, Option<f64>)>,
+) -> ceiling_analyze::SearchOutcome {
+    let iv = match interval {
+        Some((lo, hi)) => format!(
+            r#"{{"estimate": {rps}, "lo": {lo}, "hi": {}, "bracket_lo": {lo}, "bracket_hi": {rps}, "margins": [0.5, 1.5], "knee": "cliff", "replicates": 2000}}"#,
+            hi.map_or("null".to_string(), |h| h.to_string())
+        ),
+        None => "null".into(),
+    };
+    serde_json::from_str(&format!(
+        r#"{{"probes": [], "baseline": null, "status": "{status}", "ceiling_rps": {rps}, "interval": {iv}, "binding": null, "tolerance": 0.05, "stop": {{"kind": "budget"}}, "elapsed_s": 600.0}}"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn stacks_whose_search_ranges_overlap_are_not_ranked() {
+    // truth (today's search on plan 000, budget-cut): ktor-jdbc only showed ≥ 6169 and the other
+    // stack's interval is 4000–∞, so either could be the higher: the source's order is neither
+    // confirmed nor reversed, although 6169 > 5710
+    let pa = one_shelf_plan("004-on", 2000);
+    let mut a = RunReport::new(&pa, "sim");
+    let mut k = simulate(&pa, "ktor-jdbc", |_| 5.0, 50.0, 20.0);
+    k.search = Some(searched("lower_bound", 6169.0, None));
+    let mut w = simulate(&pa, "spring-webflux-r2dbc", |_| 5.0, 50.0, 20.0);
+    w.search = Some(searched("bracketed", 5710.0, Some((4000.0, None))));
+    a.stacks.push(k);
+    a.stacks.push(w);
+    let p = ceilings_of_004_on(&[
+        ("Ktor", "ktor-jdbc", 3000.0),
+        ("WebFlux", "spring-webflux-r2dbc", 2000.0),
+    ]);
+    let c = compare_with_source(&a, &p);
+    let o = &c.tables[0].order[0];
+    assert!(o.swapped.is_empty(), "{o:?}");
+    assert_eq!(
+        o.unresolved,
+        vec![("ktor-jdbc".to_string(), "spring-webflux-r2dbc".to_string())]
+    );
+    assert_eq!(o.ours, vec!["ktor-jdbc ~ spring-webflux-r2dbc"]);
+    let text = render::source_text(&c, false);
+    assert!(text.contains("order by RPS NOT CONFIRMED"), "{text}");
+
+    // narrowed and apart (5500–5900 vs 3800–4000): an order, the source's
+    a.stacks[0].search = Some(searched("narrowed", 5700.0, Some((5500.0, Some(5900.0)))));
+    a.stacks[1].search = Some(searched("narrowed", 3900.0, Some((3800.0, Some(4000.0)))));
+    let c = compare_with_source(&a, &p);
+    let o = &c.tables[0].order[0];
+    assert!(o.agrees(), "{o:?}");
+    assert_eq!(o.ours, vec!["ktor-jdbc", "spring-webflux-r2dbc"]);
+    // and apart the other way round: reversed
+    a.stacks.swap(0, 1);
+    a.stacks[0].stack = "ktor-jdbc".into();
+    a.stacks[1].stack = "spring-webflux-r2dbc".into();
+    let c = compare_with_source(&a, &p);
+    let o = &c.tables[0].order[0];
+    assert_eq!(
+        o.swapped,
+        vec![("ktor-jdbc".to_string(), "spring-webflux-r2dbc".to_string())]
+    );
+}
+
 #[test]
 fn a_ratio_to_a_row_that_is_not_there_is_an_error_at_its_line() {
     let bad = SUMMARY.replace("ratio_to = \"Go, on\"", "ratio_to = \"Go, none\"");
