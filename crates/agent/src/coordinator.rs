@@ -92,16 +92,51 @@ fn merge_pending(pending: &mut BTreeMap<u32, Second>, s: Second) {
     }
 }
 
+/// A channel to one agent, its two halves.
+pub(crate) type Channel = (
+    BufReader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+);
+
+/// Connects to the agent at `addr` (5 s) and opens a session (token, clock probes; 10 s).
+/// `what` names it in errors (`agent`, `stack agent`), `flags` completes the hint of how it is
+/// started (` --sample-stack PID`).
+pub(crate) async fn connect(
+    addr: &str,
+    token: &str,
+    what: &str,
+    flags: &str,
+) -> anyhow::Result<(
+    BufReader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+    Opened,
+)> {
+    let s = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await
+        .with_context(|| format!("{what} {addr}: no answer within 5 s"))?
+        .with_context(|| {
+            format!("{what} {addr}: cannot connect (is `ceiling agent --listen {addr}{flags}` running?)")
+        })?;
+    s.set_nodelay(true)?;
+    let (r, mut w) = s.into_split();
+    let mut r = BufReader::new(r);
+    let o = tokio::time::timeout(
+        Duration::from_secs(10),
+        session::coordinator_open(&mut r, &mut w, token, CLOCK_PROBES),
+    )
+    .await
+    .with_context(|| format!("{what} {addr}: handshake took more than 10 s"))?
+    .with_context(|| format!("{what} {addr}"))?;
+    Ok((r, w, o))
+}
+
 /// Sessions opened with every agent (token accepted, clocks measured and within the bound, the
 /// job's data delivered), waiting for their start: [`Session::run`].
 pub struct Session {
     rt: tokio::runtime::Runtime,
     addresses: Vec<String>,
     opened: Vec<Opened>,
-    chans: Vec<(
-        BufReader<tokio::net::tcp::OwnedReadHalf>,
-        tokio::net::tcp::OwnedWriteHalf,
-    )>,
+    chans: Vec<Channel>,
 }
 
 /// Opens a session with every agent: connects, presents the token, probes the clocks, refuses
@@ -118,25 +153,7 @@ pub fn open(agents: &Agents, preamble: &[Message]) -> anyhow::Result<Session> {
         let mut opened: Vec<Opened> = Vec::new();
         let mut chans = Vec::new();
         for addr in &agents.addresses {
-            let s =
-                tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-                    .await
-                    .with_context(|| format!("agent {addr}: no answer within 5 s"))?
-                    .with_context(|| {
-                        format!(
-                    "agent {addr}: cannot connect (is `ceiling agent --listen {addr}` running?)"
-                )
-                    })?;
-            s.set_nodelay(true)?;
-            let (r, mut w) = s.into_split();
-            let mut r = BufReader::new(r);
-            let o = tokio::time::timeout(
-                Duration::from_secs(10),
-                session::coordinator_open(&mut r, &mut w, &agents.token, CLOCK_PROBES),
-            )
-            .await
-            .with_context(|| format!("agent {addr}: handshake took more than 10 s"))?
-            .with_context(|| format!("agent {addr}"))?;
+            let (r, w, o) = connect(addr, &agents.token, "agent", "").await?;
             opened.push(o);
             chans.push((r, w));
         }

@@ -9,7 +9,7 @@
 //! and CPU per request are reported as for a local stack.
 
 use crate::coordinator::Agents;
-use crate::session::{self, Opened};
+use crate::session;
 use crate::{read_message, write_message, Message};
 use anyhow::{bail, Context};
 use ceiling_metrics::ResourceSample;
@@ -38,30 +38,9 @@ pub fn start(agents: &Agents, start_at_us: i64, max: Duration) -> anyhow::Result
         .enable_all()
         .build()?;
     let (r, w) = rt.block_on(async {
-        let s =
-            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(&addr))
-                .await
-                .with_context(|| format!("stack agent {addr}: no answer within 5 s"))?
-                .with_context(|| {
-                    format!(
-                        "stack agent {addr}: cannot connect (is `ceiling agent --listen {addr} --sample-stack PID` running?)"
-                    )
-                })?;
-        s.set_nodelay(true)?;
-        let (r, mut w) = s.into_split();
-        let mut r = BufReader::new(r);
-        let o: Opened = tokio::time::timeout(
-            Duration::from_secs(10),
-            session::coordinator_open(
-                &mut r,
-                &mut w,
-                &agents.token,
-                crate::coordinator::CLOCK_PROBES,
-            ),
-        )
-        .await
-        .with_context(|| format!("stack agent {addr}: handshake took more than 10 s"))?
-        .with_context(|| format!("stack agent {addr}"))?;
+        let (r, mut w, o) =
+            crate::coordinator::connect(&addr, &agents.token, "stack agent", " --sample-stack PID")
+                .await?;
         session::check_offsets(
             std::slice::from_ref(&o),
             agents.max_clock_offset.as_micros() as i64,

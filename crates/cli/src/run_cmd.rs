@@ -111,17 +111,20 @@ pub fn write_and_print(dir: &Path, report: &RunReport, series: &Series) -> anyho
     Ok(())
 }
 
-/// Like [`write_and_print`], printing run.json's content on stdout instead of the table.
-/// With `quiet`, nothing but the JSON is printed (a cluster's log of the run is then run.json).
-fn write_and_print_json(
+/// [`write_and_print`], or with `--json` run.json's content on stdout instead of the table (and,
+/// with `--quiet`, nothing else: a cluster's log of the run is then run.json).
+fn write_and_print_as(
+    a: &RunArgs,
     dir: &Path,
     report: &RunReport,
     series: &Series,
-    quiet: bool,
 ) -> anyhow::Result<()> {
+    if !a.json {
+        return write_and_print(dir, report, series);
+    }
     let files = crate::compare_cmd::write_reports(dir, report, series)?;
     println!("{}", serde_json::to_string_pretty(report)?);
-    if !quiet {
+    if !a.quiet {
         eprintln!("results: {}", file_list(&files));
     }
     Ok(())
@@ -172,16 +175,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut report = RunReport::new(&plan, id.clone());
     report.started = now_iso();
     eprintln!("ceiling run {} → {}", plan.name, dir.display());
-    if plan.scaled_by != 1.0 {
-        eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
-    }
-    if let Some(g) = &agents {
-        eprintln!(
-            "generator: {} agents ({}), their seconds merged here",
-            g.addresses.len(),
-            g.addresses.join(", ")
-        );
-    }
+    print_load_notes(&plan, agents.as_ref());
     if !plan.load.keep_alive {
         eprintln!("note: keep-alive off — a new TCP connection for every request, its set-up inside the latency");
     }
@@ -356,11 +350,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         crate::compare_cmd::write_reports(&dir, &report, &series)?;
     }
     stand.stop();
-    if a.json {
-        write_and_print_json(&dir, &report, &series, a.quiet)?;
-    } else {
-        write_and_print(&dir, &report, &series)?;
-    }
+    write_and_print_as(&a, &dir, &report, &series)?;
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
@@ -397,16 +387,7 @@ fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<
             },
             dir.display()
         );
-        if plan.scaled_by != 1.0 {
-            eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
-        }
-        if let Some(g) = &agents {
-            eprintln!(
-                "generator: {} agents ({}), their seconds merged here",
-                g.addresses.len(),
-                g.addresses.join(", ")
-            );
-        }
+        print_load_notes(plan, agents.as_ref());
     }
     let mut targets = vec![ceiling_stand::SampleTarget::process(
         Role::Generator,
@@ -437,15 +418,25 @@ fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<
     let mut series = Series::new();
     series.insert(name.to_string(), m.rows);
     report.stacks.push(m.analysis);
-    if a.json {
-        write_and_print_json(&dir, &report, &series, a.quiet)?;
-    } else {
-        write_and_print(&dir, &report, &series)?;
-    }
+    write_and_print_as(a, &dir, &report, &series)?;
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines a run prints about how its load is made: scaled, and from which agents.
+fn print_load_notes(plan: &ceiling_plan::Plan, agents: Option<&crate::agents::Agents>) {
+    if plan.scaled_by != 1.0 {
+        eprintln!("note: SCALED RUN — every duration × {} (--quick); numbers are indicative, not the source's full method", plan.scaled_by);
+    }
+    if let Some(g) = agents {
+        eprintln!(
+            "generator: {} agents ({}), their seconds merged here",
+            g.addresses.len(),
+            g.addresses.join(", ")
+        );
+    }
 }
 
 fn series_none() -> Series {

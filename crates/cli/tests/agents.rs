@@ -161,6 +161,29 @@ fn two_agents_send_the_schedule_exactly_once_and_merge() {
     );
 }
 
+/// `ceiling load` at 200 RPS for 5 s on agents `a` and `b`, in a thread (so a test can stop an
+/// agent while it runs).
+fn load_in_background(
+    port: u16,
+    a: &Agent,
+    b: &Agent,
+    tok: &std::path::Path,
+) -> std::thread::JoinHandle<std::process::Output> {
+    let agents = format!("{},{}", a.addr, b.addr);
+    let tok = tok.to_path_buf();
+    std::thread::spawn(move || {
+        Command::new(bin())
+            .args(["load", "--url"])
+            .arg(format!("http://127.0.0.1:{port}/x"))
+            .args(["--rate", "200", "--duration", "5s", "--json", "--agents"])
+            .arg(agents)
+            .arg("--agent-token-file")
+            .arg(&tok)
+            .output()
+            .unwrap()
+    })
+}
+
 #[test]
 fn an_agent_killed_mid_run_is_reported_and_what_it_sent_is_kept() {
     let dir = tmp("kill");
@@ -168,21 +191,7 @@ fn an_agent_killed_mid_run_is_reported_and_what_it_sent_is_kept() {
     let port = server();
     let a = agent(&tok);
     let mut b = agent(&tok);
-    let coordinator = {
-        let (aa, ba) = (a.addr.clone(), b.addr.clone());
-        let tok = tok.clone();
-        std::thread::spawn(move || {
-            Command::new(bin())
-                .args(["load", "--url"])
-                .arg(format!("http://127.0.0.1:{port}/x"))
-                .args(["--rate", "200", "--duration", "5s", "--json", "--agents"])
-                .arg(format!("{aa},{ba}"))
-                .arg("--agent-token-file")
-                .arg(&tok)
-                .output()
-                .unwrap()
-        })
-    };
+    let coordinator = load_in_background(port, &a, &b, &tok);
     // the run starts ~1 s after the handshake; kill agent b (our own child, by its handle)
     // ~2.5 s into its 5-s run
     std::thread::sleep(Duration::from_millis(3500));
@@ -228,21 +237,7 @@ fn an_agent_stopped_on_its_side_makes_the_run_incomplete() {
     let port = server();
     let a = agent(&tok);
     let b = agent(&tok);
-    let coordinator = {
-        let (aa, ba) = (a.addr.clone(), b.addr.clone());
-        let tok = tok.clone();
-        std::thread::spawn(move || {
-            Command::new(bin())
-                .args(["load", "--url"])
-                .arg(format!("http://127.0.0.1:{port}/x"))
-                .args(["--rate", "200", "--duration", "5s", "--json", "--agents"])
-                .arg(format!("{aa},{ba}"))
-                .arg("--agent-token-file")
-                .arg(&tok)
-                .output()
-                .unwrap()
-        })
-    };
+    let coordinator = load_in_background(port, &a, &b, &tok);
     std::thread::sleep(Duration::from_millis(3500));
     let st = Command::new("kill")
         .args(["-TERM", &b.child.id().to_string()])
@@ -491,14 +486,9 @@ fn an_agent_killed_during_a_search_is_named() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A remote stack's CPU from an agent beside it: the "stack" is a shell busy loop (one core's worth
-/// of CPU, known in advance) that the agent watches; every probe of the search reports the stack
-/// CPU from the agent's samples (a bare --url search has none of its own).
-#[test]
-fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
-    let dir = tmp("stack-agent");
-    let tok = token_file(&dir, "0123456789abcdef-stack-agent");
-    let (port, plan) = known_capacity_plan(&dir);
+/// A "stack" of known CPU — a shell busy loop, one core's worth — and a `ceiling agent
+/// --sample-stack` watching it (both ended on drop).
+fn busy_loop_and_its_agent(tok: &PathBuf) -> (Agent, Agent) {
     let busy = Agent {
         child: Command::new("sh")
             .args(["-c", "while :; do :; done"])
@@ -508,9 +498,21 @@ fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
     };
     let mut cmd = Command::new(bin());
     cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&tok)
+        .arg(tok)
         .args(["--sample-stack", &busy.child.id().to_string()]);
     let watcher = spawn_agent(cmd);
+    (busy, watcher)
+}
+
+/// A remote stack's CPU from an agent beside it: the "stack" is a shell busy loop (one core's worth
+/// of CPU, known in advance) that the agent watches; every probe of the search reports the stack
+/// CPU from the agent's samples (a bare --url search has none of its own).
+#[test]
+fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
+    let dir = tmp("stack-agent");
+    let tok = token_file(&dir, "0123456789abcdef-stack-agent");
+    let (port, plan) = known_capacity_plan(&dir);
+    let (_busy, watcher) = busy_loop_and_its_agent(&tok);
     let out = Command::new(bin())
         .arg("search")
         .arg(&plan)
@@ -588,18 +590,7 @@ min_window = "4s"
 "#,
     )
     .unwrap();
-    let busy = Agent {
-        child: Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap(),
-        addr: String::new(),
-    };
-    let mut cmd = Command::new(bin());
-    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&tok)
-        .args(["--sample-stack", &busy.child.id().to_string()]);
-    let beside = spawn_agent(cmd);
+    let (_busy, beside) = busy_loop_and_its_agent(&tok);
     let (a, _) = serving_agent(&tok);
     let (b, _) = serving_agent(&tok);
     let results = dir.join("results");
