@@ -158,6 +158,16 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// The message's type as it travels (`hello`, `start`, `data`…), for errors and refusals.
+    pub fn kind(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_else(|| "?".into())
+    }
+}
+
 /// Longest piece of a data file in one [`Message::Data`], bytes.
 pub const DATA_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 

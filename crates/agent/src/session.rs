@@ -38,13 +38,6 @@ pub enum SessionError {
     Closed(&'static str),
 }
 
-fn kind(m: &Message) -> String {
-    serde_json::to_value(m)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
-
 /// Agent side: reads the hello, checks version and token (constant time), answers `welcome` or
 /// `refused`, then answers clock probes until another message arrives, which it returns
 /// (`Ok(None)` when the coordinator closed the channel after probing).
@@ -64,7 +57,7 @@ where
     let Message::Hello { version, token: t } = hello else {
         return Err(SessionError::Unexpected {
             expected: "hello",
-            got: kind(&hello),
+            got: Message::kind(&hello),
         });
     };
     let refusal = if version != PROTOCOL_VERSION {
@@ -173,7 +166,7 @@ where
         m => {
             return Err(SessionError::Unexpected {
                 expected: "welcome",
-                got: kind(&m),
+                got: Message::kind(&m),
             })
         }
     };
@@ -192,7 +185,7 @@ where
         else {
             return Err(SessionError::Unexpected {
                 expected: "pong",
-                got: kind(&m),
+                got: Message::kind(&m),
             });
         };
         let (offset, rtt) = clock_offset(t0_us, t1_us, t2_us, t3);

@@ -348,12 +348,7 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
         Some(Message::Sample { start_at_us, max_s }) => {
             return sample(sock, out, a, start_at_us, max_s);
         }
-        Some(other) => {
-            return refuse(
-                &mut out,
-                format!("expected a start, got {}", message_kind(&other)),
-            )
-        }
+        Some(other) => return refuse(&mut out, format!("expected a start, got {}", other.kind())),
     };
     let lead_us = start_at_us - now_us();
     if lead_us > 60_000_000 {
@@ -369,17 +364,7 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
     // recorded so far is still sent while the channel lasts.
     let stop = cfg.stop.clone();
     install_ctrlc(stop.clone());
-    let mut watch = sock.try_clone()?;
-    let watch_stop = stop.clone();
-    let gone = Arc::new(AtomicBool::new(false));
-    let gone2 = gone.clone();
-    let watcher = std::thread::spawn(move || {
-        let mut b = [0u8; 64];
-        // Nothing more is expected from the coordinator: any read that returns ends the run.
-        let _ = watch.read(&mut b);
-        gone2.store(true, Ordering::Relaxed);
-        watch_stop.store(true, Ordering::Relaxed);
-    });
+    let watch = EofWatch::start(&sock, Some(stop.clone()))?;
     if lead_us > 0 {
         let until = std::time::Instant::now() + Duration::from_micros(lead_us as u64);
         while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
@@ -406,7 +391,7 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
         Err(e) => {
             let r = refuse(&mut out, format!("the run failed on the agent: {e}"));
             let _ = sock.shutdown(std::net::Shutdown::Both);
-            let _ = watcher.join();
+            let _ = watch.thread.join();
             return r;
         }
     };
@@ -419,14 +404,7 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
     };
     let _ = out.write_all(&encode_line(&done)?);
     let _ = out.flush();
-    let _ = sock.shutdown(std::net::Shutdown::Write);
-    // Wait (bounded) for the coordinator to close its side, then make sure the watcher ends.
-    let until = std::time::Instant::now() + Duration::from_secs(5);
-    while !gone.load(Ordering::Relaxed) && std::time::Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = sock.shutdown(std::net::Shutdown::Both);
-    let _ = watcher.join();
+    watch.finish(&sock);
     Ok(format!(
         "shard {}/{}: sent {} of {} scheduled{}",
         shard.0,
@@ -479,18 +457,11 @@ fn sample(
             .unwrap_or(now)
     };
     let (mut sampler, rx) = Sampler::with_channel(run_start, Duration::from_secs(1), targets);
-    let gone = Arc::new(AtomicBool::new(false));
-    let gone2 = gone.clone();
-    let mut watch = sock.try_clone()?;
-    let watcher = std::thread::spawn(move || {
-        let mut b = [0u8; 64];
-        let _ = watch.read(&mut b);
-        gone2.store(true, Ordering::Relaxed);
-    });
+    let watch = EofWatch::start(&sock, None)?;
     out.set_write_timeout(Some(Duration::from_secs(5)))?;
     let until = run_start + Duration::from_secs(max_s);
     let mut n = 0u64;
-    while !gone.load(Ordering::Relaxed)
+    while !watch.gone.load(Ordering::Relaxed)
         && std::time::Instant::now() < until
         && !ceiling_stand::cancelled()
     {
@@ -516,14 +487,44 @@ fn sample(
         stopped_early: false,
         cpu_s: 0.0,
     })?);
-    let _ = sock.shutdown(std::net::Shutdown::Write);
-    let wait = std::time::Instant::now() + Duration::from_secs(5);
-    while !gone.load(Ordering::Relaxed) && std::time::Instant::now() < wait {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = sock.shutdown(std::net::Shutdown::Both);
-    let _ = watcher.join();
+    watch.finish(&sock);
     Ok(format!("sampled {n} times"))
+}
+
+/// The coordinator's side of a session after its start: nothing more is expected from it, so any
+/// read that returns (EOF, its Ctrl-C, its end) means it is gone — and stops `stop`, if given.
+struct EofWatch {
+    gone: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl EofWatch {
+    fn start(sock: &TcpStream, stop: Option<Arc<AtomicBool>>) -> std::io::Result<EofWatch> {
+        let mut watch = sock.try_clone()?;
+        let gone = Arc::new(AtomicBool::new(false));
+        let g = gone.clone();
+        let thread = std::thread::spawn(move || {
+            let mut b = [0u8; 64];
+            let _ = watch.read(&mut b);
+            g.store(true, Ordering::Relaxed);
+            if let Some(s) = stop {
+                s.store(true, Ordering::Relaxed);
+            }
+        });
+        Ok(EofWatch { gone, thread })
+    }
+
+    /// Closes this side for writing, waits (at most 5 s) for the coordinator to close its own,
+    /// then closes the socket and joins the watcher.
+    fn finish(self, sock: &TcpStream) {
+        let _ = sock.shutdown(std::net::Shutdown::Write);
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !self.gone.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = sock.shutdown(std::net::Shutdown::Both);
+        let _ = self.thread.join();
+    }
 }
 
 fn check_shard(shard: (u64, u64)) -> Result<(), String> {
@@ -534,14 +535,6 @@ fn check_shard(shard: (u64, u64)) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// A message's type, for refusals.
-fn message_kind(m: &Message) -> String {
-    serde_json::to_value(m)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "?".into())
 }
 
 /// The engine's configuration for a `run`/`search` measurement: the coordinator's plan text with
