@@ -5,7 +5,8 @@ BIN := target/release/ceiling
 
 JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima \
   spring-mvc-jpa spring-webflux-jpa spring-mvc-data-jdbc spring-mvc-jdbi spring-webflux-data-r2dbc \
-  spring-mvc-jdbc-threads200 spring-mvc-jdbc-jvm-defaults spring-mvc-jdbc-boot-defaults
+  spring-mvc-jdbc-threads200 spring-mvc-jdbc-jvm-defaults spring-mvc-jdbc-boot-defaults \
+  spring-boot2-jdbc-as-published
 # Source 004's stacks: Python, Node.js, the C++ server (its four endpoints) and the nginx
 # static-JSON baseline (checked on /ping only).
 SCRIPT_STACKS := fastapi-asyncpg fastify-pg cpp-epoll-libpq nginx-static go-mux-pq-as-published

@@ -8,7 +8,7 @@
 //! [`Session::run_job`] at the instant the lab's samplers start from).
 
 use crate::session::{self, now_us, Opened};
-use crate::{data_messages, read_message, write_message, Job, Message};
+use crate::{data_messages, read_message, write_message, Job, Message, OfferedFile};
 use anyhow::{bail, Context};
 use ceiling_load::Summary;
 use ceiling_metrics::Second;
@@ -139,10 +139,72 @@ pub struct Session {
     chans: Vec<Channel>,
 }
 
+/// A data file of a job, read once on the coordinator's host: its offer (name, digest, size)
+/// and its text, sent only to agents that do not hold it already.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    /// What the agents are offered.
+    pub offer: OfferedFile,
+    /// The file's text.
+    pub text: String,
+}
+
+impl DataFile {
+    /// Source `name`'s file with this text.
+    pub fn new(name: &str, text: String) -> Self {
+        DataFile {
+            offer: OfferedFile::of(name, &text),
+            text,
+        }
+    }
+}
+
+/// Offers `data` to one agent and sends the files it asks for.
+async fn deliver<R, W>(r: &mut R, w: &mut W, addr: &str, data: &[DataFile]) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let offer = Message::Offer {
+        files: data.iter().map(|f| f.offer.clone()).collect(),
+    };
+    write_message(w, &offer)
+        .await
+        .with_context(|| format!("agent {addr}: offering the job's data"))?;
+    let answer = tokio::time::timeout(Duration::from_secs(30), read_message(r))
+        .await
+        .with_context(|| format!("agent {addr}: no answer to the data offer within 30 s"))?
+        .with_context(|| format!("agent {addr}: reading its answer to the data offer"))?;
+    let names = match answer {
+        Some(Message::Want { names }) => names,
+        Some(Message::Refused { reason }) => bail!("agent {addr} refused the job's data: {reason}"),
+        Some(m) => bail!(
+            "agent {addr}: expected its answer to the data offer, got {}",
+            m.kind()
+        ),
+        None => bail!("agent {addr} closed the channel at the data offer"),
+    };
+    if let Some(n) = names
+        .iter()
+        .find(|n| !data.iter().any(|f| &f.offer.name == *n))
+    {
+        bail!("agent {addr} asked for data source `{n}`, which was not offered");
+    }
+    for f in data.iter().filter(|f| names.contains(&f.offer.name)) {
+        for m in data_messages(&f.offer.name, &f.text) {
+            write_message(w, &m)
+                .await
+                .with_context(|| format!("agent {addr}: sending data source `{}`", f.offer.name))?;
+        }
+    }
+    Ok(())
+}
+
 /// Opens a session with every agent: connects, presents the token, probes the clocks, refuses
-/// when an offset exceeds `agents.max_clock_offset` (naming the agent), then sends every agent
-/// `preamble` (the job's data), so that no agent's start waits on another's transfer.
-pub fn open(agents: &Agents, preamble: &[Message]) -> anyhow::Result<Session> {
+/// when an offset exceeds `agents.max_clock_offset` (naming the agent), then offers every agent
+/// the job's `data` and sends each the files it lacks, so that no agent's start waits on another's
+/// transfer.
+pub fn open(agents: &Agents, data: &[DataFile]) -> anyhow::Result<Session> {
     if agents.addresses.is_empty() {
         bail!("no agents given");
     }
@@ -159,11 +221,9 @@ pub fn open(agents: &Agents, preamble: &[Message]) -> anyhow::Result<Session> {
         }
         session::check_offsets(&opened, agents.max_clock_offset.as_micros() as i64)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        for (i, (_, w)) in chans.iter_mut().enumerate() {
-            for m in preamble {
-                write_message(w, m).await.with_context(|| {
-                    format!("agent {}: sending the job's data", agents.addresses[i])
-                })?;
+        if !data.is_empty() {
+            for (i, (r, w)) in chans.iter_mut().enumerate() {
+                deliver(r, w, &agents.addresses[i], data).await?;
             }
         }
         anyhow::Ok((opened, chans))
@@ -180,14 +240,14 @@ pub fn open(agents: &Agents, preamble: &[Message]) -> anyhow::Result<Session> {
 /// [`START_LEAD`] from now).
 pub fn coordinate(
     agents: &Agents,
-    preamble: &[Message],
+    data: &[DataFile],
     start: impl Fn((u64, u64), i64) -> Message,
     requests: &[RequestSpec],
     hard_limit: Duration,
     stop: &Arc<AtomicBool>,
     on_second: impl FnMut(&Second),
 ) -> anyhow::Result<Coordinated> {
-    let s = open(agents, preamble)?;
+    let s = open(agents, data)?;
     let at = now_us() + START_LEAD.as_micros() as i64;
     s.run(at, start, requests, hard_limit, stop, on_second)
 }
@@ -403,11 +463,12 @@ impl Session {
     }
 }
 
-/// Opens the agents' sessions for one measurement of `ceiling run|search` and sends each of
-/// them every data file of the job (`data`: source name → path on this host). Start it with
+/// Opens the agents' sessions for one measurement of `ceiling run|search` and offers each of
+/// them every data file of the job (`data`: source name → path on this host); an agent that
+/// holds a file from an earlier session (the same content) is not sent it again. Start it with
 /// [`Session::run_job`].
 pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> anyhow::Result<Session> {
-    let mut preamble = Vec::new();
+    let mut files = Vec::new();
     for (name, path) in data {
         let text = std::fs::read_to_string(path).with_context(|| {
             format!(
@@ -415,9 +476,9 @@ pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> anyhow::Re
                 path.display()
             )
         })?;
-        preamble.extend(data_messages(name, &text));
+        files.push(DataFile::new(name, text));
     }
-    open(agents, &preamble)
+    open(agents, &files)
 }
 
 impl Session {

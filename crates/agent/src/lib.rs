@@ -8,11 +8,14 @@
 //! clock probes ([`session`]) and the coordinator that hands out shares and merges the seconds
 //! exactly ([`coordinator`]). A `ceiling load` run sends its command line ([`Message::Start`]);
 //! a `ceiling run|search` measurement sends a [`Job`] (plan text, this measurement's stages, the
-//! stand's URL) and its data files ([`Message::Data`]).
+//! stand's URL) and its data files: it offers them by content digest ([`Message::Offer`]), the
+//! agent answers which it lacks ([`Message::Want`]), and only those travel ([`Message::Data`]) —
+//! so a search's probes send a plan's 37-MB id file to each agent once, not once per probe.
 //!
 //! An agent beside a remote stack samples its CPU and memory for the coordinator ([`sampling`]).
 //! The `ceiling agent` listener is in the CLI (crates/cli/src/agents.rs).
 
+pub mod cache;
 pub mod coordinator;
 pub mod sampling;
 pub mod session;
@@ -25,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -106,6 +109,18 @@ pub enum Message {
         /// start plus the measured offset, so all agents start together.
         start_at_us: i64,
     },
+    /// Coordinator → agent, after the clock probes of a session with data files: the files the
+    /// job needs, by content; the agent answers [`Message::Want`] with those it does not hold.
+    Offer {
+        /// Every data file of the job.
+        files: Vec<OfferedFile>,
+    },
+    /// Agent → coordinator, the answer to [`Message::Offer`]: the sources (by name) whose file
+    /// the agent lacks; the coordinator then sends exactly those as [`Message::Data`].
+    Want {
+        /// Names of the offered sources to send.
+        names: Vec<String>,
+    },
     /// Coordinator → agent, before [`Message::Run`]: a piece of one of the job's data files
     /// (CSV text; files are split into pieces of at most [`DATA_CHUNK_BYTES`] so no line nears
     /// [`MAX_LINE_BYTES`]). The agent appends the pieces in order; `last` closes the file.
@@ -168,14 +183,49 @@ impl Message {
     }
 }
 
+/// One data file as a coordinator offers it ([`Message::Offer`]): the agent keeps files it was
+/// sent by their digest, so a file it already holds need not travel again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfferedFile {
+    /// The plan's data source name (`[data.NAME]`).
+    pub name: String,
+    /// SHA-256 of the file's bytes, lowercase hex ([`sha256_hex`]).
+    pub sha256: String,
+    /// The file's length, bytes.
+    pub bytes: u64,
+}
+
+impl OfferedFile {
+    /// The offer for source `name` whose file holds `text`.
+    pub fn of(name: &str, text: &str) -> Self {
+        OfferedFile {
+            name: name.to_string(),
+            sha256: sha256_hex(text.as_bytes()),
+            bytes: text.len() as u64,
+        }
+    }
+}
+
+/// SHA-256 of `bytes` as lowercase hex: the key under which an agent keeps a data file.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Longest piece of a data file in one [`Message::Data`], bytes.
 pub const DATA_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
 /// One measurement of `ceiling run` or `ceiling search` as an agent runs it: the coordinator's
 /// plan text (its request mix and data sources) with what the coordinator decided at run time —
 /// the stand's URL, this measurement's warm-up and stages (a search probe's shelf, a `--quick`
-/// run's scaled stages), its seed and its generator settings. The data files follow as
-/// [`Message::Data`] pieces, so an agent needs none of the coordinator's files.
+/// run's scaled stages), its seed and its generator settings. The data files are offered before it
+/// ([`Message::Offer`]) and those the agent lacks follow as [`Message::Data`] pieces, so an agent
+/// needs none of the coordinator's files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     /// The plan file's text.
@@ -684,6 +734,17 @@ mod tests {
             &data_messages("empty", "")[..],
             [Message::Data { last: true, .. }]
         ));
+    }
+
+    #[test]
+    fn a_file_is_offered_by_its_sha256() {
+        // FIPS 180-2's "abc" test vector
+        let o = OfferedFile::of("ids", "abc");
+        assert_eq!(
+            o.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!((o.name.as_str(), o.bytes), ("ids", 3));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! A session: the coordinator connects, presents the shared token and probes the agent's clock
 //! ([`ceiling_agent::session`]); when every agent's offset is within the bound it sends each agent
-//! its data files (run/search: [`Message::Data`]) and then its start — `Start` with the `load`
+//! its data files (run/search: offered by digest, [`Message::Offer`]; only those the agent does
+//! not hold from an earlier session travel, [`Message::Data`]) and then its start — `Start` with the `load`
 //! command line, or `Run` with a measurement's [`ceiling_agent::Job`] — carrying its share of the
 //! schedule (`I/N`: every N-th intended send time from I, so the agents' arrivals together are the
 //! plan's) and a start instant on that agent's own clock. Each agent runs the ordinary engine and
@@ -15,14 +16,14 @@
 
 use crate::load_cmd::{build_plan_from, install_ctrlc, LoadArgs};
 use anyhow::{bail, Context};
+use ceiling_agent::cache::{DataCache, SessionFiles};
 pub use ceiling_agent::coordinator::{AgentRun, Agents, Coordinated};
 use ceiling_agent::session::{self, now_us};
-use ceiling_agent::{encode_line, read_message, Job, Message, WireSecond};
+use ceiling_agent::{encode_line, read_message, write_message, Job, Message, WireSecond};
 use ceiling_load::{target_of, LoadConfig};
 use ceiling_metrics::Second;
 use ceiling_plan::{parse_duration, HttpUrl, Plan, Stage};
 use clap::Args;
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -172,6 +173,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
             " only"
         }
     );
+    let mut cache = DataCache::new();
     loop {
         if ceiling_stand::cancelled() {
             eprintln!("agent stopped by signal");
@@ -186,7 +188,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e).context("accepting a coordinator"),
         };
         eprintln!("session from {peer}");
-        match serve(sock, &a, &token, &name) {
+        match serve(sock, &a, &token, &name, &mut cache) {
             Ok(line) => eprintln!("session from {peer}: {line}"),
             Err(e) => eprintln!("session from {peer} ended: {e:#}"),
         }
@@ -196,79 +198,19 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Most data a coordinator may send in one session (it holds the token, but a wrong plan should
-/// not fill the agent's disk).
-const MAX_SESSION_DATA: u64 = 1 << 30;
-
-/// The data files a coordinator sent for one session, in a directory of their own that goes when
-/// the session ends. Files are named by arrival order, never by what the coordinator called them.
-struct SessionFiles {
-    dir: PathBuf,
-    files: BTreeMap<String, PathBuf>,
-    closed: Vec<String>,
-    bytes: u64,
-}
-
-impl SessionFiles {
-    fn new() -> Self {
-        static SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = SESSION.fetch_add(1, Ordering::Relaxed);
-        SessionFiles {
-            dir: std::env::temp_dir().join(format!("ceiling-agent-{}-{n}", std::process::id())),
-            files: BTreeMap::new(),
-            closed: Vec::new(),
-            bytes: 0,
-        }
-    }
-
-    /// Appends a piece of source `name`'s file.
-    fn append(&mut self, name: &str, text: &str, last: bool) -> anyhow::Result<()> {
-        if self.closed.iter().any(|c| c == name) {
-            bail!("the coordinator sent data source `{name}` twice");
-        }
-        self.bytes += text.len() as u64;
-        if self.bytes > MAX_SESSION_DATA {
-            bail!("the coordinator sent more than {MAX_SESSION_DATA} bytes of data");
-        }
-        let path = match self.files.get(name) {
-            Some(p) => p.clone(),
-            None => {
-                std::fs::create_dir_all(&self.dir)
-                    .with_context(|| format!("creating {}", self.dir.display()))?;
-                let p = self.dir.join(format!("{}.csv", self.files.len()));
-                std::fs::write(&p, "").with_context(|| format!("creating {}", p.display()))?;
-                self.files.insert(name.to_string(), p.clone());
-                p
-            }
-        };
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        f.write_all(text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-        if last {
-            self.closed.push(name.to_string());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for SessionFiles {
-    fn drop(&mut self) {
-        if !self.files.is_empty() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 /// One session on the agent's side: handshake, the job's data, Start or Run, the run, Done.
-fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Result<String> {
+fn serve(
+    sock: TcpStream,
+    a: &AgentArgs,
+    token: &str,
+    name: &str,
+    cache: &mut DataCache,
+) -> anyhow::Result<String> {
     sock.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut files = SessionFiles::new();
+    let mut files = SessionFiles::default();
     let (first, sock) = rt.block_on(async {
         let s = tokio::net::TcpStream::from_std(sock)?;
         let (r, mut w) = s.into_split();
@@ -279,9 +221,33 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
         )
         .await
         .context("the coordinator did not finish its handshake within 30 s")??;
-        // A run's data files come piece by piece before its Run.
+        // A run's data files: offered by digest, those this agent lacks then come piece by
+        // piece before its Run.
+        if let Some(Message::Offer { files: offered }) = &first {
+            let want = match cache.begin(offered) {
+                Ok((session, want)) => {
+                    files = session;
+                    want
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    write_message(
+                        &mut w,
+                        &Message::Refused {
+                            reason: reason.clone(),
+                        },
+                    )
+                    .await?;
+                    bail!("refused: {reason}");
+                }
+            };
+            write_message(&mut w, &Message::Want { names: want }).await?;
+            first = tokio::time::timeout(Duration::from_secs(60), read_message(&mut r))
+                .await
+                .context("the coordinator sent nothing for 60 s after its data offer")??;
+        }
         while let Some(Message::Data { name, text, last }) = &first {
-            files.append(name, text, *last)?;
+            cache.append(&mut files, name, text, *last)?;
             first = tokio::time::timeout(Duration::from_secs(60), read_message(&mut r))
                 .await
                 .context("the coordinator stopped for 60 s in the middle of its data")??;
@@ -350,6 +316,14 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
         }
         Some(other) => return refuse(&mut out, format!("expected a start, got {}", other.kind())),
     };
+    let data_note = if files.received + files.from_cache > 0 {
+        format!(
+            "; data: {} received, {} from its cache",
+            files.received, files.from_cache
+        )
+    } else {
+        String::new()
+    };
     let lead_us = start_at_us - now_us();
     if lead_us > 60_000_000 {
         return refuse(
@@ -406,7 +380,7 @@ fn serve(sock: TcpStream, a: &AgentArgs, token: &str, name: &str) -> anyhow::Res
     let _ = out.flush();
     watch.finish(&sock);
     Ok(format!(
-        "shard {}/{}: sent {} of {} scheduled{}",
+        "shard {}/{}: sent {} of {} scheduled{}{data_note}",
         shard.0,
         shard.1,
         summary.sent,
@@ -553,7 +527,7 @@ fn job_config(
     plan.load.max_connections = job.max_connections;
     plan.load.timeout = Duration::from_millis(job.timeout_ms);
     for name in plan.data.keys() {
-        if !files.closed.contains(name) {
+        if !files.files.contains_key(name) {
             bail!("the coordinator sent no complete data for source `{name}`");
         }
     }
@@ -563,9 +537,9 @@ fn job_config(
             "{e} (this agent's rule: start it with --allow-remote to allow this target)"
         )
     })?;
-    // `@data/` sources resolve against the session's directory; every source is then pointed
-    // at the file the coordinator sent.
-    let mut cfg = LoadConfig::from_plan(&plan, target, Some(files.dir.as_path()))
+    // `@data/` sources need some directory to resolve against (any: nothing is read there);
+    // every source is then pointed at the file the coordinator sent.
+    let mut cfg = LoadConfig::from_plan(&plan, target, Some(std::env::temp_dir().as_path()))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.data = files.files.clone();
     cfg.warmup = job.warmup.iter().map(Stage::from).collect();

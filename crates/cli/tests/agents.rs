@@ -323,16 +323,7 @@ fn serving_agent(token: &PathBuf) -> (Agent, std::sync::Arc<std::sync::Mutex<Str
 /// A service of known capacity (4 workers × 10 ms = 400 RPS behind an unbounded queue) and a plan
 /// for it in `dir` with a data file of its own (so agents can only have it from the coordinator).
 fn known_capacity_plan(dir: &std::path::Path) -> (u16, PathBuf) {
-    use std::sync::Mutex;
-    use std::time::Instant;
-    let free = Mutex::new(vec![Instant::now(); 4]);
-    let port = ceiling_load::testing::spawn_server(move |now| {
-        let mut f = free.lock().unwrap();
-        let i = (0..f.len()).min_by_key(|&i| f[i]).unwrap();
-        let done = f[i].max(now) + Duration::from_millis(10);
-        f[i] = done;
-        done
-    });
+    let port = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
     // a data file of the plan's own, so the agents can only have it from the coordinator
     let ids: String = std::iter::once("id\n".to_string())
         .chain((0..5000).map(|i| format!("{i}\n")))
@@ -427,6 +418,15 @@ fn a_search_on_two_agents_finds_the_known_ceiling() {
     };
     assert!(served(&al, "0/2") >= probes, "agent a:\n{al}");
     assert!(served(&bl, "1/2") >= probes, "agent b:\n{bl}");
+    // the plan's data file went to each agent once; every later session took it from the cache
+    for log in [&al, &bl] {
+        let count = |s: &str| log.lines().filter(|l| l.contains(s)).count();
+        assert_eq!(count("data: 1 received, 0 from its cache"), 1, "{log}");
+        assert!(
+            count("data: 0 received, 1 from its cache") >= probes - 1,
+            "{log}"
+        );
+    }
     assert!(
         !al.contains("refused") && !bl.contains("refused"),
         "{al}\n{bl}"

@@ -3,8 +3,7 @@
 //! with `--json` giving the ceiling, its interval, the status and the binding term.
 
 use std::process::Command;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn ceiling() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ceiling"))
@@ -24,14 +23,7 @@ fn a_bare_url_needs_an_slo() {
 
 #[test]
 fn a_bare_url_is_searched_and_printed_as_json() {
-    let free = Mutex::new(vec![Instant::now(); 4]);
-    let port = ceiling_load::testing::spawn_server(move |now| {
-        let mut f = free.lock().unwrap();
-        let i = (0..f.len()).min_by_key(|&i| f[i]).unwrap();
-        let done = f[i].max(now) + Duration::from_millis(10);
-        f[i] = done;
-        done
-    });
+    let port = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
     let dir = std::env::temp_dir().join(format!("ceiling-search-url-{}", std::process::id()));
     let out = ceiling()
         .args([

@@ -12,13 +12,17 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// ceiling's figure in a cell: `v ± h` for a symmetric 95% interval; a search whose interval is
+/// open above shows it as `v (95% CI lo–∞)`, and a bare lower bound as `≥ v` — never `v ± —`.
 fn cell_ours(c: &Cell) -> String {
-    match c.ours {
-        None => "—".into(),
-        Some(o) => match c.ours_ci {
-            Some(h) if h > 0.0 => format!("{} ± {}", num(o), num(h)),
-            _ => num(o),
-        },
+    let Some(o) = c.ours else {
+        return "—".into();
+    };
+    match (c.ours_range, c.ours_ci) {
+        (Some((lo, hi)), _) if hi.is_infinite() && lo >= o => format!("≥ {}", num(o)),
+        (Some((lo, hi)), _) if hi.is_infinite() => format!("{} (95% CI {}–∞)", num(o), num(lo)),
+        (_, Some(h)) if h > 0.0 && h.is_finite() => format!("{} ± {}", num(o), num(h)),
+        _ => num(o),
     }
 }
 
@@ -506,4 +510,41 @@ fn diff_row(point: &str, d: &Diff) -> Vec<String> {
         test_text(d),
         d.verdict.clone(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::published::{Metric, Value};
+
+    fn cell(ours: f64, ci: Option<f64>, range: Option<(f64, f64)>) -> Cell {
+        Cell {
+            metric: Metric::Rps,
+            published: Value::One(3000.0),
+            ours: Some(ours),
+            ours_ci: ci,
+            ours_range: range,
+            ratio: None,
+            ours_is: None,
+        }
+    }
+
+    #[test]
+    fn an_interval_open_above_is_shown_as_such_never_as_plus_minus_dash() {
+        // a narrowed search: symmetric half-width
+        assert_eq!(
+            cell_ours(&cell(5710.0, Some(120.0), Some((5590.0, 5830.0)))),
+            "5710 ± 120"
+        );
+        // a search whose bootstrap interval stayed open above (the half-width is infinite)
+        let open = cell(9249.0, Some(f64::INFINITY), Some((4000.0, f64::INFINITY)));
+        assert_eq!(cell_ours(&open), "9249 (95% CI 4000–∞)");
+        // a lower bound: the figure is the bottom of its range
+        assert_eq!(
+            cell_ours(&cell(3919.0, None, Some((3919.0, f64::INFINITY)))),
+            "≥ 3919"
+        );
+        // repetitions without a range
+        assert_eq!(cell_ours(&cell(2000.0, None, None)), "2000");
+    }
 }

@@ -13,6 +13,23 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
     spawn_server_with(move |now| (respond_at(now), 200))
 }
 
+/// A service of known capacity: `workers` servers, each taking `service` per request, behind
+/// one unbounded FIFO queue (a request waits for the first worker free). Its throughput ceiling
+/// is exactly `workers / service` (4 × 10 ms = 400 RPS), so a search or a run over loopback has a
+/// truth known in advance. Returns the port, as [`spawn_server`].
+pub fn spawn_fixed_capacity_server(workers: usize, service: std::time::Duration) -> u16 {
+    assert!(workers > 0, "a service needs at least one worker");
+    let free = std::sync::Mutex::new(vec![Instant::now(); workers]);
+    spawn_server(move |now| {
+        let mut f = free.lock().expect("worker clock lock");
+        // the worker that frees first takes the request (FIFO over an unbounded queue)
+        let i = (0..f.len()).min_by_key(|&i| f[i]).expect("one worker");
+        let done = f[i].max(now) + service;
+        f[i] = done;
+        done
+    })
+}
+
 /// As [`spawn_server`], with the status chosen per request too: `respond(arrival)` returns when
 /// to answer and with which status (200 or 503; any other value answers 500).
 pub fn spawn_server_with(

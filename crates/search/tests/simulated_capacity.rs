@@ -18,19 +18,7 @@ const CAPACITY: f64 = WORKERS as f64 / 0.010; // 400 RPS
 fn capacity_server() -> u16 {
     // Each request takes the worker that frees up first; completion times are computed on a
     // virtual clock, so sleep jitter never turns into lost capacity.
-    let free = Mutex::new(vec![Instant::now(); WORKERS]);
-    ceiling_load::testing::spawn_server(move |now| {
-        let mut f = free.lock().unwrap();
-        let (i, t) = f
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, t)| **t)
-            .map(|(i, t)| (i, *t))
-            .unwrap();
-        let done = t.max(now) + SERVICE;
-        f[i] = done;
-        done
-    })
+    ceiling_load::testing::spawn_fixed_capacity_server(WORKERS, SERVICE)
 }
 
 fn plan() -> Plan {
