@@ -139,28 +139,118 @@ pub struct Session {
     chans: Vec<Channel>,
 }
 
-/// A data file of a job, read once on the coordinator's host: its offer (name, digest, size)
-/// and its text, sent only to agents that do not hold it already.
+/// A data file of a job: its offer (name, SHA-256, size) and where its text comes from — held in
+/// memory, or read from this host's disk only when an agent asks for it. A search opens one
+/// session per probe; after the first, every agent usually holds the file, so nothing is read.
 #[derive(Debug, Clone)]
 pub struct DataFile {
     /// What the agents are offered.
     pub offer: OfferedFile,
-    /// The file's text.
-    pub text: String,
+    text: Text,
 }
+
+/// Where a [`DataFile`]'s text is.
+#[derive(Debug, Clone)]
+enum Text {
+    /// Read already (the first time the file was hashed, or given by the caller).
+    Held(Arc<str>),
+    /// On disk; read, and checked against the offer's digest, when an agent wants it.
+    OnDisk(PathBuf),
+}
+
+/// Digests of data files this process has hashed, by path, with the size and modification time
+/// the file had then: a file unchanged in both is not read again to be offered.
+static DIGESTS: std::sync::Mutex<BTreeMap<PathBuf, (u64, std::time::SystemTime, String)>> =
+    std::sync::Mutex::new(BTreeMap::new());
 
 impl DataFile {
     /// Source `name`'s file with this text.
     pub fn new(name: &str, text: String) -> Self {
         DataFile {
             offer: OfferedFile::of(name, &text),
-            text,
+            text: Text::Held(text.into()),
+        }
+    }
+
+    /// Source `name`'s file at `path`. Hashed (and held) the first time this process sees it;
+    /// afterwards, while its size and modification time are unchanged, offered by the digest
+    /// kept then and read only if an agent wants it (and then checked against that digest).
+    pub fn at_path(name: &str, path: &std::path::Path) -> anyhow::Result<Self> {
+        let what = || {
+            format!(
+                "reading data source `{name}` ({}) to send to the agents",
+                path.display()
+            )
+        };
+        let meta = std::fs::metadata(path).with_context(what)?;
+        let stamp = (meta.len(), meta.modified().with_context(what)?);
+        let known = DIGESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .filter(|(len, mtime, _)| (*len, *mtime) == stamp)
+            .map(|(_, _, sha)| sha.clone());
+        if let Some(sha256) = known {
+            return Ok(DataFile {
+                offer: OfferedFile {
+                    name: name.to_string(),
+                    sha256,
+                    bytes: stamp.0,
+                },
+                text: Text::OnDisk(path.to_path_buf()),
+            });
+        }
+        let text = std::fs::read_to_string(path).with_context(what)?;
+        let file = DataFile::new(name, text);
+        if file.offer.bytes == stamp.0 {
+            DIGESTS.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                path.to_path_buf(),
+                (stamp.0, stamp.1, file.offer.sha256.clone()),
+            );
+        }
+        Ok(file)
+    }
+
+    /// The file's text as the [`Message::Data`] pieces that carry it. A file read now from disk
+    /// must still have the offered digest: one changed since it was offered is refused here
+    /// rather than sent under the old digest.
+    fn messages(&self) -> anyhow::Result<Vec<Message>> {
+        let name = &self.offer.name;
+        match &self.text {
+            Text::Held(t) => Ok(data_messages(name, t)),
+            Text::OnDisk(path) => {
+                let t = std::fs::read_to_string(path).with_context(|| {
+                    format!(
+                        "reading data source `{name}` ({}) to send to the agents",
+                        path.display()
+                    )
+                })?;
+                if OfferedFile::of(name, &t) != self.offer {
+                    DIGESTS
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(path);
+                    bail!(
+                        "data source `{name}` ({}) changed after it was offered to the agents \
+                         (its content no longer has the digest offered); run again",
+                        path.display()
+                    );
+                }
+                Ok(data_messages(name, &t))
+            }
         }
     }
 }
 
-/// Offers `data` to one agent and sends the files it asks for.
-async fn deliver<R, W>(r: &mut R, w: &mut W, addr: &str, data: &[DataFile]) -> anyhow::Result<()>
+/// Offers `data` to one agent and sends the files it asks for. `pieces[i]` holds `data[i]`'s
+/// messages once a first agent has wanted it, so a file is read and split once per session.
+async fn deliver<R, W>(
+    r: &mut R,
+    w: &mut W,
+    addr: &str,
+    data: &[DataFile],
+    pieces: &mut [Option<Vec<Message>>],
+) -> anyhow::Result<()>
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -190,9 +280,15 @@ where
     {
         bail!("agent {addr} asked for data source `{n}`, which was not offered");
     }
-    for f in data.iter().filter(|f| names.contains(&f.offer.name)) {
-        for m in data_messages(&f.offer.name, &f.text) {
-            write_message(w, &m)
+    for (f, p) in data.iter().zip(pieces.iter_mut()) {
+        if !names.contains(&f.offer.name) {
+            continue;
+        }
+        if p.is_none() {
+            *p = Some(f.messages()?);
+        }
+        for m in p.iter().flatten() {
+            write_message(w, m)
                 .await
                 .with_context(|| format!("agent {addr}: sending data source `{}`", f.offer.name))?;
         }
@@ -222,8 +318,9 @@ pub fn open(agents: &Agents, data: &[DataFile]) -> anyhow::Result<Session> {
         session::check_offsets(&opened, agents.max_clock_offset.as_micros() as i64)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         if !data.is_empty() {
+            let mut pieces = vec![None; data.len()];
             for (i, (r, w)) in chans.iter_mut().enumerate() {
-                deliver(r, w, &agents.addresses[i], data).await?;
+                deliver(r, w, &agents.addresses[i], data, &mut pieces).await?;
             }
         }
         anyhow::Ok((opened, chans))
@@ -465,19 +562,15 @@ impl Session {
 
 /// Opens the agents' sessions for one measurement of `ceiling run|search` and offers each of
 /// them every data file of the job (`data`: source name → path on this host); an agent that
-/// holds a file from an earlier session (the same content) is not sent it again. Start it with
+/// holds a file from an earlier session (the same content) is not sent it again, and a file this
+/// process hashed before and that has not changed since is not read again unless sent
+/// ([`DataFile::at_path`]). Start it with
 /// [`Session::run_job`].
 pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> anyhow::Result<Session> {
-    let mut files = Vec::new();
-    for (name, path) in data {
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "reading data source `{name}` ({}) to send to the agents",
-                path.display()
-            )
-        })?;
-        files.push(DataFile::new(name, text));
-    }
+    let files = data
+        .iter()
+        .map(|(name, path)| DataFile::at_path(name, path))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     open(agents, &files)
 }
 
@@ -528,5 +621,63 @@ mod tests {
         let m = &pending[&3];
         assert_eq!((m.offered, m.sent), (220, 210));
         assert_eq!(m.generator_cpu, 55.0);
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ceiling-coordinator-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn an_unchanged_data_file_is_offered_by_its_kept_digest_and_read_only_when_sent() {
+        let path = scratch("ids-unchanged.csv");
+        std::fs::write(&path, "id\n1\n2\n").unwrap();
+        let first = DataFile::at_path("ids", &path).unwrap();
+        assert!(
+            matches!(first.text, Text::Held(_)),
+            "first sight hashes and holds"
+        );
+        let again = DataFile::at_path("ids", &path).unwrap();
+        assert!(
+            matches!(again.text, Text::OnDisk(_)),
+            "second sight reads nothing"
+        );
+        assert_eq!(again.offer, first.offer);
+        assert_eq!(again.offer, OfferedFile::of("ids", "id\n1\n2\n"));
+        let sent = again.messages().unwrap();
+        assert_eq!(
+            serde_json::to_string(&sent).unwrap(),
+            serde_json::to_string(&data_messages("ids", "id\n1\n2\n")).unwrap()
+        );
+        // A new content (new size) is hashed anew.
+        std::fs::write(&path, "id\n1\n2\n3\n").unwrap();
+        let changed = DataFile::at_path("ids", &path).unwrap();
+        assert_eq!(changed.offer, OfferedFile::of("ids", "id\n1\n2\n3\n"));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_data_file_changed_after_its_offer_is_refused_not_sent_under_the_old_digest() {
+        let path = scratch("ids-changed.csv");
+        std::fs::write(&path, "id\n1\n").unwrap();
+        DataFile::at_path("ids", &path).unwrap();
+        let offered = DataFile::at_path("ids", &path).unwrap();
+        // The same size and modification time, another content: the kept digest is stale, and
+        // only the read at sending time can tell.
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, "id\n7\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let e = offered.messages().unwrap_err().to_string();
+        assert!(e.contains("changed after it was offered"), "{e}");
+        // The stale digest is forgotten: the next offer hashes the file again.
+        let next = DataFile::at_path("ids", &path).unwrap();
+        assert_eq!(next.offer, OfferedFile::of("ids", "id\n7\n"));
+        std::fs::remove_file(&path).unwrap();
     }
 }
