@@ -331,6 +331,35 @@ fn maxof(
 }
 
 /// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.
+/// How far the stack is CPU-bound in second `r`, 0…1: at 80–95% of its capacity (its quota, or
+/// the host), or the host 85–95% busy with the stack the consumer of that busy time.
+fn stack_cpu_level(r: &TimeseriesRow, s: &SignalRow) -> Option<f64> {
+    let cpu = r.stack_cpu_pct?;
+    let cap = capacity(s)?;
+    let quota_level = clamp01((cpu / cap - 0.8) / 0.15);
+    let host_level = match (s.host_busy_pct, s.host_cpus) {
+        (Some(b), Some(c)) if b > 0.0 => clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b),
+        _ => 0.0,
+    };
+    Some(quota_level.max(host_level))
+}
+
+/// The stack's rule with PostgreSQL's process tree: at its own quota, or the host saturated with
+/// PostgreSQL the consumer of the busy time.
+fn db_cpu_level(r: &TimeseriesRow, s: &SignalRow) -> Option<f64> {
+    let pg = r.postgres_cpu_pct?;
+    let quota_level = s
+        .pg_cpu_limit_pct
+        .filter(|l| *l > 0.0)
+        .map(|l| clamp01((pg / l - 0.8) / 0.15))
+        .unwrap_or(0.0);
+    let host_level = match (s.host_busy_pct, s.host_cpus) {
+        (Some(b), Some(c)) if b > 0.0 => clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(pg / b),
+        _ => return (s.pg_cpu_limit_pct.is_some()).then_some(quota_level),
+    };
+    Some(quota_level.max(host_level))
+}
+
 fn capacity(s: &SignalRow) -> Option<f64> {
     let host = s.host_cpus.map(|c| c * 100.0);
     match (s.stack_cpu_limit_pct, host) {
@@ -506,21 +535,13 @@ pub fn attribute(
             needs: "host CPU and the stack's CPU",
             level: Box::new(|r, s| {
                 let s = s?;
-                let cpu = r.stack_cpu_pct?;
-                let cap = capacity(s)?;
-                let quota_level = clamp01((cpu / cap - 0.8) / 0.15);
-                let host_level = match (s.host_busy_pct, s.host_cpus) {
-                    (Some(b), Some(c)) if b > 0.0 => {
-                        clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b)
-                    }
-                    _ => 0.0,
-                };
+                let level = stack_cpu_level(r, s)?;
                 // at its quota, "throttled" is the sharper diagnosis: rank it first
                 let throttled = match (s.stack_periods, s.stack_throttled_periods) {
                     (Some(p), Some(t)) if p > 0 => t as f64 / p as f64,
                     _ => 0.0,
                 };
-                Some(quota_level.max(host_level) * (1.0 - 0.5 * clamp01(throttled)))
+                Some(level * (1.0 - 0.5 * clamp01(throttled)))
             }),
         },
         Probe {
@@ -581,8 +602,17 @@ pub fn attribute(
                     (Some(p), Some(t)) if p > 0 => clamp01(t as f64 / p as f64),
                     _ => 0.0,
                 };
+                // … and a pool full while the CPUs are saturated is a symptom of that: the
+                // requests holding the connections wait for a CPU (the stack's, or PostgreSQL's
+                // backends'), and more connections would not serve more. A closed model at its
+                // limit fills any pool smaller than its connections (source 002's WebFlux at
+                // 1000 connections over a pool of 100: pool full, 800 waiting, the stack 161% of
+                // a core and the host 99% busy — the CPU is the ceiling, not the pool).
+                let busy = stack_cpu_level(r, s)
+                    .unwrap_or(0.0)
+                    .max(db_cpu_level(r, s).unwrap_or(0.0));
                 let flag: f64 = if full || pending { 1.0 } else { 0.0 };
-                Some(flag.max(waited) * (1.0 - waiting.max(throttled)))
+                Some(flag.max(waited) * (1.0 - waiting.max(throttled).max(busy)))
             }),
         },
         Probe {
@@ -591,22 +621,7 @@ pub fn attribute(
             needs: "host CPU and PostgreSQL's CPU",
             // the stack's CPU rule with PostgreSQL's process tree: at its own quota, or the host
             // saturated with PostgreSQL the largest share of the busy time
-            level: Box::new(|r, s| {
-                let s = s?;
-                let pg = r.postgres_cpu_pct?;
-                let quota_level = s
-                    .pg_cpu_limit_pct
-                    .filter(|l| *l > 0.0)
-                    .map(|l| clamp01((pg / l - 0.8) / 0.15))
-                    .unwrap_or(0.0);
-                let host_level = match (s.host_busy_pct, s.host_cpus) {
-                    (Some(b), Some(c)) if b > 0.0 => {
-                        clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(pg / b)
-                    }
-                    _ => return (s.pg_cpu_limit_pct.is_some()).then_some(quota_level),
-                };
-                Some(quota_level.max(host_level))
-            }),
+            level: Box::new(|r, s| db_cpu_level(r, s?)),
         },
         Probe {
             kind: CauseKind::DbLockWait,
@@ -1531,6 +1546,33 @@ mod tests {
             s.pool_in_use = Some(64.0);
             s.pool_pending = Some(40.0);
         });
+        assert_top(&top(&rows, &sig), CauseKind::DbPoolExhausted);
+    }
+
+    /// A closed model at its limit: every connection beyond the pool waits for one, so the pool
+    /// is full — but the stack's CPU is saturated, and that is the ceiling (source 002's WebFlux
+    /// at 1000 connections, pool 100). Without the saturation the pool stays the cause.
+    #[test]
+    fn a_full_pool_on_a_saturated_cpu_is_the_cpus_symptom() {
+        let (mut rows, mut sig) = healthy();
+        for (r, s) in rows.iter_mut().zip(sig.iter_mut()).skip(30) {
+            r.p50_ms = 780.0;
+            r.p99_ms = 1040.0;
+            r.max_ms = 1190.0;
+            r.stack_cpu_pct = Some(161.0);
+            r.postgres_cpu_pct = Some(30.0);
+            s.host_busy_pct = Some(198.0);
+            s.pool_in_use = Some(100.0);
+            s.pool_max = Some(100.0);
+            s.pool_pending = Some(800.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackCpu);
+        // the same pool with the host at half its capacity: the pool is the cause
+        for (r, s) in rows.iter_mut().zip(sig.iter_mut()).skip(30) {
+            r.stack_cpu_pct = Some(60.0);
+            s.host_busy_pct = Some(100.0);
+        }
         assert_top(&top(&rows, &sig), CauseKind::DbPoolExhausted);
     }
 
