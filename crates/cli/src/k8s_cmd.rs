@@ -114,7 +114,8 @@ pub fn run(a: K8sArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let scale = if a.quick { plan.quick_scale } else { 1.0 };
-    let length = plan.total_duration().as_secs_f64() * scale;
+    // every repetition of a closed model is a pass over the levels: the run is that long
+    let length = plan.run_duration().as_secs_f64() * scale;
     let o = Options {
         namespace: a
             .namespace

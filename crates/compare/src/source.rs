@@ -900,7 +900,39 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
             on_off(run.plan.keep_alive)
         )),
         "duration" => {
-            let mut s = format!("{:.0} s planned in total", run.plan.total_duration_s);
+            // from the stored stages (one pass) and repetitions, so runs recorded before
+            // `total_duration_s` counted the repetitions read right too
+            let of = |ph: ceiling_metrics::Phase| -> f64 {
+                run.plan
+                    .stages
+                    .iter()
+                    .filter(|s| s.phase == ph)
+                    .filter_map(|s| s.duration_s)
+                    .sum()
+            };
+            let (warm, pass) = (
+                of(ceiling_metrics::Phase::Warmup),
+                of(ceiling_metrics::Phase::Measure),
+            );
+            let passes = match run.plan.model {
+                ceiling_analyze::LoadModel::Closed => run.plan.repetitions.max(1),
+                ceiling_analyze::LoadModel::Open => 1,
+            };
+            let mut s = if passes > 1 {
+                format!(
+                    "{:.0} s planned in total: {pass:.0} s of levels × {passes} repetitions",
+                    warm + pass * passes as f64
+                )
+            } else {
+                format!("{:.0} s planned in total", warm + pass)
+            };
+            if warm > 0.0 {
+                s.push_str(&format!(", after a {warm:.0}-s warm-up"));
+            } else if run.plan.stages.iter().any(|st| {
+                st.phase == ceiling_metrics::Phase::Warmup && st.duration_s.is_none()
+            }) {
+                s.push_str(", after a warm-up bounded by its request count");
+            }
             if run.plan.is_scaled() {
                 s.push_str(&format!(" (scaled by {})", run.plan.scaled_by));
             }
@@ -949,7 +981,10 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
                     .collect::<Vec<_>>()
                     .join("; ")
             })
-            .filter(|s| !s.is_empty()),
+            .filter(|s| !s.is_empty())
+            // what `--version` says on PATH, not what each stack runs on (a stack may bring its
+            // own JDK: its stack.toml [fairness] runtime says which)
+            .map(|s| format!("this machine's tools on PATH: {s} (each stack's own runtime: its stack.toml [fairness])")),
         _ => None,
     }
 }

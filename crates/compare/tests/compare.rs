@@ -636,3 +636,31 @@ instances = 15
     let c = compare_with_source(&r, &p);
     assert!(c.tables[0].rows[1].cells.iter().all(|c| c.ours.is_none()));
 }
+
+/// The run's length beside the source's: every repetition of a closed model counted, the
+/// warm-up once — from the stored stages, so a run recorded by any version reads the same.
+#[test]
+fn the_duration_condition_counts_every_repetition_and_the_warmup_once() {
+    let p = parse_published(PUBLISHED, Path::new("plans/published/000.toml")).unwrap();
+    let duration = |r: &RunReport| {
+        compare_with_source(r, &p)
+            .conditions
+            .into_iter()
+            .find(|c| c.key == "duration")
+            .and_then(|c| c.run)
+            .unwrap()
+    };
+    assert_eq!(duration(&run("350ms", 5.0)), "80 s planned in total");
+    let closed = ceiling_plan::parse_plan(
+        "name = \"000-status-mixed\"\nsource = \"000\"\n[load]\nrepetitions = 3\n[[warmup]]\nconnections = 10\nduration = \"5s\"\n[[stages]]\nconnections = 100\nduration = \"30s\"\n[[stages]]\nconnections = 200\nduration = \"30s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n[slo]\np99 = \"1s\"\n",
+        Path::new("plans/000-status-mixed.toml"),
+    )
+    .unwrap();
+    let mut r = RunReport::new(&closed, "closed");
+    // as a run recorded before the total counted repetitions
+    r.plan.total_duration_s = 65.0;
+    assert_eq!(
+        duration(&r),
+        "185 s planned in total: 60 s of levels × 3 repetitions, after a 5-s warm-up"
+    );
+}

@@ -478,6 +478,20 @@ impl Plan {
             .sum()
     }
 
+    /// Planned length of a `ceiling run` of this plan: the warm-up once, then the measured
+    /// stages once per repetition (a closed model's repetitions are passes over its stages; an
+    /// open model runs them once). Count-bounded stages contribute 0.
+    pub fn run_duration(&self) -> Duration {
+        let passes = if self.is_open() {
+            1
+        } else {
+            self.load.repetitions.max(1)
+        };
+        let warmup: Duration = self.warmup.iter().filter_map(Stage::duration).sum();
+        let stages: Duration = self.stages.iter().filter_map(Stage::duration).sum();
+        warmup + stages * passes
+    }
+
     /// A copy with every measured duration multiplied by `factor` (rates, counts and the warm-up
     /// unchanged). Used by `--quick`; the report says the run was scaled.
     pub fn scaled(&self, factor: f64) -> Plan {

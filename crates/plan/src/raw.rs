@@ -1124,6 +1124,22 @@ errors = "1%"
 "#;
 
     #[test]
+    fn a_runs_length_counts_every_repetition_of_a_closed_model_and_the_warmup_once() {
+        let open = parse_plan(GOOD, Path::new("plans/t.toml")).unwrap();
+        assert_eq!(open.run_duration(), std::time::Duration::from_secs(30));
+        let closed = parse_plan(
+            "name = \"c\"\n[load]\nrepetitions = 3\n[[warmup]]\nconnections = 10\nduration = \"5s\"\n[[stages]]\nconnections = 100\nduration = \"30s\"\n[[stages]]\nconnections = 200\nduration = \"30s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n",
+            Path::new("plans/c.toml"),
+        )
+        .unwrap();
+        assert_eq!(closed.total_duration(), std::time::Duration::from_secs(65));
+        assert_eq!(
+            closed.run_duration(),
+            std::time::Duration::from_secs(5 + 3 * 60)
+        );
+    }
+
+    #[test]
     fn parses_a_full_plan() {
         let p = parse_plan(GOOD, Path::new("plans/t.toml")).unwrap();
         assert_eq!(p.model_name(), "open");

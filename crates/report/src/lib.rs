@@ -116,7 +116,8 @@ pub struct PlanSummary {
     pub stages: Vec<StageSpan>,
     /// Request mix.
     pub requests: Vec<RequestSummary>,
-    /// Planned total duration, seconds (request-bounded stages count 0).
+    /// Planned length of the run, seconds: the warm-up and every repetition's pass over the
+    /// levels ([`ceiling_plan::Plan::run_duration`]; request-bounded stages count 0).
     pub total_duration_s: f64,
 }
 
@@ -172,7 +173,7 @@ impl PlanSummary {
                     path: template_text(&r.path),
                 })
                 .collect(),
-            total_duration_s: plan.total_duration().as_secs_f64(),
+            total_duration_s: plan.run_duration().as_secs_f64(),
         }
     }
     /// True when durations were scaled (`--quick`).
