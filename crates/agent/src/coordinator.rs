@@ -176,12 +176,7 @@ impl DataFile {
     /// afterwards, while its size and modification time are unchanged, offered by the digest
     /// kept then and read only if an agent wants it (and then checked against that digest).
     pub fn at_path(name: &str, path: &std::path::Path) -> anyhow::Result<Self> {
-        let what = || {
-            format!(
-                "reading data source `{name}` ({}) to send to the agents",
-                path.display()
-            )
-        };
+        let what = || reading(name, path);
         let meta = std::fs::metadata(path).with_context(what)?;
         let stamp = (meta.len(), meta.modified().with_context(what)?);
         let known = DIGESTS
@@ -219,12 +214,7 @@ impl DataFile {
         match &self.text {
             Text::Held(t) => Ok(data_messages(name, t)),
             Text::OnDisk(path) => {
-                let t = std::fs::read_to_string(path).with_context(|| {
-                    format!(
-                        "reading data source `{name}` ({}) to send to the agents",
-                        path.display()
-                    )
-                })?;
+                let t = std::fs::read_to_string(path).with_context(|| reading(name, path))?;
                 if OfferedFile::of(name, &t) != self.offer {
                     DIGESTS
                         .lock()
@@ -240,6 +230,14 @@ impl DataFile {
             }
         }
     }
+}
+
+/// The context of an error reading a data file for the agents.
+fn reading(name: &str, path: &std::path::Path) -> String {
+    format!(
+        "reading data source `{name}` ({}) to send to the agents",
+        path.display()
+    )
 }
 
 /// Offers `data` to one agent and sends the files it asks for. `pieces[i]` holds `data[i]`'s

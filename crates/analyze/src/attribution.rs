@@ -330,18 +330,12 @@ fn maxof(
         .reduce(f64::max)
 }
 
-/// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.
 /// How far the stack is CPU-bound in second `r`, 0…1: at 80–95% of its capacity (its quota, or
-/// the host), or the host 85–95% busy with the stack the consumer of that busy time.
+/// the host), or the host saturated with the stack the consumer of that busy time.
 fn stack_cpu_level(r: &TimeseriesRow, s: &SignalRow) -> Option<f64> {
     let cpu = r.stack_cpu_pct?;
     let cap = capacity(s)?;
-    let quota_level = clamp01((cpu / cap - 0.8) / 0.15);
-    let host_level = match (s.host_busy_pct, s.host_cpus) {
-        (Some(b), Some(c)) if b > 0.0 => clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b),
-        _ => 0.0,
-    };
-    Some(quota_level.max(host_level))
+    Some(near_quota(cpu, cap).max(host_saturated_by(s, cpu).unwrap_or(0.0)))
 }
 
 /// The stack's rule with PostgreSQL's process tree: at its own quota, or the host saturated with
@@ -351,15 +345,31 @@ fn db_cpu_level(r: &TimeseriesRow, s: &SignalRow) -> Option<f64> {
     let quota_level = s
         .pg_cpu_limit_pct
         .filter(|l| *l > 0.0)
-        .map(|l| clamp01((pg / l - 0.8) / 0.15))
+        .map(|l| near_quota(pg, l))
         .unwrap_or(0.0);
-    let host_level = match (s.host_busy_pct, s.host_cpus) {
-        (Some(b), Some(c)) if b > 0.0 => clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(pg / b),
-        _ => return (s.pg_cpu_limit_pct.is_some()).then_some(quota_level),
-    };
-    Some(quota_level.max(host_level))
+    match host_saturated_by(s, pg) {
+        Some(host_level) => Some(quota_level.max(host_level)),
+        None => s.pg_cpu_limit_pct.is_some().then_some(quota_level),
+    }
 }
 
+/// 0 below 80% of `cap`, 1 from 95% on.
+fn near_quota(cpu: f64, cap: f64) -> f64 {
+    clamp01((cpu / cap - 0.8) / 0.15)
+}
+
+/// How far the host is saturated (0 below 85% busy, 1 from 95%) times the share of its busy
+/// time that `cpu` (% of a core) accounts for; `None` without the host's figures.
+fn host_saturated_by(s: &SignalRow, cpu: f64) -> Option<f64> {
+    match (s.host_busy_pct, s.host_cpus) {
+        (Some(b), Some(c)) if b > 0.0 => {
+            Some(clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b))
+        }
+        _ => None,
+    }
+}
+
+/// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.
 fn capacity(s: &SignalRow) -> Option<f64> {
     let host = s.host_cpus.map(|c| c * 100.0);
     match (s.stack_cpu_limit_pct, host) {
