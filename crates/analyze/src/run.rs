@@ -108,10 +108,20 @@ impl RunAccumulator {
     /// For one repetition run on its own (a separate generator run per repetition): every shelf is
     /// tagged with `repetition`. Combine the results with [`StackAnalysis::combine`].
     pub fn for_repetition(plan: &Plan, stack: &str, repetition: u32) -> Self {
+        Self::for_round(plan, stack, repetition, 0.0)
+    }
+
+    /// For one round of a run whose repetitions are separate starts of the stack, written on one
+    /// clock per stack (`ceiling run` with stacks taking turns): as
+    /// [`RunAccumulator::for_repetition`], with the shelves' planned times moved `offset_s`
+    /// seconds on. Feed it seconds whose `t` is moved by the same offset.
+    pub fn for_round(plan: &Plan, stack: &str, repetition: u32, offset_s: f64) -> Self {
         let mut a = Self::new(plan, stack);
         for s in &mut a.shelves {
             let mut spec = s.spec().clone();
             spec.repetition = repetition;
+            spec.start_s = spec.start_s.map(|t| t + offset_s);
+            spec.end_s = spec.end_s.map(|t| t + offset_s);
             *s = ShelfAccumulator::new(
                 spec,
                 a.criteria.clone(),
@@ -486,13 +496,22 @@ impl StackAnalysis {
     }
 
     /// Joins analyses of separately run repetitions of the same plan and stack: shelves are
-    /// concatenated (renumbered) and levels, ceiling and warnings recomputed.
+    /// concatenated (renumbered) and levels, ceiling and warnings recomputed. Of what each part
+    /// holds once, the result keeps the first warm-up's settling and the first exit of the
+    /// stack, the last part's footprint (the stack at the end of its last run) and the first
+    /// bank audit that found money not conserved, else the last one.
     pub fn combine(parts: Vec<StackAnalysis>) -> Option<StackAnalysis> {
         let first = parts.first()?;
         let stack = first.stack.clone();
         let criteria = first.criteria.clone();
         let settling = first.settling.clone();
-        let footprint = first.footprint.clone();
+        let footprint = parts.iter().rev().find_map(|p| p.footprint.clone());
+        let stack_exit = parts.iter().find_map(|p| p.stack_exit.clone());
+        let money = parts
+            .iter()
+            .filter_map(|p| p.money.clone())
+            .find(|m| !m.conserved())
+            .or_else(|| parts.iter().rev().find_map(|p| p.money.clone()));
         let mut warnings: Vec<Warning> = Vec::new();
         let mut shelves = Vec::new();
         let mut part_exits = Vec::new();
@@ -515,6 +534,8 @@ impl StackAnalysis {
         a.part_exits = part_exits;
         a.settling = settling;
         a.footprint = footprint;
+        a.stack_exit = stack_exit;
+        a.money = money;
         Some(a)
     }
 
@@ -581,7 +602,13 @@ impl StackAnalysis {
             )),
             _ => a.warnings.push(Warning::new(
                 WarningKind::SearchNotBracketed,
-                format!("search found no ceiling: {}", outcome.stop),
+                match outcome.upper_bound_rps {
+                    Some(u) => format!(
+                        "search found no ceiling: no rate passed, the ceiling is below {u:.0} RPS ({})",
+                        outcome.describe()
+                    ),
+                    None => format!("search found no ceiling: {}", outcome.stop),
+                },
             )),
         }
         a.search = Some(outcome);

@@ -494,6 +494,18 @@ pub struct SearchOutcome {
     /// The ceiling: the interval's estimate when bracketed, the highest passing rate for a lower
     /// bound, 0 when no rate passed.
     pub ceiling_rps: f64,
+    /// When no rate passed: the lowest rate that failed, which the ceiling is below (absent in
+    /// older run.json files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_bound_rps: Option<f64>,
+    /// The highest rate a probe passed that the fit left out because it was shorter than the
+    /// lengthened probes ([`fit_window_s`]): what the service held for a short while only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shorter_passed_rps: Option<f64>,
+    /// The lowest rate a probe failed that the fit left out because it was shorter: where the
+    /// service already broke within a short probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shorter_failed_rps: Option<f64>,
     /// 95% interval (bracketed searches only).
     pub interval: Option<CapacityInterval>,
     /// The SLO term that bound the ceiling (largest margin at the lowest failing rate).
@@ -547,6 +559,24 @@ impl SearchOutcome {
             Bracket::AllFail { lowest } => Some(lowest),
             _ => None,
         };
+        let upper_bound_rps = match (status, fit.bracket()) {
+            (SearchStatus::NoPass, Bracket::AllFail { lowest }) => Some(lowest),
+            _ => None,
+        };
+        let w = fit_window_s(&probes) * 0.99;
+        let shorter = || {
+            probes
+                .iter()
+                .filter(move |p| p.kind == ProbeKind::Probe && p.window_s < w)
+        };
+        let shorter_passed_rps = shorter()
+            .filter(|p| p.verdict == Verdict::Valid)
+            .map(|p| p.rate)
+            .reduce(f64::max);
+        let shorter_failed_rps = shorter()
+            .filter(|p| p.failed())
+            .map(|p| p.rate)
+            .reduce(f64::min);
         let binding = lowest_fail.and_then(|r| binding_term(&probes, r));
         let cause = lowest_fail.and_then(|r| {
             probes
@@ -560,6 +590,9 @@ impl SearchOutcome {
             baseline,
             status,
             ceiling_rps: ceiling,
+            upper_bound_rps,
+            shorter_passed_rps,
+            shorter_failed_rps,
             interval,
             binding,
             cause,
@@ -598,14 +631,49 @@ impl SearchOutcome {
                 }
             ),
             (None, st) if st.is_lower_bound() => {
+                // what the shorter probes saw above it, left out of the fit
+                let shorter = self
+                    .shorter_failed_rps
+                    .filter(|&r| r > self.ceiling_rps)
+                    .map(|r| format!("; shorter probes failed from {r:.0} RPS"))
+                    .unwrap_or_default();
                 format!(
-                    "≥ {:.0} RPS ({}: {})",
+                    "≥ {:.0} RPS ({}: {}{shorter})",
                     self.ceiling_rps,
                     st.name(),
                     self.stop
                 )
             }
-            (None, st) => format!("0 RPS ({}: {})", st.name(), self.stop),
+            (None, st) => {
+                let shorter = self
+                    .shorter_passed_rps
+                    .map(|r| {
+                        format!(
+                            "; shorter probes passed up to {r:.0} RPS, held for a short while only"
+                        )
+                    })
+                    .unwrap_or_default();
+                match self.upper_bound_rps {
+                    Some(u) => format!(
+                        "< {u:.0} RPS ({}: {}{shorter})",
+                        self.longest_probes(st),
+                        self.stop
+                    ),
+                    None => format!("0 RPS ({}: {}{shorter})", st.name(), self.stop),
+                }
+            }
+        }
+    }
+
+    /// `no rate passed`, or `no rate passed in 120-s probes` after a lengthening.
+    fn longest_probes(&self, st: SearchStatus) -> String {
+        match self.shorter_passed_rps {
+            Some(_) => format!(
+                "{} in the lengthened probes ({:.0}-s windows)",
+                st.name(),
+                fit_window_s(&self.probes)
+            ),
+            None => st.name().to_string(),
         }
     }
 }

@@ -768,6 +768,56 @@ fn closed_repetitions_aggregate_mean_spread_and_flag_errors() {
 }
 
 #[test]
+fn rounds_on_one_clock_keep_their_windows_where_their_seconds_are() {
+    // Two repetitions, each a start of its own; the second written 100 s on the stack's clock.
+    let mut p = closed_plan();
+    p.warmup.clear();
+    let mut parts = Vec::new();
+    for (rep, off) in [(0u32, 0u32), (1, 100)] {
+        let mut acc = RunAccumulator::for_round(&p, "x", rep, off as f64);
+        for lvl in 0..2usize {
+            for k in 0..30u32 {
+                let n = 100 * (lvl as u64 + 1) + 7 * rep as u64;
+                let t = off + 30 * lvl as u32 + k;
+                acc.push_second(&build(t, Phase::Measure, lvl, &sec(n, vec![tag(n, 5.0)])));
+            }
+        }
+        let mut a = acc.finish();
+        a.footprint = Some(ceiling_metrics::Footprint {
+            rss_bytes_at_end: Some(1000 + rep as u64),
+            ..Default::default()
+        });
+        parts.push(a);
+    }
+    let a = StackAnalysis::combine(parts).unwrap();
+    assert_eq!(a.shelves.len(), 4);
+    for lvl in 0..2 {
+        let (r0, r1) = (&a.shelves[lvl].window, &a.shelves[2 + lvl].window);
+        let moved = |x: Option<f64>, y: Option<f64>| y.unwrap() - x.unwrap();
+        assert_eq!(moved(r0.stage_start_s, r1.stage_start_s), 100.0);
+        assert_eq!(moved(r0.kept_start_s, r1.kept_start_s), 100.0);
+        assert_eq!(moved(r0.kept_end_s, r1.kept_end_s), 100.0);
+        assert_eq!(
+            (r0.kept_s, r1.kept_s),
+            (25.0, 25.0),
+            "every kept second found"
+        );
+        let n = 100 * (lvl as u64 + 1);
+        assert_eq!(a.shelves[lvl].requests, 25 * n);
+        assert_eq!(a.shelves[2 + lvl].requests, 25 * (n + 7));
+        assert_eq!(a.shelves[2 + lvl].repetition, 1);
+    }
+    assert_eq!(a.levels[1].repetitions, vec![0, 1]);
+    let all = a.levels[1].all.as_ref().unwrap();
+    assert!((all.throughput_rps.mean - 203.5).abs() < 1e-9, "{all:?}");
+    assert_eq!(
+        a.footprint.and_then(|f| f.rss_bytes_at_end),
+        Some(1001),
+        "the footprint of the stack at the end of its last run"
+    );
+}
+
+#[test]
 fn closed_repetitions_as_passes_in_one_run() {
     let mut p = closed_plan();
     p.warmup.clear();
@@ -891,6 +941,72 @@ fn probes_for_the_search() {
         out.describe().starts_with("≥ 800 RPS"),
         "{}",
         out.describe()
+    );
+    // Lengthened probes that all failed (the service then did not recover): the ceiling is below
+    // the long probe's rate — never "0" — and the short probes' passes are said, not fitted.
+    let short = |rate: f64, ok_: bool| {
+        let mut p = if ok_ { ok.clone() } else { v.clone() };
+        p.rate = rate;
+        p.window_s = 30.0;
+        p
+    };
+    let mut long = v.clone();
+    long.rate = 6750.0;
+    long.window_s = 110.0;
+    let out = SearchOutcome::conclude(
+        vec![
+            short(4000.0, true),
+            short(6466.0, true),
+            short(6773.0, false),
+            short(6773.0, true),
+            long,
+        ],
+        vec![],
+        None,
+        0.05,
+        StopReason::NotRecovered {
+            after: 6750.0,
+            waited_s: 69.0,
+        },
+        10.0,
+    );
+    assert_eq!(out.status, SearchStatus::NoPass);
+    assert_eq!(out.ceiling_rps, 0.0);
+    assert_eq!(out.upper_bound_rps, Some(6750.0));
+    assert_eq!(out.shorter_passed_rps, Some(6773.0));
+    let d = out.describe();
+    assert!(
+        d.starts_with("< 6750 RPS (no rate passed in the lengthened probes (110-s windows)"),
+        "{d}"
+    );
+    assert!(d.contains("shorter probes passed up to 6773 RPS"), "{d}");
+    let sa = StackAnalysis::from_search("s", probe_criteria(&p), out);
+    assert!(!sa.ceiling.found);
+    assert!(
+        sa.warnings
+            .iter()
+            .any(|w| w.message.contains("the ceiling is below 6750 RPS")),
+        "{:?}",
+        sa.warnings
+    );
+    // The same, with a long probe that passed below them and the budget spent: a lower bound,
+    // with the shorter probes' failures above it said.
+    let mut long_pass = ok.clone();
+    long_pass.rate = 6000.0;
+    long_pass.window_s = 110.0;
+    let out = SearchOutcome::conclude(
+        vec![short(6466.0, true), short(6773.0, false), long_pass],
+        vec![],
+        None,
+        0.05,
+        StopReason::Budget,
+        10.0,
+    );
+    assert_eq!(out.status, SearchStatus::LowerBound);
+    let d = out.describe();
+    assert!(
+        d.starts_with("≥ 6000 RPS") && d.contains("shorter probes failed from 6773 RPS"),
+        "{d}"
     );
     // Checks and invalid probes carry no margin.
     let mut chk = v.clone();

@@ -3,14 +3,15 @@
 //! the report files in `results/<run-id>/`.
 
 use anyhow::{bail, Context};
-use ceiling_analyze::{Warning, WarningKind};
+use ceiling_analyze::{StackAnalysis, Warning, WarningKind};
 use ceiling_lab::{
-    apply_load_flags, measure_stack, now_iso, repo_root, run_id, Halt, StackRunOptions,
+    apply_load_flags, measure_stack, now_iso, repo_root, run_id, Halt, Round, StackRunOptions,
 };
 use ceiling_plan::OnPartExit;
 use ceiling_report::{RunReport, Series};
 use ceiling_stand::{Role, Stand, StandOptions};
 use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +45,12 @@ pub struct RunArgs {
     /// Rebuild stacks even when their source is unchanged.
     #[arg(long)]
     pub rebuild: bool,
+    /// Measure each stack's repetitions in one start, the stacks one after the other. By
+    /// default a closed model's repetitions of several stacks are interleaved: each repetition
+    /// is a start of its own with the plan's warm-up, the stacks taking turns (A B A B …), so
+    /// the machine's drift falls on all alike.
+    #[arg(long)]
+    pub no_interleave: bool,
     #[command(flatten)]
     pub agent: crate::agents::AgentFlags,
     /// Measure a service that is already running at this base URL with the plan's load and
@@ -165,6 +172,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ceiling_stand::StackSpec::load(&root.join("stacks"), name)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    let rounds = rounds_of(&plan, a.no_interleave);
+    if rounds > 0 {
+        let mut seen = BTreeSet::new();
+        if let Some(twice) = plan.target.stacks.iter().find(|s| !seen.insert(*s)) {
+            bail!(
+                "stack `{twice}` is listed twice: an interleaved run keeps one set of files per stack — list each stack once, or pass --no-interleave"
+            );
+        }
+    }
     let id = run_id(&plan);
     let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))
@@ -174,6 +190,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let mut report = RunReport::new(&plan, id.clone());
     report.started = now_iso();
+    if rounds > 0 {
+        report.plan.interleaved_rounds = rounds;
+        report.plan.total_duration_s = plan.run_duration_in_rounds().as_secs_f64();
+    }
     eprintln!("ceiling run {} → {}", plan.name, dir.display());
     print_load_notes(&plan, agents.as_ref());
     if !plan.load.keep_alive {
@@ -237,12 +257,30 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut series = Series::new();
     let mut exit = ExitCode::SUCCESS;
+    // Each stack's analyses so far (one per round when interleaved), and where its next round
+    // starts on its clock.
+    // (by the stack's place in the list: a list may name a stack twice when not interleaved)
+    let mut parts: BTreeMap<usize, Vec<StackAnalysis>> = BTreeMap::new();
+    let mut next_offset: BTreeMap<usize, u32> = BTreeMap::new();
+    // stacks that could not be started: not tried again in later rounds
+    let mut not_measured: BTreeSet<usize> = BTreeSet::new();
+    let schedule = turns(&plan.target.stacks, rounds);
+    if rounds > 0 {
+        eprintln!(
+            "interleaved: {} stacks × {rounds} repetitions, each repetition a start of its own with the plan's warm-up, the stacks taking turns (A B A B …); --no-interleave runs them one after the other",
+            plan.target.stacks.len()
+        );
+    }
 
-    for (i, name) in plan.target.stacks.clone().iter().enumerate() {
+    for (i, turn) in schedule.iter().enumerate() {
+        let name = &turn.stack;
+        if not_measured.contains(&turn.index) {
+            continue;
+        }
         if stop.load(Ordering::Relaxed) {
             report.warnings.push(Warning::new(
                 WarningKind::StoppedEarly,
-                format!("stopped before stack `{name}`"),
+                format!("stopped before stack `{name}`{}", turn.describe(rounds)),
             ));
             break;
         }
@@ -253,13 +291,32 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             );
             sleep_unless(plan.stand.cooldown, &stop);
         }
+        if rounds > 0 {
+            eprintln!("[{name}]{}", turn.describe(rounds));
+        }
+        let round = turn.repetition.map(|repetition| Round {
+            repetition,
+            offset_s: next_offset.get(&turn.index).copied().unwrap_or(0),
+        });
+        // verified on its first round; later rounds start the same build (as a search does)
+        let later = turn.repetition.is_some_and(|r| r > 0);
+        let mut unverified;
+        let turn_plan = if later && plan.stand.verify {
+            unverified = plan.clone();
+            unverified.stand.verify = false;
+            &unverified
+        } else {
+            &plan
+        };
         match measure_stack(
-            &plan,
+            turn_plan,
             StackRunOptions {
                 allow_unverified: a.allow_unverified,
-                rebuild: a.rebuild,
+                // once: the later rounds start what the first one built
+                rebuild: a.rebuild && !later,
                 quiet: a.quiet,
                 agents: agents.as_ref(),
+                round,
             },
             &mut stand,
             name,
@@ -269,15 +326,29 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ) {
             Ok((m, lim)) => {
                 report.limits.insert(name.clone(), lim);
-                series.insert(name.clone(), m.rows);
-                report.stacks.push(m.analysis);
+                if let Some(f) = &m.fairness {
+                    report.fairness.insert(name.clone(), f.clone());
+                }
+                if let Some(last) = m.rows.last() {
+                    next_offset.insert(turn.index, last.t + 1 + ROUND_GAP_S);
+                }
+                if turn.repetition.is_some() {
+                    series.entry(name.clone()).or_default().extend(m.rows);
+                } else {
+                    series.insert(name.clone(), m.rows);
+                }
+                parts.entry(turn.index).or_default().push(m.analysis);
                 if let Some(Halt::StackDied(_)) = m.halt {
                     // its analysis says so; the run goes on with the next stack
                     exit = ExitCode::from(1);
                 }
                 if let Some(Halt::PartExited(e)) = m.halt {
                     exit = ExitCode::from(1);
-                    let what = format!("{} while `{name}` was measured", e.describe());
+                    let what = format!(
+                        "{} while `{name}` was measured{}",
+                        e.describe(),
+                        turn.describe(rounds)
+                    );
                     if !e.log_tail.is_empty() {
                         std::fs::write(
                             dir.join("logs")
@@ -286,7 +357,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                         )
                         .ok();
                     }
-                    let last = i + 1 == plan.target.stacks.len();
+                    let last = i + 1 == schedule.len();
                     match plan.stand.on_part_exit {
                         OnPartExit::Restart if !last && !stop.load(Ordering::Relaxed) => {
                             let part = e.part.title();
@@ -315,6 +386,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                                     report
                                         .warnings
                                         .push(Warning::new(WarningKind::PartExited, msg));
+                                    report.stacks = combined(&parts);
                                     crate::compare_cmd::write_reports(&dir, &report, &series)?;
                                     break;
                                 }
@@ -331,6 +403,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                             report
                                 .warnings
                                 .push(Warning::new(WarningKind::PartExited, msg));
+                            report.stacks = combined(&parts);
                             crate::compare_cmd::write_reports(&dir, &report, &series)?;
                             break;
                         }
@@ -338,15 +411,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             Err(e) => {
-                let msg = format!("stack `{name}` was not measured: {e:#}");
+                let msg = format!(
+                    "stack `{name}` was not measured{}: {e:#}",
+                    turn.describe(rounds)
+                );
                 eprintln!("{msg}");
                 report
                     .warnings
                     .push(Warning::new(WarningKind::StackNotMeasured, msg));
+                not_measured.insert(turn.index);
                 exit = ExitCode::from(1);
             }
         }
-        // Flush what we have after every stack, so an interrupted run keeps its results.
+        // Flush what we have after every turn, so an interrupted run keeps its results.
+        report.stacks = combined(&parts);
         crate::compare_cmd::write_reports(&dir, &report, &series)?;
     }
     stand.stop();
@@ -411,6 +489,7 @@ fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<
             quiet: a.quiet,
             agents: agents.as_ref(),
             stack_agent: stack_agent.as_ref(),
+            round: None,
         },
         &stop,
         || None,
@@ -461,9 +540,130 @@ fn stopped_early(
     Ok(ExitCode::from(130))
 }
 
+/// Seconds left between a stack's rounds on its clock, so a round's first second never follows
+/// the previous round's last as if the run had gone on.
+const ROUND_GAP_S: u32 = 10;
+
+/// Rounds of an interleaved run: the plan's repetitions when several stacks are measured under a
+/// closed model with repetitions (and `--no-interleave` was not given); 0 = not interleaved.
+fn rounds_of(plan: &ceiling_plan::Plan, no_interleave: bool) -> u32 {
+    let reps = plan.load.repetitions;
+    if no_interleave || plan.is_open() || reps < 2 || plan.target.stacks.len() < 2 {
+        0
+    } else {
+        reps
+    }
+}
+
+/// One stack's turn in a run.
+#[derive(Debug, Clone, PartialEq)]
+struct Turn {
+    /// The stack's place in the plan's list.
+    index: usize,
+    /// Its name.
+    stack: String,
+    /// In an interleaved run, the repetition this turn measures.
+    repetition: Option<u32>,
+}
+
+impl Turn {
+    /// ` (repetition 2 of 3)` in an interleaved run, else nothing.
+    fn describe(&self, rounds: u32) -> String {
+        match self.repetition {
+            Some(r) => format!(" (repetition {} of {rounds})", r + 1),
+            None => String::new(),
+        }
+    }
+}
+
+/// The run's turns: every stack once, or with `rounds` every stack once per round (A B A B …).
+fn turns(stacks: &[String], rounds: u32) -> Vec<Turn> {
+    let one = |repetition: Option<u32>| {
+        stacks.iter().enumerate().map(move |(index, s)| Turn {
+            index,
+            stack: s.clone(),
+            repetition,
+        })
+    };
+    if rounds == 0 {
+        one(None).collect()
+    } else {
+        (0..rounds).flat_map(|r| one(Some(r))).collect()
+    }
+}
+
+/// Each stack's analysis from its turns so far, in the plan's order: a stack measured in rounds
+/// has its rounds joined ([`StackAnalysis::combine`]); one measured once is as measured.
+fn combined(parts: &BTreeMap<usize, Vec<StackAnalysis>>) -> Vec<StackAnalysis> {
+    parts
+        .values()
+        .filter_map(|p| match p.as_slice() {
+            [one] => Some(one.clone()),
+            _ => StackAnalysis::combine(p.clone()),
+        })
+        .collect()
+}
+
 fn sleep_unless(d: Duration, stop: &AtomicBool) {
     let end = Instant::now() + d;
     while Instant::now() < end && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100).min(end - Instant::now()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(t: &[Turn]) -> Vec<String> {
+        t.iter()
+            .map(|t| format!("{}{}", t.stack, t.describe(2)))
+            .collect()
+    }
+
+    #[test]
+    fn interleaved_turns_take_the_stacks_in_rounds() {
+        let stacks = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            names(&turns(&stacks, 2)),
+            [
+                "a (repetition 1 of 2)",
+                "b (repetition 1 of 2)",
+                "a (repetition 2 of 2)",
+                "b (repetition 2 of 2)"
+            ]
+        );
+        assert_eq!(names(&turns(&stacks, 0)), ["a", "b"]);
+        assert_eq!(turns(&stacks, 2)[3].index, 1);
+    }
+
+    #[test]
+    fn only_a_closed_models_repetitions_of_several_stacks_are_interleaved() {
+        let plan = |text: &str| ceiling_plan::parse_plan(text, Path::new("t.toml")).unwrap();
+        let closed = |reps: u32, stacks: &str| {
+            plan(&format!(
+                "name = \"c\"\n[target]\nstacks = [{stacks}]\n[load]\nrepetitions = {reps}\n[[stages]]\nconnections = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n"
+            ))
+        };
+        assert_eq!(rounds_of(&closed(3, "\"a\", \"b\""), false), 3);
+        assert_eq!(
+            rounds_of(&closed(3, "\"a\", \"b\""), true),
+            0,
+            "--no-interleave"
+        );
+        assert_eq!(
+            rounds_of(&closed(1, "\"a\", \"b\""), false),
+            0,
+            "one repetition"
+        );
+        assert_eq!(rounds_of(&closed(3, "\"a\""), false), 0, "one stack");
+        let open = plan(
+            "name = \"o\"\n[target]\nstacks = [\"a\", \"b\"]\n[[stages]]\nhold = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n",
+        );
+        assert_eq!(
+            rounds_of(&open, false),
+            0,
+            "an open model has no repetitions"
+        );
     }
 }

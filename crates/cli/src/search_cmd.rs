@@ -208,6 +208,7 @@ impl ProbeRunner for Runner<'_> {
                 quiet: true,
                 agents: self.agents.as_ref(),
                 stack_agent: self.stack_agent.as_ref(),
+                round: None,
             },
             &self.stop,
             watch,
@@ -516,8 +517,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
                     max_steps,
                     &mut log,
                 ) {
-                    Ok(lim) => {
+                    Ok((lim, fairness)) => {
                         report.limits.insert(job.name.clone(), lim);
+                        if let Some(f) = fairness {
+                            report.fairness.insert(job.name.clone(), f);
+                        }
                     }
                     Err(e) => job.error = Some(format!("{e:#}")),
                 }
@@ -638,7 +642,10 @@ fn stack_round(
     t0: Instant,
     max_steps: Option<usize>,
     log: &mut dyn FnMut(&str),
-) -> anyhow::Result<ceiling_stand::LimitsApplied> {
+) -> anyhow::Result<(
+    ceiling_stand::LimitsApplied,
+    Option<ceiling_stand::Fairness>,
+)> {
     let name = job.name.clone();
     let mut p = plan.clone();
     if job.rounds > 0 {
@@ -715,7 +722,7 @@ fn stack_round(
     if let Some(e) = warmup_failed {
         bail!("warm-up failed: {e}");
     }
-    Ok(lim)
+    Ok((lim, spec.fairness))
 }
 
 /// A part of the stand (PostgreSQL, PgBouncer) exited during one of `job`'s probes: its log tail

@@ -13,7 +13,8 @@ fn esc(s: &str) -> String {
 }
 
 /// ceiling's figure in a cell: `v ± h` for a symmetric 95% interval; a search whose interval is
-/// open above shows it as `v (95% CI lo–∞)`, and a bare lower bound as `≥ v` — never `v ± —`.
+/// open above shows it as `v (95% CI lo–∞)`, a bare lower bound as `≥ v`, and a search where no
+/// rate passed as `< hi` (below the lowest rate that failed) — never `v ± —`.
 fn cell_ours(c: &Cell) -> String {
     let Some(o) = c.ours else {
         return "—".into();
@@ -21,6 +22,7 @@ fn cell_ours(c: &Cell) -> String {
     match (c.ours_range, c.ours_ci) {
         (Some((lo, hi)), _) if hi.is_infinite() && lo >= o => format!("≥ {}", num(o)),
         (Some((lo, hi)), _) if hi.is_infinite() => format!("{} (95% CI {}–∞)", num(o), num(lo)),
+        (Some((lo, hi)), _) if lo == 0.0 && o == 0.0 => format!("< {}", num(hi)),
         (_, Some(h)) if h > 0.0 && h.is_finite() => format!("{} ± {}", num(o), num(h)),
         _ => num(o),
     }

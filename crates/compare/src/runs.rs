@@ -206,7 +206,8 @@ pub fn compare_stacks(run: &RunReport, a: &str, b: &str) -> Result<RunComparison
         run.stacks.iter().position(|s| s.stack == a),
         run.stacks.iter().position(|s| s.stack == b),
     );
-    let interleaved = x.search.is_some() && y.search.is_some();
+    // a search's stacks take turns in rounds; so do a run's repetitions when it says so
+    let interleaved = (x.search.is_some() && y.search.is_some()) || run.plan.interleaved_rounds > 1;
     if !interleaved && ia != ib {
         warnings.push(
             "the two stacks were measured one after the other, not interleaved: drift of the machine between them falls on one only"

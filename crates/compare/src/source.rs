@@ -17,9 +17,10 @@ pub struct Cell {
     pub ours: Option<f64>,
     /// Half-width of ceiling's 95% interval for it, when there were repetitions or a search.
     pub ours_ci: Option<f64>,
-    /// Where ceiling's figure may lie, when it is not a point: a search's 95% interval, or
+    /// Where ceiling's figure may lie, when it is not a point: a search's 95% interval,
     /// `[value, ∞)` for a lower bound (a search that never failed, or stopped by its budget
-    /// before a probe failed). Stacks whose ranges overlap are not ranked against each other.
+    /// before a probe failed), or `[0, rate)` when no rate passed, below the lowest that failed.
+    /// Stacks whose ranges overlap are not ranked against each other.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ours_range: Option<(f64, f64)>,
     /// `ours / published` (against a range's midpoint); `None` when either is missing or the
@@ -507,6 +508,7 @@ fn ours_range(a: &StackAnalysis, t: &Table, m: Metric) -> Option<(f64, f64)> {
             None,
             SearchStatus::LowerBound | SearchStatus::GeneratorBound | SearchStatus::NotRecovered,
         ) => Some((s.ceiling_rps, f64::INFINITY)),
+        (None, SearchStatus::NoPass) => s.upper_bound_rps.map(|u| (0.0, u)),
         _ => None,
     }
 }
@@ -696,8 +698,11 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
                 ours_value(a, t, at.as_ref(), m)
             };
             let p = published.central();
+            let range = ours_range(a, t, m);
+            // a search where no rate passed has no figure to divide, only a bound
+            let bound_only = range.is_some_and(|(lo, hi)| lo == 0.0 && hi.is_finite());
             let ratio = match ours {
-                Some(o) if p != 0.0 => Some(o / p),
+                Some(o) if p != 0.0 && !bound_only => Some(o / p),
                 _ => None,
             };
             Some(Cell {
@@ -705,7 +710,7 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
                 published,
                 ours,
                 ours_ci,
-                ours_range: ours_range(a, t, m),
+                ours_range: range,
                 ratio,
                 ours_is,
             })
@@ -918,7 +923,12 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
                 ceiling_analyze::LoadModel::Closed => run.plan.repetitions.max(1),
                 ceiling_analyze::LoadModel::Open => 1,
             };
-            let mut s = if passes > 1 {
+            let mut s = if passes > 1 && run.plan.interleaved_rounds > 0 {
+                format!(
+                    "{:.0} s planned in total: ({warm:.0} s of warm-up + {pass:.0} s of levels) × {passes} repetitions, each a start of its own, the stacks taking turns",
+                    (warm + pass) * passes as f64
+                )
+            } else if passes > 1 {
                 format!(
                     "{:.0} s planned in total: {pass:.0} s of levels × {passes} repetitions",
                     warm + pass * passes as f64
@@ -926,11 +936,18 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
             } else {
                 format!("{:.0} s planned in total", warm + pass)
             };
+            // an interleaved run's warm-ups are inside the sum already
+            let each = run.plan.interleaved_rounds > 0 && passes > 1;
             if warm > 0.0 {
-                s.push_str(&format!(", after a {warm:.0}-s warm-up"));
-            } else if run.plan.stages.iter().any(|st| {
-                st.phase == ceiling_metrics::Phase::Warmup && st.duration_s.is_none()
-            }) {
+                if !each {
+                    s.push_str(&format!(", after a {warm:.0}-s warm-up"));
+                }
+            } else if run
+                .plan
+                .stages
+                .iter()
+                .any(|st| st.phase == ceiling_metrics::Phase::Warmup && st.duration_s.is_none())
+            {
                 s.push_str(", after a warm-up bounded by its request count");
             }
             if run.plan.is_scaled() {
@@ -967,24 +984,56 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
                 format!("warm-up {} (not analysed)", w.join(", "))
             })
         }
-        "repetitions" => Some(if run.plan.repetitions > 1 {
-            format!("{} repetitions per level", run.plan.repetitions)
-        } else {
-            "one run".into()
-        }),
-        "versions" => env(run)
-            .map(|e| {
-                // each value is the tool's own `--version` line, which names the tool
-                e.toolchains
-                    .values()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
-            .filter(|s| !s.is_empty())
-            // what `--version` says on PATH, not what each stack runs on (a stack may bring its
-            // own JDK: its stack.toml [fairness] runtime says which)
-            .map(|s| format!("this machine's tools on PATH: {s} (each stack's own runtime: its stack.toml [fairness])")),
+        "repetitions" => Some(
+            if run.plan.repetitions > 1 && run.plan.interleaved_rounds > 0 {
+                format!(
+                "{} repetitions per level, each a start of its own with its warm-up, the stacks taking turns (A B A B …)",
+                run.plan.repetitions
+            )
+            } else if run.plan.repetitions > 1 {
+                format!(
+                "{} repetitions per level, passes over the levels in one start of each stack, the stacks one after the other",
+                run.plan.repetitions
+            )
+            } else {
+                "one run".into()
+            },
+        ),
+        "versions" => {
+            let path = env(run)
+                .map(|e| {
+                    // each value is the tool's own `--version` line, which names the tool
+                    e.toolchains
+                        .values()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .filter(|s| !s.is_empty())
+                // what `--version` says on PATH, not what each stack runs on (a stack may bring its
+                // own JDK: its stack.toml [fairness] runtime says which)
+                .map(|s| format!("this machine's tools on PATH: {s}"));
+            // each stack's own runtime, as its [fairness] table declared it for this run
+            let stacks: Vec<String> = run
+                .fairness
+                .iter()
+                .map(|(name, f)| format!("{name}: {}", f.runtime))
+                .collect();
+            let own = if stacks.is_empty() {
+                "each stack's own runtime: its stack.toml [fairness] (not recorded by this run)"
+                    .to_string()
+            } else {
+                format!(
+                    "each stack's own runtime (its [fairness], recorded in run.json): {}",
+                    stacks.join("; ")
+                )
+            };
+            match path {
+                Some(p) => Some(format!("{p} ({own})")),
+                None if !stacks.is_empty() => Some(own),
+                None => None,
+            }
+        }
         _ => None,
     }
 }

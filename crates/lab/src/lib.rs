@@ -16,7 +16,9 @@ pub mod start;
 pub mod verify;
 
 pub use ids::{now_iso, repo_root, run_id};
-pub use measure::{apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured};
+pub use measure::{
+    apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured, Round,
+};
 pub use record::Recorder;
 pub use settle::{settle_warmup, SettleSpec};
 pub use stack::{footprint_of, measure_stack, restart_part, watch, StackRunOptions};

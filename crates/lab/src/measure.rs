@@ -47,6 +47,8 @@ pub struct Measured {
     pub rows: Vec<ceiling_metrics::TimeseriesRow>,
     /// Why the measurement ended early, if a watch stopped it.
     pub halt: Option<Halt>,
+    /// The stack's `[fairness]` table, when the stand started it (a `--url` service has none).
+    pub fairness: Option<ceiling_metrics::Fairness>,
 }
 
 /// Why a measurement ended before its plan did, as the per-second watch saw it.
@@ -55,6 +57,17 @@ pub enum Halt {
     StackDied(String),
     /// A part of the stand the stack depends on exited (PostgreSQL).
     PartExited(PartExit),
+}
+
+/// One round of a run whose repetitions are separate starts of the stack, the stacks taking
+/// turns (A B A B …): the plan's warm-up and one pass over its levels, tagged as `repetition`
+/// and written on the stack's one clock, `offset_s` seconds on (after its earlier rounds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    /// The repetition this round measures (0-based).
+    pub repetition: u32,
+    /// Where this round's second 0 falls on the stack's clock.
+    pub offset_s: u32,
 }
 
 /// What one measurement sends, where, and where it writes.
@@ -80,6 +93,10 @@ pub struct MeasureSpec<'a> {
     pub agents: Option<&'a Agents>,
     /// An agent beside a remote stack that samples its CPU and memory (`--stack-agent`).
     pub stack_agent: Option<&'a Agents>,
+    /// `Some` for one round of an interleaved run: one pass over the levels, its records
+    /// appended to the stack's earlier rounds on one clock. `None`: the whole plan (every
+    /// closed-model repetition a pass) in this one measurement, its files written afresh.
+    pub round: Option<Round>,
 }
 
 /// Runs the plan's load against a started stack and analyses it, while `watch` is polled every
@@ -103,6 +120,7 @@ pub fn measure_watched(
         quiet,
         agents,
         stack_agent,
+        round,
     } = spec;
     if agents.is_some() && plan.settle.is_some() && !plan.is_open() {
         anyhow::bail!(
@@ -135,7 +153,10 @@ pub fn measure_watched(
     let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut cfg =
         LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (stages, passes) = engine_stages(plan);
+    let (stages, passes) = match round {
+        Some(_) => (plan.stages.clone(), 1),
+        None => engine_stages(plan),
+    };
     cfg.stages = stages;
     cfg.threads = threads.max(1);
     let total: Duration = cfg
@@ -168,8 +189,26 @@ pub fn measure_watched(
     cfg.stop = engine_stop.clone();
     let relay = StopRelay::start(stop.clone(), engine_stop.clone())?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
-    let mut rec = Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?;
-    let mut acc = RunAccumulator::with_passes(plan, stack_name, passes);
+    // Seconds, resource samples and signal rows reach the records and the analysis on the
+    // stack's clock: this measurement's own, moved on by a round's offset.
+    let offset = round.map_or(0, |r| r.offset_s);
+    let (mut rec, mut acc) = match round {
+        Some(r) => (
+            Recorder::continuing(
+                out_dir,
+                tags,
+                Some(total),
+                &format!("{stack_name} (repetition {})", r.repetition + 1),
+                quiet,
+                offset,
+            )?,
+            RunAccumulator::for_round(plan, stack_name, r.repetition, offset as f64),
+        ),
+        None => (
+            Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?,
+            RunAccumulator::with_passes(plan, stack_name, passes),
+        ),
+    };
     let (t0, start_at_us) = match &session {
         Some(_) => (
             Instant::now() + START_LEAD,
@@ -213,12 +252,23 @@ pub fn measure_watched(
         if let Some(r) = &remote {
             fresh.extend(r.drain());
         }
+        // the signal sampler joins samples on its own clock; everything after it on the stack's
+        signals.push_resources(&fresh);
+        let fresh = on_clock(fresh, offset);
         for r in &fresh {
             acc.push_resource(r.clone());
         }
-        signals.push_resources(&fresh);
-        rec.signals(signals.take_sealed());
+        rec.signals(rows_on_clock(signals.take_sealed(), offset));
         rec.add_resources(fresh);
+        let moved;
+        let s = if offset == 0 {
+            s
+        } else {
+            let mut m = s.clone();
+            m.t += offset;
+            moved = m;
+            &moved
+        };
         rec.second(s);
         acc.push_second(s);
         if halt.is_none() {
@@ -266,7 +316,8 @@ pub fn measure_watched(
     relay.finish();
     // An agent lost mid-run no longer sent its share: the shelves from its last recorded second
     // on are invalid, like the shelves a stand part's exit touched.
-    for e in lost_agents(agent_runs.as_deref().unwrap_or_default()) {
+    for mut e in lost_agents(agent_runs.as_deref().unwrap_or_default()) {
+        e.from_s += offset as f64;
         acc.stand_part_exited(e);
     }
     sampler.stop();
@@ -276,11 +327,12 @@ pub fn measure_watched(
         rest.extend(more);
         note
     });
+    signals.push_resources(&rest);
+    let rest = on_clock(rest, offset);
     for r in &rest {
         acc.push_resource(r.clone());
     }
-    signals.push_resources(&rest);
-    rec.signals(signals.stop());
+    rec.signals(rows_on_clock(signals.stop(), offset));
     let mut signal_notes = signals.notes();
     let cost = signals.cost();
     signal_notes.push(format!(
@@ -345,7 +397,30 @@ pub fn measure_watched(
         analysis,
         rows: std::mem::take(&mut rec.rows),
         halt,
+        fairness: None,
     })
+}
+
+/// Resource samples moved `offset` seconds on (a round's place on the stack's clock).
+fn on_clock(
+    mut samples: Vec<ceiling_metrics::ResourceSample>,
+    offset: u32,
+) -> Vec<ceiling_metrics::ResourceSample> {
+    for r in &mut samples {
+        r.t += offset as f64;
+    }
+    samples
+}
+
+/// Signal rows moved `offset` seconds on.
+fn rows_on_clock(
+    mut rows: Vec<ceiling_metrics::SignalRow>,
+    offset: u32,
+) -> Vec<ceiling_metrics::SignalRow> {
+    for r in &mut rows {
+        r.t += offset;
+    }
+    rows
 }
 
 /// What an agent runs for this measurement: the plan's file (its request mix and data sources)

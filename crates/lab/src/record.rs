@@ -30,6 +30,20 @@ pub struct Recorder {
     signals_csv: Option<SignalsWriter<BufWriter<File>>>,
     /// Signal rows of the run (one per second; small), for attribution.
     pub signal_rows: Vec<SignalRow>,
+    /// Continuing the files of an earlier round: they are appended to, headers kept once.
+    append: bool,
+    /// The clock's offset (seconds) of the seconds this recorder is given, for the progress bar.
+    bar_offset: u32,
+}
+
+/// Opens `path` for writing: appended to when `append` and it already holds something (the
+/// header is there), else created afresh. Returns the file and whether it was appended to.
+fn open_for(path: &Path, append: bool) -> std::io::Result<(File, bool)> {
+    if append && std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
+        let f = std::fs::OpenOptions::new().append(true).open(path)?;
+        return Ok((f, true));
+    }
+    Ok((File::create(path)?, false))
 }
 
 impl Recorder {
@@ -42,19 +56,51 @@ impl Recorder {
         label: &str,
         quiet: bool,
     ) -> anyhow::Result<Self> {
+        Self::open(dir, prefix, tags, total, label, quiet, None)
+    }
+
+    /// As [`Recorder::new`], continuing an earlier round's files in `dir` when they exist
+    /// (`ceiling run` with stacks taking turns writes one set of files per stack): rows are
+    /// appended, headers kept once, and the seconds given are expected on the stack's one clock,
+    /// `offset` seconds on from this round's own start (the progress bar counts from it).
+    pub fn continuing(
+        dir: &Path,
+        tags: Vec<String>,
+        total: Option<Duration>,
+        label: &str,
+        quiet: bool,
+        offset: u32,
+    ) -> anyhow::Result<Self> {
+        Self::open(Some(dir), "", tags, total, label, quiet, Some(offset))
+    }
+
+    fn open(
+        dir: Option<&Path>,
+        prefix: &str,
+        tags: Vec<String>,
+        total: Option<Duration>,
+        label: &str,
+        quiet: bool,
+        continuing: Option<u32>,
+    ) -> anyhow::Result<Self> {
+        let append = continuing.is_some();
         let signals_path = dir.map(|d| d.join(format!("{prefix}signals.csv")));
         let (hlog, csv) = match dir {
             Some(d) => {
                 std::fs::create_dir_all(d)?;
                 let hp = d.join(format!("{prefix}latency.hlog"));
-                let h = HlogWriter::new(
-                    BufWriter::new(File::create(&hp)?),
-                    SystemTime::now(),
-                    &format!("[ceiling {} {label}]", env!("CARGO_PKG_VERSION")),
-                )?;
-                let c = TimeseriesWriter::new(BufWriter::new(File::create(
-                    d.join(format!("{prefix}timeseries.csv")),
-                )?));
+                let h = match open_for(&hp, append)? {
+                    (f, true) => HlogWriter::appending(BufWriter::new(f)),
+                    (f, false) => HlogWriter::new(
+                        BufWriter::new(f),
+                        SystemTime::now(),
+                        &format!("[ceiling {} {label}]", env!("CARGO_PKG_VERSION")),
+                    )?,
+                };
+                let c = match open_for(&d.join(format!("{prefix}timeseries.csv")), append)? {
+                    (f, true) => TimeseriesWriter::appending(BufWriter::new(f)),
+                    (f, false) => TimeseriesWriter::new(BufWriter::new(f)),
+                };
                 (Some(h), Some(c))
             }
             None => (None, None),
@@ -88,6 +134,8 @@ impl Recorder {
             signals_path,
             signals_csv: None,
             signal_rows: Vec::new(),
+            append,
+            bar_offset: continuing.unwrap_or(0),
         })
     }
 
@@ -96,8 +144,13 @@ impl Recorder {
         for r in rows {
             if self.signals_csv.is_none() {
                 if let Some(p) = &self.signals_path {
-                    match File::create(p) {
-                        Ok(f) => self.signals_csv = Some(SignalsWriter::new(BufWriter::new(f))),
+                    match open_for(p, self.append) {
+                        Ok((f, true)) => {
+                            self.signals_csv = Some(SignalsWriter::appending(BufWriter::new(f)))
+                        }
+                        Ok((f, false)) => {
+                            self.signals_csv = Some(SignalsWriter::new(BufWriter::new(f)))
+                        }
                         Err(e) => {
                             self.io_error
                                 .get_or_insert(format!("creating {}: {e}", p.display()));
@@ -152,7 +205,7 @@ impl Recorder {
         }
         if let Some(b) = &self.bar {
             let errs = row.achieved_rps - row.ok;
-            b.set_position((s.t + 1) as u64);
+            b.set_position((s.t + 1).saturating_sub(self.bar_offset) as u64);
             b.set_message(format!(
                 "{} | {:>7} rps | p99 {:>8.2} ms | errors {} | stage {}",
                 row.phase, row.achieved_rps, row.p99_ms, errs, row.stage
@@ -166,5 +219,59 @@ impl Recorder {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ceiling_metrics::{Phase, SignalRow};
+
+    fn second(t: u32, us: u64) -> Second {
+        let mut s = Second::new(t, Phase::Measure, 0, 1);
+        s.tags[0].latency.record(us).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_continued_recorder_appends_each_file_on_one_clock_with_one_header() {
+        let dir = std::env::temp_dir().join(format!("ceiling-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tags = vec!["get".to_string()];
+        // round 1 at the clock's start, round 2 twelve seconds on (as measure_watched moves it)
+        for (offset, us) in [(0u32, 1000u64), (12, 2000)] {
+            let mut r = Recorder::continuing(&dir, tags.clone(), None, "x", true, offset).unwrap();
+            for k in 0..2 {
+                r.signals(vec![SignalRow::new(offset + k)]);
+                r.second(&second(offset + k, us));
+            }
+            r.finish();
+            assert!(r.io_error.is_none(), "{:?}", r.io_error);
+        }
+        let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+        let rows = ceiling_metrics::read_timeseries(csv.as_bytes()).unwrap();
+        assert_eq!(rows.iter().map(|r| r.t).collect::<Vec<_>>(), [0, 1, 12, 13]);
+        let sig = std::fs::read_to_string(dir.join("signals.csv")).unwrap();
+        let sig = ceiling_metrics::read_signals(sig.as_bytes()).unwrap();
+        assert_eq!(sig.iter().map(|r| r.t).collect::<Vec<_>>(), [0, 1, 12, 13]);
+        let hlog = std::fs::read(dir.join("latency.hlog")).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&hlog)
+                .matches("#[StartTime:")
+                .count(),
+            1
+        );
+        let iv = ceiling_metrics::read_hlog(&hlog).unwrap();
+        let at: Vec<(f64, u64)> = iv
+            .iter()
+            .map(|i| (i.start, i.histogram.max() / 1000))
+            .collect();
+        assert_eq!(at, [(0.0, 1), (1.0, 1), (12.0, 2), (13.0, 2)]);
+        // a fresh recorder starts its files over
+        let r = Recorder::new(Some(&dir), "", tags, None, "x", true).unwrap();
+        drop(r);
+        let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+        assert!(csv.is_empty(), "header comes with the first row");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,6 +1,6 @@
 //! A stack's whole turn in a run, watched: the sequence `ceiling run` repeats for every stack.
 
-use crate::measure::{measure_watched, Halt, MeasureSpec, Measured};
+use crate::measure::{measure_watched, Halt, MeasureSpec, Measured, Round};
 use crate::start::start_verified;
 use ceiling_analyze::{PartExit, Warning, WarningKind};
 use ceiling_metrics::Footprint;
@@ -65,11 +65,16 @@ pub struct StackRunOptions<'a> {
     pub quiet: bool,
     /// Generator agents that send the load instead of this process (`--agents`).
     pub agents: Option<&'a ceiling_agent::coordinator::Agents>,
+    /// One round of an interleaved run (one repetition, on the stack's one clock); `None`: the
+    /// whole plan in this start.
+    pub round: Option<Round>,
 }
 
 /// One stack's lifecycle in a run: start it verified, measure it while PostgreSQL, PgBouncer and
 /// the stack are watched every second, then read its statements and the bank's books on its own
-/// copy of the data, and stop it. Returns the measurement and the limits record.
+/// copy of the data, and stop it. Returns the measurement and the limits record. With
+/// [`StackRunOptions::round`], this start measures one repetition (one pass over the levels after the plan's warm-up), its
+/// records appended to the stack's earlier rounds ([`Round`]).
 pub fn measure_stack(
     plan: &Plan,
     opts: StackRunOptions<'_>,
@@ -79,6 +84,7 @@ pub fn measure_stack(
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, LimitsApplied)> {
+    let round = opts.round;
     let (stack_spec, mut stack, mut warnings) =
         start_verified(plan, stand, name, dir, opts.allow_unverified, opts.rebuild)?;
     let lim = stack.limits_applied().clone();
@@ -97,6 +103,7 @@ pub fn measure_stack(
         quiet: opts.quiet,
         agents: opts.agents,
         stack_agent: None, // the stand samples its own stacks
+        round,
     };
     let res = measure_watched(spec, stop, || watch(stand, &mut stack));
     let pg_dead = matches!(
@@ -137,6 +144,7 @@ pub fn measure_stack(
     let mut m = res?;
     m.analysis.warnings.extend(warnings);
     m.analysis.footprint = Some(footprint);
+    m.fairness = stack_spec.fairness.clone();
     if let Some(mc) = money {
         if !mc.conserved() {
             m.analysis
@@ -153,11 +161,11 @@ pub fn measure_stack(
     }
     if let Some(st) = statements {
         std::fs::create_dir_all(&out).ok();
-        std::fs::write(
-            out.join("pg_stat_statements.json"),
-            serde_json::to_string_pretty(&st)?,
-        )
-        .ok();
+        let file = match round {
+            Some(r) => format!("pg_stat_statements.rep{}.json", r.repetition + 1),
+            None => "pg_stat_statements.json".into(),
+        };
+        std::fs::write(out.join(file), serde_json::to_string_pretty(&st)?).ok();
     }
     Ok((m, lim))
 }

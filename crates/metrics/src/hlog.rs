@@ -38,6 +38,15 @@ impl<W: Write> HlogWriter<W> {
         })
     }
 
+    /// Continues a log whose header is already in `out` (a file opened for appending): the
+    /// intervals written next keep counting from that header's BaseTime.
+    pub fn appending(out: W) -> Self {
+        HlogWriter {
+            out,
+            ser: V2DeflateSerializer::new(),
+        }
+    }
+
     /// Appends one interval (`start` seconds after BaseTime, `len` long), tagged. Empty histograms
     /// are written too, so a reader sees every second of every tag.
     pub fn write(

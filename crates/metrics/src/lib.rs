@@ -7,6 +7,7 @@
 
 mod audit;
 mod environment;
+mod fairness;
 mod footprint;
 mod hlog;
 mod parts;
@@ -15,6 +16,7 @@ mod timeseries;
 
 pub use audit::MoneyCheck;
 pub use environment::{Environment, PgBouncerRecord};
+pub use fairness::Fairness;
 pub use footprint::Footprint;
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};

@@ -193,6 +193,14 @@ impl<W: Write> SignalsWriter<W> {
             csv: csv::Writer::from_writer(out),
         }
     }
+    /// A writer that continues a file whose header is already written (opened for appending).
+    pub fn appending(out: W) -> Self {
+        SignalsWriter {
+            csv: csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(out),
+        }
+    }
     /// Writes and flushes one row.
     pub fn write(&mut self, row: &SignalRow) -> std::io::Result<()> {
         self.csv.serialize(row).map_err(std::io::Error::other)?;

@@ -140,6 +140,14 @@ impl<W: Write> TimeseriesWriter<W> {
             csv: csv::Writer::from_writer(out),
         }
     }
+    /// A writer that continues a file whose header is already written (opened for appending).
+    pub fn appending(out: W) -> Self {
+        TimeseriesWriter {
+            csv: csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(out),
+        }
+    }
     /// Writes and flushes one row.
     pub fn write(&mut self, row: &TimeseriesRow) -> std::io::Result<()> {
         self.csv.serialize(row).map_err(std::io::Error::other)?;

@@ -492,6 +492,20 @@ impl Plan {
         warmup + stages * passes
     }
 
+    /// As [`Plan::run_duration`] for a run that measures each repetition of a closed model in a
+    /// start of the stack of its own (`ceiling run` with several stacks taking turns): every
+    /// repetition then has its own warm-up before its pass over the levels.
+    pub fn run_duration_in_rounds(&self) -> Duration {
+        let rounds = if self.is_open() {
+            1
+        } else {
+            self.load.repetitions.max(1)
+        };
+        let warmup: Duration = self.warmup.iter().filter_map(Stage::duration).sum();
+        let stages: Duration = self.stages.iter().filter_map(Stage::duration).sum();
+        (warmup + stages) * rounds
+    }
+
     /// A copy with every measured duration multiplied by `factor` (rates, counts and the warm-up
     /// unchanged). Used by `--quick`; the report says the run was scaled.
     pub fn scaled(&self, factor: f64) -> Plan {

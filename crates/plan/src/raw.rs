@@ -1137,6 +1137,12 @@ errors = "1%"
             closed.run_duration(),
             std::time::Duration::from_secs(5 + 3 * 60)
         );
+        // each repetition a start of its own: the warm-up comes with every one
+        assert_eq!(
+            closed.run_duration_in_rounds(),
+            std::time::Duration::from_secs(3 * (5 + 60))
+        );
+        assert_eq!(open.run_duration_in_rounds(), open.run_duration());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
 use crate::tables::{
-    closed_table, cost_table, request_table, runtime_table, search_table, shelf_table,
-    summary_table, Table,
+    closed_table, cost_table, fairness_table, request_table, runtime_table, search_table,
+    shelf_table, summary_table, Table,
 };
 use crate::{fmt, RunReport, Series, SignalSeries, Spectra};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
@@ -901,7 +901,14 @@ pub fn render_html_full(
         },
         KV {
             k: "repetitions".into(),
-            v: p.repetitions.to_string(),
+            v: if p.interleaved_rounds > 0 {
+                format!(
+                    "{}, each a start of its own with its warm-up, the stacks taking turns (A B A B …)",
+                    p.repetitions
+                )
+            } else {
+                p.repetitions.to_string()
+            },
         },
     ];
     let mut env = minijinja::Environment::new();
@@ -923,6 +930,7 @@ pub fn render_html_full(
         ),
         summary => summary_table(r),
         cost => cost_table(r),
+        fairness => fairness_table(r),
         extras => extras,
         overview => overview_charts(r),
         stacks => stacks,
@@ -1046,6 +1054,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:18px; }
   <dl class="kv">{% for kv in plan %}<dt>{{ kv.k }}</dt><dd>{{ kv.v }}</dd>{% endfor %}</dl>
   {% if limits_note %}<div class="notice">⚠ Limits not applied: {{ limits_note }}</div>{% endif %}
   {% for w in warnings %}<div class="warn">⚠ {{ w }}</div>{% endfor %}
+  {% if fairness %}<h3>Fairness: each stack's settings</h3>{{ table(fairness, false) }}{% endif %}
   <details><summary>Resource limits</summary><pre>{{ limits }}</pre></details>
   <details><summary>Environment fingerprint</summary><pre>{{ environment }}</pre></details>
 </section>

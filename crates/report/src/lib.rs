@@ -20,8 +20,8 @@ mod tables;
 
 pub use html::{render_html, render_html_full, render_html_with, HtmlSection};
 pub use tables::{
-    closed_table, cost_table, request_table, runtime_table, search_table, shelf_table,
-    summary_table, Table,
+    closed_table, cost_table, fairness_table, request_table, runtime_table, search_table,
+    shelf_table, summary_table, Table,
 };
 
 use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan, Warning};
@@ -95,6 +95,12 @@ pub struct PlanSummary {
     pub timeout_ms: f64,
     /// Closed-model repetitions.
     pub repetitions: u32,
+    /// How the repetitions were run: `0`, every repetition a pass over the levels in one start
+    /// of each stack, the stacks one after the other; `n > 0`, each repetition a start of its
+    /// own with its own warm-up, the stacks taking turns in `n` rounds (A B A B …) so the
+    /// machine's drift falls on all alike (absent in older run.json files: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interleaved_rounds: u32,
     /// Generator threads the run used (wrk's `-t`; absent in older run.json files).
     #[serde(default = "one_thread")]
     pub threads: usize,
@@ -117,8 +123,14 @@ pub struct PlanSummary {
     /// Request mix.
     pub requests: Vec<RequestSummary>,
     /// Planned length of the run, seconds: the warm-up and every repetition's pass over the
-    /// levels ([`ceiling_plan::Plan::run_duration`]; request-bounded stages count 0).
+    /// levels ([`ceiling_plan::Plan::run_duration`]; in an interleaved run every repetition's
+    /// warm-up too, [`ceiling_plan::Plan::run_duration_in_rounds`]; request-bounded stages
+    /// count 0).
     pub total_duration_s: f64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn one_thread() -> usize {
@@ -156,6 +168,7 @@ impl PlanSummary {
             max_connections: plan.load.max_connections,
             timeout_ms: plan.load.timeout.as_secs_f64() * 1000.0,
             repetitions: plan.load.repetitions,
+            interleaved_rounds: 0,
             threads: plan.load.threads,
             stand: Some(plan.stand.clone()),
             cost: plan.cost.clone(),
@@ -244,6 +257,12 @@ pub struct RunReport {
     /// is shown prominently ([`RunReport::limits_not_applied`]).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub limits: BTreeMap<String, LimitsApplied>,
+    /// Each measured stack's `[fairness]` table as its stack.toml declared it for this run
+    /// (pool opening, keep-alive limit, DB timeout, request timing, JSON, runtime, GC and heap,
+    /// log level); absent for a `--url` service, a partial-contract baseline, and in older
+    /// run.json files.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fairness: BTreeMap<String, ceiling_metrics::Fairness>,
     /// Per stack, in run order.
     pub stacks: Vec<StackAnalysis>,
     /// Run-level warnings (stack warnings live in each analysis); typed like theirs, and a bare
@@ -266,6 +285,7 @@ impl RunReport {
             environment: None,
             plan: PlanSummary::from_plan(plan),
             limits: BTreeMap::new(),
+            fairness: BTreeMap::new(),
             stacks: Vec::new(),
             warnings: Vec::new(),
         }
@@ -551,6 +571,18 @@ pub fn why_lines(a: &StackAnalysis) -> Vec<String> {
         .collect()
 }
 
+/// `, 3 repetitions, each a start of its own, the stacks taking turns` for an interleaved run.
+fn interleaved_note(r: &RunReport) -> String {
+    if r.plan.interleaved_rounds > 0 {
+        format!(
+            ", {} repetitions, each a start of its own, the stacks taking turns",
+            r.plan.interleaved_rounds
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// The terminal report: notices, the summary table, each stack's ceiling sentence and shelf
 /// table, and warnings.
 pub fn render_terminal(r: &RunReport) -> String {
@@ -562,10 +594,11 @@ pub fn render_terminal(r: &RunReport) -> String {
         s.push('\n');
     }
     s.push_str(&format!(
-        "{} — plan `{}` ({} model), SLO {}\n\n",
+        "{} — plan `{}` ({} model{}), SLO {}\n\n",
         r.run_id,
         r.plan.name,
         model_name(r.plan.model),
+        interleaved_note(r),
         r.plan.criteria.describe()
     ));
     s.push_str(&summary_table(r).to_text());
@@ -628,10 +661,11 @@ pub fn render_summary_md(r: &RunReport) -> String {
         s.push('\n');
     }
     s.push_str(&format!(
-        "Plan `{}`{} — {} model, SLO **{}**. Method (source 000): per shelf drop the first {} s and last {} s; a shelf is valid when every latency limit holds, errors < {}, throughput stable within ±{} (achieved vs offered, {} s blocks), window ≥ {} s, and the generator kept up. {} = mean throughput of the last valid shelf; 0 = no shelf passed. Working load = {} of it.\n\n",
+        "Plan `{}`{} — {} model{}, SLO **{}**. Method (source 000): per shelf drop the first {} s and last {} s; a shelf is valid when every latency limit holds, errors < {}, throughput stable within ±{} (achieved vs offered, {} s blocks), window ≥ {} s, and the generator kept up. {} = mean throughput of the last valid shelf; 0 = no shelf passed. Working load = {} of it.\n\n",
         r.plan.name,
         r.plan.source.as_ref().map(|x| format!(" (source {x})")).unwrap_or_default(),
         model_name(r.plan.model),
+        interleaved_note(r),
         r.plan.slo,
         trim(r.plan.criteria.trim_head_s),
         trim(r.plan.criteria.trim_tail_s),

@@ -46,6 +46,52 @@ fn h(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// Each measured stack's `[fairness]` table as the run recorded it, one row per stack; `None`
+/// when the run recorded none (a `--url` service, an older run.json).
+pub fn fairness_table(r: &RunReport) -> Option<Table> {
+    if r.fairness.is_empty() {
+        return None;
+    }
+    let mut t = Table {
+        header: [
+            "stack",
+            "pool opened at start",
+            "keep-alive limit",
+            "DB timeout",
+            "request timing",
+            "JSON",
+            "runtime",
+            "GC / heap",
+            "log level",
+        ]
+        .map(String::from)
+        .to_vec(),
+        notes: vec![
+            "As each stack's stack.toml declared them for this run; `ceiling verify` measured the pool's opening and the keep-alive limit on the running stack before it was measured (docs/fairness.md).".into(),
+        ],
+        ..Default::default()
+    };
+    for (name, f) in &r.fairness {
+        t.rows.push(vec![
+            name.clone(),
+            f.pool_open_at_start.clone(),
+            if f.keep_alive_max_requests == 0 {
+                "none".into()
+            } else {
+                f.keep_alive_max_requests.to_string()
+            },
+            f.db_timeout.clone(),
+            f.request_timing.clone(),
+            f.json.clone(),
+            f.runtime.clone(),
+            f.gc_heap.clone(),
+            f.log_level.clone(),
+        ]);
+        t.classes.push(String::new());
+    }
+    Some(t)
+}
+
 /// The plan's `[cost]` table over the run's ceilings (source 002's): instances per service and
 /// their yearly price; `None` when the plan has no `[cost]`. A target that cannot be known (the
 /// reference stack has no ceiling) is a table with no rows and a note saying why.
@@ -163,7 +209,11 @@ pub fn summary_table(r: &RunReport) -> Table {
                     }
                 ),
                 (None, st) if st.is_lower_bound() => format!("≥ {}", rps(se.ceiling_rps)),
-                (None, _) => "0".into(),
+                // no rate passed: below the lowest that failed
+                (None, _) => match se.upper_bound_rps {
+                    Some(u) => format!("< {}", rps(u)),
+                    None => "0".into(),
+                },
             };
             rps_cell = if from_search {
                 what

@@ -535,6 +535,41 @@ fn run_json_round_trips_and_files_are_written() {
 }
 
 #[test]
+fn each_stacks_fairness_is_recorded_and_shown() {
+    let (mut rep, series) = demo(0.05);
+    let html = render_html(&rep, &series).unwrap();
+    assert!(
+        !html.contains("Fairness: each stack"),
+        "nothing recorded, nothing shown"
+    );
+    rep.fairness.insert(
+        "spring-mvc-jdbc".into(),
+        ceiling_metrics::Fairness {
+            pool_open_at_start: "all".into(),
+            keep_alive_max_requests: 0,
+            db_timeout: "5 s".into(),
+            request_timing: "none".into(),
+            json: "Jackson 2.17".into(),
+            runtime: "Temurin 25.0.1".into(),
+            gc_heap: "G1, Xmx 768m".into(),
+            log_level: "WARN".into(),
+        },
+    );
+    let back = RunReport::from_json(&rep.to_json()).unwrap();
+    assert_eq!(back.fairness, rep.fairness);
+    let html = render_html(&rep, &series).unwrap();
+    assert!(html.contains("Fairness: each stack"));
+    assert!(html.contains("Temurin 25.0.1") && html.contains("G1, Xmx 768m"));
+    // a run.json written before runs recorded it reads as none
+    let mut v: serde_json::Value = serde_json::from_str(&rep.to_json()).unwrap();
+    v.as_object_mut().unwrap().remove("fairness");
+    assert!(RunReport::from_json(&v.to_string())
+        .unwrap()
+        .fairness
+        .is_empty());
+}
+
+#[test]
 fn closed_model_report() {
     let text = r#"
 name = "c003"
