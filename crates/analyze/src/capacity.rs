@@ -238,7 +238,10 @@ impl CapacityInterval {
     }
 }
 
-mod inf_as_null {
+/// An `f64` that may be `+∞` (an interval open above, a probe where nothing completed) as JSON:
+/// null for ∞, read back as ∞ (serde_json writes any non-finite float as null and cannot read it
+/// back as a float).
+pub(crate) mod inf_as_null {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
         if v.is_finite() {

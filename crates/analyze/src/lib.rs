@@ -52,7 +52,7 @@ pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};
 pub use runtime::{runtime_analysis, runtime_window, tail_follows, RuntimeWindow, TailFollows};
 pub use search::{
-    check_plan, confirm_plan, fit_window_s, fmt_margin, margin_terms, observations,
+    check_plan, confirm_plan, confirm_rate, fit_window_s, fmt_margin, margin_terms, observations,
     probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,
     Recovery, SearchOutcome, SearchStatus, StopReason,
 };

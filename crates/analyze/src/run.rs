@@ -450,6 +450,38 @@ fn derived_warnings(
     warnings
 }
 
+/// The warning a search's outcome carries when it is not narrowed (none when it is).
+fn search_warning(outcome: &SearchOutcome) -> Option<Warning> {
+    match outcome.status {
+        SearchStatus::Narrowed => None,
+        SearchStatus::Bracketed => Some(Warning::new(
+            WarningKind::SearchNotNarrowed,
+            format!(
+                "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
+                outcome.tolerance * 100.0,
+                outcome.stop
+            ),
+        )),
+        st if st.is_lower_bound() => Some(Warning::new(
+            WarningKind::SearchNotBracketed,
+            format!(
+                "search not bracketed: {:.0} RPS is a lower bound ({})",
+                outcome.ceiling_rps, outcome.stop
+            ),
+        )),
+        _ => Some(Warning::new(
+            WarningKind::SearchNotBracketed,
+            match outcome.upper_bound_rps {
+                Some(u) => format!(
+                    "search found no ceiling: no rate passed, the ceiling is below {u:.0} RPS ({})",
+                    outcome.describe()
+                ),
+                None => format!("search found no ceiling: {}", outcome.stop),
+            },
+        )),
+    }
+}
+
 struct Candidate {
     index: usize,
     label: String,
@@ -458,9 +490,22 @@ struct Candidate {
 
 impl StackAnalysis {
     /// Recomputes the warnings derived from the shelves (a stored run read by a newer ceiling gets
-    /// the rules it did not have), keeping every other warning in place. Searches keep theirs.
+    /// the rules it did not have), keeping every other warning in place. A search keeps its fit
+    /// and its figures; what its probes say beyond the fit (the bound when no rate passed, the
+    /// shorter probes' passes and failures) and its warning are said again.
     pub fn refresh_derived_warnings(&mut self) {
-        if self.search.is_some() {
+        if let Some(o) = &mut self.search {
+            // a search's own account: what the probes say beyond the fit, said again
+            o.fill_bounds();
+            self.ceiling.summary = format!("capacity search: {}", o.describe());
+            let w = search_warning(o);
+            self.warnings.retain(|w| {
+                !matches!(
+                    w.kind,
+                    WarningKind::SearchNotBracketed | WarningKind::SearchNotNarrowed
+                )
+            });
+            self.warnings.extend(w);
             return;
         }
         self.warnings.retain(|w| !w.kind.is_derived());
@@ -583,34 +628,7 @@ impl StackAnalysis {
         c.invalid_after = Vec::new();
         c.failed_before = Vec::new();
         c.summary = format!("capacity search: {}", outcome.describe());
-        match outcome.status {
-            SearchStatus::Narrowed => {}
-            SearchStatus::Bracketed => a.warnings.push(Warning::new(
-                WarningKind::SearchNotNarrowed,
-                format!(
-                    "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
-                    outcome.tolerance * 100.0,
-                    outcome.stop
-                ),
-            )),
-            st if st.is_lower_bound() => a.warnings.push(Warning::new(
-                WarningKind::SearchNotBracketed,
-                format!(
-                    "search not bracketed: {:.0} RPS is a lower bound ({})",
-                    outcome.ceiling_rps, outcome.stop
-                ),
-            )),
-            _ => a.warnings.push(Warning::new(
-                WarningKind::SearchNotBracketed,
-                match outcome.upper_bound_rps {
-                    Some(u) => format!(
-                        "search found no ceiling: no rate passed, the ceiling is below {u:.0} RPS ({})",
-                        outcome.describe()
-                    ),
-                    None => format!("search found no ceiling: {}", outcome.stop),
-                },
-            )),
-        }
+        a.warnings.extend(search_warning(&outcome));
         a.search = Some(outcome);
         a
     }

@@ -19,7 +19,8 @@ pub struct MarginTerm {
     pub measured: f64,
     /// The limit, in the same unit.
     pub limit: f64,
-    /// measured / limit.
+    /// measured / limit (∞, null in JSON, when nothing completed or a limit of 0 was exceeded).
+    #[serde(with = "crate::capacity::inf_as_null")]
     pub margin: f64,
 }
 
@@ -102,8 +103,8 @@ pub struct ProbeVerdict {
     /// Every SLO term's margin.
     #[serde(default)]
     pub terms: Vec<MarginTerm>,
-    /// The largest term's margin (> 1 fails).
-    #[serde(default)]
+    /// The largest term's margin (> 1 fails; ∞, null in JSON, when nothing completed).
+    #[serde(default, with = "crate::capacity::inf_as_null")]
     pub margin: f64,
     /// Generator threads used.
     #[serde(default)]
@@ -559,24 +560,6 @@ impl SearchOutcome {
             Bracket::AllFail { lowest } => Some(lowest),
             _ => None,
         };
-        let upper_bound_rps = match (status, fit.bracket()) {
-            (SearchStatus::NoPass, Bracket::AllFail { lowest }) => Some(lowest),
-            _ => None,
-        };
-        let w = fit_window_s(&probes) * 0.99;
-        let shorter = || {
-            probes
-                .iter()
-                .filter(move |p| p.kind == ProbeKind::Probe && p.window_s < w)
-        };
-        let shorter_passed_rps = shorter()
-            .filter(|p| p.verdict == Verdict::Valid)
-            .map(|p| p.rate)
-            .reduce(f64::max);
-        let shorter_failed_rps = shorter()
-            .filter(|p| p.failed())
-            .map(|p| p.rate)
-            .reduce(f64::min);
         let binding = lowest_fail.and_then(|r| binding_term(&probes, r));
         let cause = lowest_fail.and_then(|r| {
             probes
@@ -584,22 +567,24 @@ impl SearchOutcome {
                 .filter(|p| p.failed() && (p.rate - r).abs() <= 1e-9 * r.max(1.0))
                 .find_map(|p| p.why.clone())
         });
-        SearchOutcome {
+        let mut out = SearchOutcome {
             probes,
             confirms,
             baseline,
             status,
             ceiling_rps: ceiling,
-            upper_bound_rps,
-            shorter_passed_rps,
-            shorter_failed_rps,
+            upper_bound_rps: None,
+            shorter_passed_rps: None,
+            shorter_failed_rps: None,
             interval,
             binding,
             cause,
             tolerance,
             stop,
             elapsed_s,
-        }
+        };
+        out.fill_bounds();
+        out
     }
 
     /// One line: `1012 RPS (95% CI 960–1050, ±4.4%, narrowed; bound by p99 of get; cliff)`.
@@ -665,6 +650,32 @@ impl SearchOutcome {
         }
     }
 
+    /// Sets what the probes say beyond the fit ([`SearchOutcome::upper_bound_rps`], the shorter
+    /// probes' highest pass and lowest failure) from the probes and the status. Run by
+    /// [`SearchOutcome::conclude`], and by `ceiling report` on a search stored before these
+    /// fields existed.
+    pub fn fill_bounds(&mut self) {
+        let obs = observations(&self.probes);
+        self.upper_bound_rps = match (self.status, Fit::of(&obs).bracket()) {
+            (SearchStatus::NoPass, Bracket::AllFail { lowest }) => Some(lowest),
+            _ => None,
+        };
+        let w = fit_window_s(&self.probes) * 0.99;
+        let shorter = || {
+            self.probes
+                .iter()
+                .filter(move |p| p.kind == ProbeKind::Probe && p.window_s < w)
+        };
+        self.shorter_passed_rps = shorter()
+            .filter(|p| p.verdict == Verdict::Valid)
+            .map(|p| p.rate)
+            .reduce(f64::max);
+        self.shorter_failed_rps = shorter()
+            .filter(|p| p.failed())
+            .map(|p| p.rate)
+            .reduce(f64::min);
+    }
+
     /// `no rate passed`, or `no rate passed in 120-s probes` after a lengthening.
     fn longest_probes(&self, st: SearchStatus) -> String {
         match self.shorter_passed_rps {
@@ -687,6 +698,21 @@ pub fn fit_window_s(probes: &[ProbeVerdict]) -> f64 {
         .filter(|p| p.kind == ProbeKind::Probe)
         .map(|p| p.window_s)
         .fold(0.0, f64::max)
+}
+
+/// The rate a confirming shelf checks: the 95% interval's lower end when the fit brackets the
+/// ceiling, else — when the lengthened probes the fit keeps all passed although shorter ones
+/// failed above them — the highest rate a fitted probe passed (the lower bound the search
+/// reports); `None` when nothing passed.
+pub fn confirm_rate(probes: &[ProbeVerdict]) -> Option<f64> {
+    let obs = observations(probes);
+    if let Some(i) = capacity::interval(&obs, 0x5EED) {
+        return Some(i.lo);
+    }
+    match Fit::of(&obs).bracket() {
+        Bracket::AllPass { highest } => Some(highest),
+        _ => None,
+    }
 }
 
 /// The probes' margins as observations: checks and invalid probes excluded, and probes shorter

@@ -677,6 +677,14 @@ trim_tail = "3s"
 min_window = "20s"
 "#;
 
+/// A passing probe at `rate` with a lengthened probe's 110-s window.
+fn long_pass_at(ok: &ProbeVerdict, rate: f64) -> ProbeVerdict {
+    let mut p = ok.clone();
+    p.rate = rate;
+    p.window_s = 110.0;
+    p
+}
+
 fn closed_plan() -> Plan {
     parse_plan(CLOSED, Path::new("c.toml")).unwrap()
 }
@@ -991,11 +999,12 @@ fn probes_for_the_search() {
     );
     // The same, with a long probe that passed below them and the budget spent: a lower bound,
     // with the shorter probes' failures above it said.
-    let mut long_pass = ok.clone();
-    long_pass.rate = 6000.0;
-    long_pass.window_s = 110.0;
     let out = SearchOutcome::conclude(
-        vec![short(6466.0, true), short(6773.0, false), long_pass],
+        vec![
+            short(6466.0, true),
+            short(6773.0, false),
+            long_pass_at(&ok, 6000.0),
+        ],
         vec![],
         None,
         0.05,
@@ -1007,6 +1016,37 @@ fn probes_for_the_search() {
     assert!(
         d.starts_with("≥ 6000 RPS") && d.contains("shorter probes failed from 6773 RPS"),
         "{d}"
+    );
+    // What a confirming shelf checks there: the lengthened probe's passing rate, the lower
+    // bound reported (the shorter probes bracket, the fitted ones do not: no interval).
+    let probes = vec![
+        short(6466.0, true),
+        short(6773.0, false),
+        long_pass_at(&ok, 6000.0),
+    ];
+    assert!(capacity_interval(&observations(&probes), 0x5EED).is_none());
+    assert_eq!(confirm_rate(&probes), Some(6000.0));
+    // with a bracket among the fitted probes, the interval's lower end
+    let mut long_fail = v.clone();
+    long_fail.rate = 7000.0;
+    long_fail.window_s = 110.0;
+    let both = [probes.clone(), vec![long_fail.clone(), long_fail]].concat();
+    let lo = capacity_interval(&observations(&both), 0x5EED).unwrap().lo;
+    assert_eq!(confirm_rate(&both), Some(lo));
+    assert_eq!(
+        confirm_rate(&[short(6773.0, false)]),
+        None,
+        "nothing passed"
+    );
+    // A probe where nothing completed has an unbounded margin; run.json keeps it readable (it
+    // was written as null and could not be read back).
+    let mut dead = v.clone();
+    dead.margin = f64::INFINITY;
+    dead.terms[0].margin = f64::INFINITY;
+    let back: ProbeVerdict = serde_json::from_str(&serde_json::to_string(&dead).unwrap()).unwrap();
+    assert_eq!(
+        (back.margin, back.terms[0].margin),
+        (f64::INFINITY, f64::INFINITY)
     );
     // Checks and invalid probes carry no margin.
     let mut chk = v.clone();

@@ -243,7 +243,15 @@ pub fn summary_table(r: &RunReport) -> Table {
                 f.map(|s| mib(s.stack.as_ref().map(|w| w.rss_mb_mean)) + mark)
                     .unwrap_or_else(|| "–".into()),
                 "–".into(),
-                "0".into(),
+                // a search that found no rate to pass has a bound, not a load to run at
+                if a.search
+                    .as_ref()
+                    .is_some_and(|s| s.upper_bound_rps.is_some())
+                {
+                    "–".into()
+                } else {
+                    "0".into()
+                },
             ]);
             t.classes.push("failed".into());
         } else {

@@ -32,9 +32,9 @@
 //! service held below it is reported as a lower bound — never as 0.
 
 use ceiling_analyze::{
-    capacity_interval, capacity_noise, check_plan, confirm_plan, observations, probe_plan,
-    Baseline, Bracket, Fit, ProbeKind, ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria,
-    StackAnalysis, StopReason, Verdict,
+    capacity_interval, capacity_noise, check_plan, confirm_plan, confirm_rate, observations,
+    probe_plan, Baseline, Bracket, Fit, ProbeKind, ProbeVerdict, Recovery, SearchOutcome,
+    ShelfCriteria, StackAnalysis, StopReason, Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
@@ -764,20 +764,24 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
     }
 }
 
-/// Runs the confirming shelf at the interval's lower end; true when it passed (or there is no
-/// rate to confirm).
+/// Runs the confirming shelf at the interval's lower end (or, when the lengthened probes all
+/// passed, at their highest rate: [`ceiling_analyze::confirm_rate`]); true when it passed (or
+/// there is no rate to confirm).
 fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
     s.st.confirms_tried += 1;
     let obs = observations(&s.st.probes);
-    let lo = capacity_interval(&obs, 0x5EED)
-        .map(|i| i.lo)
-        .unwrap_or(0.0)
-        .round();
+    let bracketed = capacity_interval(&obs, 0x5EED).is_some();
+    let lo = confirm_rate(&s.st.probes).unwrap_or(0.0).round();
     if lo < MIN_RATE {
         return Ok(true);
     }
     (s.log)(&format!(
-        "  confirming {lo:.0} RPS (the interval's lower end) for {}",
+        "  confirming {lo:.0} RPS ({}) for {}",
+        if bracketed {
+            "the interval's lower end"
+        } else {
+            "the highest rate the lengthened probes passed"
+        },
         ceiling_plan::format_duration(s.plan.search.confirm)
     ));
     s.probe(lo, ProbeKind::Confirm)?;
