@@ -324,7 +324,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             data_dir.as_deref(),
             &stop,
         ) {
-            Ok((m, lim)) => {
+            Ok((mut m, lim)) => {
+                if later && plan.stand.verify {
+                    // verified on its first round: not "skipped" by the plan
+                    m.analysis
+                        .warnings
+                        .retain(|w| w.kind != WarningKind::VerifySkipped);
+                }
                 report.limits.insert(name.clone(), lim);
                 if let Some(f) = &m.fairness {
                     report.fairness.insert(name.clone(), f.clone());

@@ -69,7 +69,6 @@ trim_tail = "1s"
 min_window = "2s"
 stability = 0.9
 [stand]
-verify = false
 cooldown = "0s"
 "#;
 
@@ -223,6 +222,20 @@ fn stacks_take_turns_and_each_stacks_rounds_share_one_clock() {
         assert!(
             starts[2] > starts[1] + 10,
             "{name}: the second round is later on the clock ({starts:?})"
+        );
+    }
+
+    // verified on the first round; the later rounds start the same build, and say nothing else
+    assert_eq!(err.matches("[go-pgx] verify: all").count(), 1, "{err}");
+    for st in stacks {
+        assert!(
+            !st["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["kind"] == "verify_skipped"),
+            "{}",
+            st["stack"]
         );
     }
 
