@@ -482,13 +482,7 @@ impl Plan {
     /// stages once per repetition (a closed model's repetitions are passes over its stages; an
     /// open model runs them once). Count-bounded stages contribute 0.
     pub fn run_duration(&self) -> Duration {
-        let passes = if self.is_open() {
-            1
-        } else {
-            self.load.repetitions.max(1)
-        };
-        let warmup: Duration = self.warmup.iter().filter_map(Stage::duration).sum();
-        let stages: Duration = self.stages.iter().filter_map(Stage::duration).sum();
+        let (warmup, stages, passes) = self.run_parts();
         warmup + stages * passes
     }
 
@@ -496,14 +490,21 @@ impl Plan {
     /// start of the stack of its own (`ceiling run` with several stacks taking turns): every
     /// repetition then has its own warm-up before its pass over the levels.
     pub fn run_duration_in_rounds(&self) -> Duration {
-        let rounds = if self.is_open() {
+        let (warmup, stages, rounds) = self.run_parts();
+        (warmup + stages) * rounds
+    }
+
+    /// The warm-up's planned length, one pass over the measured stages, and how many passes a
+    /// run makes (a closed model's repetitions; 1 for an open model).
+    fn run_parts(&self) -> (Duration, Duration, u32) {
+        let passes = if self.is_open() {
             1
         } else {
             self.load.repetitions.max(1)
         };
         let warmup: Duration = self.warmup.iter().filter_map(Stage::duration).sum();
         let stages: Duration = self.stages.iter().filter_map(Stage::duration).sum();
-        (warmup + stages) * rounds
+        (warmup, stages, passes)
     }
 
     /// A copy with every measured duration multiplied by `factor` (rates, counts and the warm-up
