@@ -700,17 +700,17 @@ pub fn fit_window_s(probes: &[ProbeVerdict]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The rate a confirming shelf checks: the 95% interval's lower end when the fit brackets the
-/// ceiling, else — when the lengthened probes the fit keeps all passed although shorter ones
-/// failed above them — the highest rate a fitted probe passed (the lower bound the search
-/// reports); `None` when nothing passed.
-pub fn confirm_rate(probes: &[ProbeVerdict]) -> Option<f64> {
+/// The rate a confirming shelf checks, and whether the fit bracketed the ceiling: the 95%
+/// interval's lower end when it did, else — when the lengthened probes the fit keeps all passed
+/// although shorter ones failed above them — the highest rate a fitted probe passed (the lower
+/// bound the search reports); `None` when nothing passed.
+pub fn confirm_rate(probes: &[ProbeVerdict]) -> Option<(f64, bool)> {
     let obs = observations(probes);
     if let Some(i) = capacity::interval(&obs, 0x5EED) {
-        return Some(i.lo);
+        return Some((i.lo, true));
     }
     match Fit::of(&obs).bracket() {
-        Bracket::AllPass { highest } => Some(highest),
+        Bracket::AllPass { highest } => Some((highest, false)),
         _ => None,
     }
 }

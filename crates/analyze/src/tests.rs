@@ -1025,14 +1025,14 @@ fn probes_for_the_search() {
         long_pass_at(&ok, 6000.0),
     ];
     assert!(capacity_interval(&observations(&probes), 0x5EED).is_none());
-    assert_eq!(confirm_rate(&probes), Some(6000.0));
+    assert_eq!(confirm_rate(&probes), Some((6000.0, false)));
     // with a bracket among the fitted probes, the interval's lower end
     let mut long_fail = v.clone();
     long_fail.rate = 7000.0;
     long_fail.window_s = 110.0;
     let both = [probes.clone(), vec![long_fail.clone(), long_fail]].concat();
     let lo = capacity_interval(&observations(&both), 0x5EED).unwrap().lo;
-    assert_eq!(confirm_rate(&both), Some(lo));
+    assert_eq!(confirm_rate(&both), Some((lo, true)));
     assert_eq!(
         confirm_rate(&[short(6773.0, false)]),
         None,

@@ -257,11 +257,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut series = Series::new();
     let mut exit = ExitCode::SUCCESS;
-    // Each stack's analyses so far (one per round when interleaved), and where its next round
-    // starts on its clock.
-    // (by the stack's place in the list: a list may name a stack twice when not interleaved)
+    // Each stack's analyses so far (one per round when interleaved), by the stack's place in the
+    // list (a list may name a stack twice when not interleaved).
     let mut parts: BTreeMap<usize, Vec<StackAnalysis>> = BTreeMap::new();
-    let mut next_offset: BTreeMap<usize, u32> = BTreeMap::new();
     // stacks that could not be started: not tried again in later rounds
     let mut not_measured: BTreeSet<usize> = BTreeSet::new();
     let schedule = turns(&plan.target.stacks, rounds);
@@ -294,22 +292,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if rounds > 0 {
             eprintln!("[{name}]{}", turn.describe(rounds));
         }
+        // a round starts on the stack's clock past its earlier rounds (their rows, in `series`)
         let round = turn.repetition.map(|repetition| Round {
             repetition,
-            offset_s: next_offset.get(&turn.index).copied().unwrap_or(0),
+            offset_s: series
+                .get(name)
+                .and_then(|rows| rows.last())
+                .map_or(0, |r| r.t + 1 + ROUND_GAP_S),
         });
-        // verified on its first round; later rounds start the same build (as a search does)
+        // later rounds start what the first one built and verified
         let later = turn.repetition.is_some_and(|r| r > 0);
-        let mut unverified;
-        let turn_plan = if later && plan.stand.verify {
-            unverified = plan.clone();
-            unverified.stand.verify = false;
-            &unverified
-        } else {
-            &plan
-        };
         match measure_stack(
-            turn_plan,
+            &plan,
             StackRunOptions {
                 allow_unverified: a.allow_unverified,
                 // once: the later rounds start what the first one built
@@ -324,19 +318,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             data_dir.as_deref(),
             &stop,
         ) {
-            Ok((mut m, lim)) => {
-                if later && plan.stand.verify {
-                    // verified on its first round: not "skipped" by the plan
-                    m.analysis
-                        .warnings
-                        .retain(|w| w.kind != WarningKind::VerifySkipped);
-                }
+            Ok((m, lim)) => {
                 report.limits.insert(name.clone(), lim);
                 if let Some(f) = &m.fairness {
                     report.fairness.insert(name.clone(), f.clone());
-                }
-                if let Some(last) = m.rows.last() {
-                    next_offset.insert(turn.index, last.t + 1 + ROUND_GAP_S);
                 }
                 if turn.repetition.is_some() {
                     series.entry(name.clone()).or_default().extend(m.rows);

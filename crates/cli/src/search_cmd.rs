@@ -647,12 +647,16 @@ fn stack_round(
     Option<ceiling_stand::Fairness>,
 )> {
     let name = job.name.clone();
-    let mut p = plan.clone();
-    if job.rounds > 0 {
-        p.stand.verify = false; // verified on the first round; the build is cached
-    }
-    let (spec, mut stack, warnings) =
-        ceiling_lab::start_verified(&p, stand, &name, dir, a.allow_unverified, false)?;
+    // verified on the first round; later rounds start the same (cached) build
+    let (spec, mut stack, warnings) = ceiling_lab::start_verified(
+        plan,
+        stand,
+        &name,
+        dir,
+        a.allow_unverified,
+        false,
+        job.rounds > 0,
+    )?;
     if job.rounds == 0 {
         job.warnings.extend(warnings);
     }

@@ -85,8 +85,15 @@ pub fn measure_stack(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, LimitsApplied)> {
     let round = opts.round;
-    let (stack_spec, mut stack, mut warnings) =
-        start_verified(plan, stand, name, dir, opts.allow_unverified, opts.rebuild)?;
+    let (stack_spec, mut stack, mut warnings) = start_verified(
+        plan,
+        stand,
+        name,
+        dir,
+        opts.allow_unverified,
+        opts.rebuild,
+        opts.round.is_some_and(|r| r.repetition > 0),
+    )?;
     let lim = stack.limits_applied().clone();
     let _ = stand.stat_statements_reset();
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));

@@ -11,7 +11,9 @@ use std::time::Instant;
 
 /// Builds and starts a stack on a fresh database, runs the conformance suite, and restarts it on
 /// a clean copy of the data (verify writes rows). Refuses an unverified stack unless allowed.
-/// Returns the spec, the running stack and warnings for the report.
+/// `verified_before`: this build was verified by an earlier start in the same run or search (a
+/// later round), so the suite is not run again and nothing is said about it. Returns the spec,
+/// the running stack and warnings for the report.
 pub fn start_verified(
     plan: &Plan,
     stand: &Stand,
@@ -19,6 +21,7 @@ pub fn start_verified(
     dir: &Path,
     allow_unverified: bool,
     rebuild: bool,
+    verified_before: bool,
 ) -> anyhow::Result<(
     ceiling_stand::StackSpec,
     ceiling_stand::RunningStack,
@@ -36,7 +39,9 @@ pub fn start_verified(
         t.elapsed().as_secs_f64()
     );
     let mut warnings = Vec::new();
-    if plan.stand.verify {
+    if verified_before {
+        // the first round's verdict (and its warnings) stands for the same build
+    } else if plan.stand.verify {
         let (only, partial) = crate::verify::cases_for(&spec, &[]);
         if let Some(what) = partial {
             eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");

@@ -769,9 +769,8 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
 /// there is no rate to confirm).
 fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
     s.st.confirms_tried += 1;
-    let obs = observations(&s.st.probes);
-    let bracketed = capacity_interval(&obs, 0x5EED).is_some();
-    let lo = confirm_rate(&s.st.probes).unwrap_or(0.0).round();
+    let (lo, bracketed) = confirm_rate(&s.st.probes).unwrap_or((0.0, false));
+    let lo = lo.round();
     if lo < MIN_RATE {
         return Ok(true);
     }
