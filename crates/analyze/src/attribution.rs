@@ -24,6 +24,15 @@
 //! control saw (≥ 25 ms = full), so a host busy with other work that still answers promptly is
 //! not blamed.
 //!
+//! A window where nothing completed (a search's low-rate check after an overload that wedged the
+//! stack) is attributed too: every second is a freeze, so every second is a suspect. Two causes
+//! answer the question such a window asks — *where are the requests?* A full DB pool while
+//! PostgreSQL has no active backend is [`CauseKind::DbPoolExhausted`] with that contrast as its
+//! evidence (connections held without work in the database: a leak, e.g. R2DBC's on cancelled
+//! requests). Completions stopped while the stack idles, PostgreSQL idles, the host answers
+//! promptly and no pause or full pool accounts for it is [`CauseKind::StackHung`]: a stopped or
+//! deadlocked process, not a slow one.
+//!
 //! Generator-bound and database-down are absolute (a fact, not a contrast): their level in `S`
 //! is their score. A second is generator-bound when its schedule lag p99 exceeds the plan's limit
 //! *and* is at least half its latency p99 (the generator's lateness accounts for the latency;
@@ -85,13 +94,18 @@ pub enum CauseKind {
     /// The stack's process exited during the window (crashed, killed, or ended itself): known from
     /// the stand's supervision, not inferred from signals ([`stack_exited`]).
     StackExited,
+    /// The stack stopped answering while idle: completions collapsed with load still offered, yet
+    /// the stack was far from its CPU, PostgreSQL had no active backend, the host answered
+    /// promptly and neither a runtime pause nor a full DB pool accounts for it — a hang (a
+    /// deadlock, a stopped process, a wait on something outside the recorded signals).
+    StackHung,
     /// No recorded signal explains the suspect seconds.
     Unexplained,
 }
 
 impl CauseKind {
     /// Every kind, in report order.
-    pub const ALL: [CauseKind; 13] = [
+    pub const ALL: [CauseKind; 14] = [
         CauseKind::StackCpu,
         CauseKind::StackThrottled,
         CauseKind::RuntimePause,
@@ -104,6 +118,7 @@ impl CauseKind {
         CauseKind::GeneratorBound,
         CauseKind::DatabaseDown,
         CauseKind::StackExited,
+        CauseKind::StackHung,
         CauseKind::Unexplained,
     ];
 
@@ -122,6 +137,9 @@ impl CauseKind {
             CauseKind::GeneratorBound => "the generator fell behind (measurement invalid)",
             CauseKind::DatabaseDown => "PostgreSQL was unreachable",
             CauseKind::StackExited => "the stack's process exited",
+            CauseKind::StackHung => {
+                "the stack stopped answering while idle (a hang, not its CPU, the database or the host)"
+            }
             CauseKind::Unexplained => "unexplained by the recorded signals",
         }
     }
@@ -378,6 +396,101 @@ fn capacity(s: &SignalRow) -> Option<f64> {
     }
 }
 
+/// How far a host stall accounts for second `r`, 0…1: the control (a trivial process at the
+/// stack's priority) slow or missing, the stack's threads waiting for a CPU, other processes'
+/// CPU in proportion to that starvation, or steal. `p99_ms` is the latency the stall has to
+/// account for.
+fn host_stall_level(p99_ms: f64, s: &SignalRow) -> Option<f64> {
+    let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
+    // the control probes 10 times a second through one scheduling hop, the requests
+    // several hops 300+ times a second: its slowest probe sees a fraction of the
+    // delay the requests' tail sees, hence a quarter of their p99 (at least 10 ms)
+    let scale = (0.25 * p99_ms).max(10.0);
+    let control = s.control_probes.map(|_| {
+        if s.control_misses.unwrap_or(0) > 0 {
+            1.0
+        } else {
+            clamp01(s.control_max_ms.unwrap_or(0.0) / scale)
+        }
+    });
+    let starved = match (control, s.run_queue_max, s.host_cpus) {
+        (Some(c), _, _) => c,
+        (None, Some(q), Some(n)) if n > 0.0 => clamp01((q / n - 1.0) / 2.0),
+        _ => 0.0,
+    };
+    // …or the stack's own threads waited for a CPU: a hog on the CPUs the stack
+    // runs on starves it without freezing a control that runs elsewhere (its own
+    // surplus threads wait too, but then the CPU outside the run stays low)
+    let starved = starved.max(
+        s.stack_run_delay_ms
+            .map(|d| clamp01(d / STACK_STARVED_MS))
+            .unwrap_or(0.0),
+    );
+    let other = s
+        .other_cpu_pct
+        .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
+    let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
+    [other, steal, control]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max)
+}
+
+/// How far the stack's own runtime pauses (stop-the-world GC, event-loop stalls) account for
+/// second `r`'s slowest request, 0…1; `None` when the stack publishes neither.
+fn runtime_pause_level(r: &TimeseriesRow, s: &SignalRow) -> Option<f64> {
+    if s.gc_pause_ms.is_none() && s.event_loop_lag_ms.is_none() {
+        return None;
+    }
+    let pause = s
+        .gc_pause_ms
+        .unwrap_or(0.0)
+        .max(s.event_loop_lag_ms.unwrap_or(0.0));
+    Some(pause / (0.5 * r.max_ms).max(50.0))
+}
+
+/// Every connection of the stack's DB pool in use, or requests waiting for one, at the scrape.
+fn pool_full(s: &SignalRow) -> bool {
+    let full = match (s.pool_in_use, s.pool_max) {
+        (Some(u), Some(m)) if m > 0.0 => u >= 0.95 * m,
+        _ => false,
+    };
+    full || s.pool_pending.is_some_and(|p| p >= 1.0)
+}
+
+/// How far completions stopped in second `r`, 0…1: 1 when fewer than 10% of the requests
+/// offered in it (open model) — or of the window's typical second, `typical` (closed model, whose
+/// sends stop with the completions) — completed, 0 from half of them on.
+fn stalled_level(r: &TimeseriesRow, typical: f64) -> f64 {
+    let of = |base: f64| {
+        if base >= 10.0 {
+            clamp01((0.5 - r.achieved_rps as f64 / base) / 0.4)
+        } else {
+            0.0
+        }
+    };
+    of(r.offered_rps as f64).max(of(typical))
+}
+
+/// How far second `r` looks like a hang, 0…1: completions stopped ([`stalled_level`]) while the
+/// stack was far from its CPU (1 below a quarter of its capacity, 0 from half), PostgreSQL had no
+/// active backend (the requests were not in the database), and none of the causes that also
+/// leave a stack idle accounts for it: the host (the control froze, the stack waited for a CPU),
+/// a runtime pause, a full DB pool (its own cause, with its evidence). `None` without the
+/// stack's CPU or PostgreSQL's activity.
+fn hang_level(r: &TimeseriesRow, s: &SignalRow, typical: f64) -> Option<f64> {
+    let stalled = stalled_level(r, typical);
+    let cap = capacity(s)?;
+    let idle = 1.0 - clamp01((r.stack_cpu_pct? / cap - 0.25) / 0.25);
+    let db_idle = 1.0 - clamp01(s.pg_active?);
+    // nothing completing for a second is a wait of a second or more: the host explains it when
+    // the control saw a comparable stall, not a few milliseconds of scheduling noise
+    let host = host_stall_level(r.p99_ms.max(1000.0), s).unwrap_or(0.0);
+    let pause = runtime_pause_level(r, s).map(clamp01).unwrap_or(0.0);
+    let pool = if pool_full(s) { 1.0 } else { 0.0 };
+    Some(stalled * idle * db_idle * (1.0 - host.max(pause).max(pool)))
+}
+
 /// Attributes the seconds `[start, end)` of a run. `rows` and `signals` may hold the whole run
 /// (they are filtered by `t`); `signals` may be empty (old runs): then only the generator's own
 /// signals can be checked, and `not_sampled` says so.
@@ -399,6 +512,9 @@ pub fn attribute(
         .map(|r| (r.t, r))
         .collect();
     let all: Vec<u32> = rows.keys().copied().collect();
+    // a second's completions in the window's typical second (a closed model's sends stop with
+    // its completions, so a hang shows against this, not against what was offered)
+    let typical = median(rows.values().map(|r| r.achieved_rps as f64).collect());
 
     // 1. freezes
     let base_p99 = median(rows.values().map(|r| r.p99_ms).collect());
@@ -558,17 +674,7 @@ pub fn attribute(
             kind: CauseKind::RuntimePause,
             absolute: false,
             needs: "the stack's /metrics (GC pauses or event-loop lag)",
-            level: Box::new(|r, s| {
-                let s = s?;
-                let pause = s
-                    .gc_pause_ms
-                    .unwrap_or(0.0)
-                    .max(s.event_loop_lag_ms.unwrap_or(0.0));
-                if s.gc_pause_ms.is_none() && s.event_loop_lag_ms.is_none() {
-                    return None;
-                }
-                Some(pause / (0.5 * r.max_ms).max(50.0))
-            }),
+            level: Box::new(|r, s| runtime_pause_level(r, s?)),
         },
         Probe {
             kind: CauseKind::DbPoolExhausted,
@@ -584,11 +690,6 @@ pub fn attribute(
                     }
                     _ => 0.0,
                 };
-                let full = match (s.pool_in_use, s.pool_max) {
-                    (Some(u), Some(m)) if m > 0.0 => u >= 0.95 * m,
-                    _ => false,
-                };
-                let pending = s.pool_pending.map(|p| p >= 1.0).unwrap_or(false);
                 if s.pool_max.is_none() && s.pool_pending.is_none() && s.pool_wait_ms.is_none() {
                     return None;
                 }
@@ -621,7 +722,7 @@ pub fn attribute(
                 let busy = stack_cpu_level(r, s)
                     .unwrap_or(0.0)
                     .max(db_cpu_level(r, s).unwrap_or(0.0));
-                let flag: f64 = if full || pending { 1.0 } else { 0.0 };
+                let flag: f64 = if pool_full(s) { 1.0 } else { 0.0 };
                 Some(flag.max(waited) * (1.0 - waiting.max(throttled).max(busy)))
             }),
         },
@@ -661,42 +762,22 @@ pub fn attribute(
             // latency: its slowest probe is comparable to the requests' p99, or it missed. Other
             // processes' CPU counts in proportion to that delay, so a host busy with other work
             // that still answers promptly is not blamed for a stack's own slowness.
+            // a second where nothing completed held its requests for the whole second at least:
+            // the control must have seen a comparable stall, not its p99 of 0
             level: Box::new(|r, s| {
-                let s = s?;
-                let cores = s.host_cpus.unwrap_or(1.0) * 100.0;
-                // the control probes 10 times a second through one scheduling hop, the requests
-                // several hops 300+ times a second: its slowest probe sees a fraction of the
-                // delay the requests' tail sees, hence a quarter of their p99 (at least 10 ms)
-                let scale = (0.25 * r.p99_ms).max(10.0);
-                let control = s.control_probes.map(|_| {
-                    if s.control_misses.unwrap_or(0) > 0 {
-                        1.0
-                    } else {
-                        clamp01(s.control_max_ms.unwrap_or(0.0) / scale)
-                    }
-                });
-                let starved = match (control, s.run_queue_max, s.host_cpus) {
-                    (Some(c), _, _) => c,
-                    (None, Some(q), Some(n)) if n > 0.0 => clamp01((q / n - 1.0) / 2.0),
-                    _ => 0.0,
+                let p99 = if r.achieved_rps == 0 && r.offered_rps > 0 {
+                    r.p99_ms.max(1000.0)
+                } else {
+                    r.p99_ms
                 };
-                // …or the stack's own threads waited for a CPU: a hog on the CPUs the stack
-                // runs on starves it without freezing a control that runs elsewhere (its own
-                // surplus threads wait too, but then the CPU outside the run stays low)
-                let starved = starved.max(
-                    s.stack_run_delay_ms
-                        .map(|d| clamp01(d / STACK_STARVED_MS))
-                        .unwrap_or(0.0),
-                );
-                let other = s
-                    .other_cpu_pct
-                    .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
-                let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
-                [other, steal, control]
-                    .into_iter()
-                    .flatten()
-                    .reduce(f64::max)
+                host_stall_level(p99, s?)
             }),
+        },
+        Probe {
+            kind: CauseKind::StackHung,
+            absolute: false,
+            needs: "the stack's CPU and PostgreSQL's activity",
+            level: Box::new(move |r, s| hang_level(r, s?, typical)),
         },
         Probe {
             kind: CauseKind::ListenOverflow,
@@ -772,7 +853,19 @@ pub fn attribute(
         });
     }
 
-    let summary = summary_of(&freezes, &tail, &s_set, all.len(), &causes);
+    let mut summary = summary_of(&freezes, &tail, &s_set, all.len(), &causes);
+    let offered: u64 = rows.values().map(|r| r.offered_rps).sum();
+    if offered > 0 && rows.values().all(|r| r.achieved_rps == 0) {
+        // the freezes say the same in more words: say it plainly
+        let rest = summary
+            .split_once(" — ")
+            .map(|(_, c)| format!(" — {c}"))
+            .unwrap_or_default();
+        summary = format!(
+            "nothing completed in the {} s window ({offered} requests offered){rest}",
+            all.len()
+        );
+    }
     Attribution {
         start,
         end,
@@ -815,7 +908,9 @@ pub fn attribute_analysis(
     let ctx = context_of(&a.criteria);
     for s in &mut a.shelves {
         s.attribution = None;
-        if s.is_valid() || s.requests == 0 {
+        // a window where nothing completed is attributed too (a hang, a wedged pool): only
+        // one to which nothing was even offered has nothing to explain
+        if s.is_valid() || (s.requests == 0 && s.offered_rps <= 0.0) {
             continue;
         }
         let (Some(k0), Some(k1)) = (s.window.kept_start_s, s.window.kept_end_s) else {
@@ -1020,7 +1115,25 @@ fn evidence(
             if empty > 0 {
                 v.push(format!("{empty} acquires found the pool empty"));
             }
-            v.push("often a symptom: see the database's waits".into());
+            // a full pool while PostgreSQL has (nearly) nothing to do: the connections are held
+            // by requests that are not in the database — a leak (connections never returned,
+            // e.g. by requests cancelled mid-query) or a wait elsewhere while holding one
+            let full: Vec<u32> = s
+                .iter()
+                .copied()
+                .filter(|t| sig.get(t).is_some_and(|x| pool_full(x)))
+                .collect();
+            match avg(&full, sig, |x| x.pg_active) {
+                Some(a) if a < 1.0 => {
+                    v.insert(
+                        1.min(v.len()),
+                        format!(
+                            "PostgreSQL had {a:.1} active backends meanwhile: the connections were held without work in the database (not returned to the pool, or held while waiting elsewhere)"
+                        ),
+                    );
+                }
+                _ => v.push("often a symptom: see the database's waits".into()),
+            }
         }
         CauseKind::DbLockWait => {
             if let Some(x) = share(&|q| q.pg_lock, s) {
@@ -1120,6 +1233,60 @@ fn evidence(
                 .map(|x| x.listen_overflows.unwrap_or(0) + x.listen_drops.unwrap_or(0))
                 .sum();
             v.push(format!("{n} listen-queue overflows/drops in those seconds"));
+        }
+        CauseKind::StackHung => {
+            if let Some(c) = rs(&|r| r.stack_cpu_pct, s) {
+                let cap = avg(s, sig, capacity);
+                v.push(format!(
+                    "the stack used {c:.0}% of a core{} meanwhile{}",
+                    cap.map(|k| format!(" of {k:.0}% available"))
+                        .unwrap_or_default(),
+                    rs(&|r| r.stack_cpu_pct, r)
+                        .map(|x| format!(" (elsewhere {x:.0}%)"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let Some(a) = avg(s, sig, |x| x.pg_active) {
+                v.push(format!(
+                    "PostgreSQL had {a:.1} active backends: the requests were not in the database"
+                ));
+            }
+            let offered: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.offered_rps)
+                .sum();
+            let completed: u64 = s
+                .iter()
+                .filter_map(|t| rows.get(t))
+                .map(|r| r.achieved_rps)
+                .sum();
+            let dead = s
+                .iter()
+                .filter(|t| rows.get(t).is_some_and(|r| r.achieved_rps == 0))
+                .count();
+            v.push(if dead > 0 {
+                format!(
+                    "nothing completed in {dead} of {} suspect seconds ({offered} requests offered in them, {completed} completed)",
+                    s.len()
+                )
+            } else {
+                format!("{completed} requests completed of {offered} offered in the suspect seconds")
+            });
+            if let Some(m) = maxof(s, sig, |x| x.control_max_ms) {
+                v.push(format!(
+                    "the control's slowest probe {m:.0} ms: the host kept answering"
+                ));
+            }
+            let silent = s
+                .iter()
+                .filter(|t| sig.get(t).and_then(|x| x.runtime_scrape_ok) == Some(false))
+                .count();
+            if silent > 0 {
+                v.push(format!(
+                    "the stack's /metrics did not answer in {silent} of those seconds"
+                ));
+            }
         }
         // its evidence is the stand's record of the exit, added by `stack_exited`
         CauseKind::StackExited | CauseKind::Unexplained => {}
@@ -1881,6 +2048,162 @@ mod tests {
             s.pg_cpu = None;
         });
         assert_top(&top(&rows, &sig), CauseKind::DatabaseDown);
+    }
+
+    /// A window where nothing completes (a search's low-rate check after an overload): every
+    /// second offered, none answered.
+    fn nothing_completes(rows: &mut [TimeseriesRow]) {
+        for r in rows.iter_mut() {
+            r.offered_rps = 200;
+            r.achieved_rps = 0;
+            r.ok = 0;
+            r.p50_ms = 0.0;
+            r.p90_ms = 0.0;
+            r.p95_ms = 0.0;
+            r.p99_ms = 0.0;
+            r.p999_ms = 0.0;
+            r.max_ms = 0.0;
+            r.stack_cpu_pct = Some(8.0);
+            r.postgres_cpu_pct = Some(0.5);
+        }
+    }
+
+    #[test]
+    fn a_pool_held_while_postgres_idles_is_the_pool_with_that_evidence() {
+        // spring-webflux-r2dbc after 2 min at 6750 RPS (docs/benchmarks.md §29): the checks
+        // saw nothing complete while the R2DBC pool had 64 of 64 connections in use and
+        // hundreds waiting, PostgreSQL no active backend and the stack a few % of a core
+        let (mut rows, mut sig) = healthy();
+        nothing_completes(&mut rows);
+        for s in sig.iter_mut() {
+            s.pool_in_use = Some(64.0);
+            s.pool_pending = Some(300.0);
+            s.pg_active = Some(0.0);
+            s.pg_cpu = Some(0.0);
+            s.pg_wal = Some(0.0);
+            s.pg_io_walsync = Some(0.0);
+            s.pg_client = Some(0.0);
+            s.host_busy_pct = Some(8.0);
+            s.gc_pause_ms = Some(0.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbPoolExhausted);
+        let ev = &a.top().unwrap().evidence;
+        assert!(ev[1].contains("without work in the database"), "{ev:?}");
+        assert!(
+            a.summary
+                .starts_with("nothing completed in the 60 s window (12000 requests offered)"),
+            "{}",
+            a.summary
+        );
+        assert!(
+            a.summary.contains("without work in the database"),
+            "{}",
+            a.summary
+        );
+        // the hang rule stands aside: the full pool is the more specific answer
+        assert!(
+            a.causes.iter().all(|c| c.kind != CauseKind::StackHung),
+            "{a:#?}"
+        );
+        // with PostgreSQL busy on those connections the pool is a symptom again: no such line
+        for s in sig.iter_mut() {
+            s.pg_active = Some(60.0);
+            s.pg_lock = Some(58.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::DbLockWait);
+        assert!(a
+            .causes
+            .iter()
+            .flat_map(|c| &c.evidence)
+            .all(|e| !e.contains("without work in the database")));
+    }
+
+    #[test]
+    fn a_stopped_stack_is_a_hang() {
+        // SIGSTOP for 10 s: nothing completes, the stack's CPU is 0 and its /metrics silent,
+        // PostgreSQL idle, the host and the control fine; then the backlog drains
+        let (mut rows, mut sig) = healthy();
+        for t in 20..30 {
+            let r = &mut rows[t];
+            r.achieved_rps = 0;
+            r.ok = 0;
+            r.p50_ms = 0.0;
+            r.p90_ms = 0.0;
+            r.p95_ms = 0.0;
+            r.p99_ms = 0.0;
+            r.p999_ms = 0.0;
+            r.max_ms = 0.0;
+            r.stack_cpu_pct = Some(0.0);
+            let s = &mut sig[t];
+            s.pg_active = Some(0.0);
+            s.host_busy_pct = Some(15.0);
+            s.runtime_scrape_ok = Some(false);
+            s.gc_pause_ms = None;
+            s.gc_count = None;
+            s.pool_max = None;
+            s.pool_in_use = None;
+        }
+        let r = &mut rows[30];
+        r.achieved_rps = 11_000;
+        r.ok = 11_000;
+        r.p50_ms = 5000.0;
+        r.p90_ms = 9000.0;
+        r.p95_ms = 9500.0;
+        r.p99_ms = 9900.0;
+        r.p999_ms = 10_000.0;
+        r.max_ms = 10_050.0;
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackHung);
+        let ev = a.top().unwrap().evidence.join("; ");
+        assert!(ev.contains("nothing completed in 10 of"), "{ev}");
+        assert!(ev.contains("/metrics did not answer in 10"), "{ev}");
+        // the same stall with the control frozen is the host's, not a hang
+        for s in &mut sig[20..30] {
+            s.control_misses = Some(10);
+            s.control_max_ms = Some(1000.0);
+        }
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::HostStall);
+        assert!(
+            a.causes.iter().all(|c| c.kind != CauseKind::StackHung),
+            "{a:#?}"
+        );
+        // … and with the stack busy (a spin, a GC storm) it is not a hang either
+        for t in 20..30 {
+            sig[t].control_misses = Some(0);
+            sig[t].control_max_ms = Some(1.0);
+            rows[t].stack_cpu_pct = Some(199.0);
+        }
+        let a = top(&rows, &sig);
+        assert!(
+            a.causes.iter().all(|c| c.kind != CauseKind::StackHung),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn a_quiet_window_at_low_load_is_not_a_hang() {
+        // idle stack, idle database, every request answered: nothing stopped
+        let (mut rows, mut sig) = healthy();
+        for r in rows.iter_mut() {
+            r.offered_rps = 20;
+            r.achieved_rps = 20;
+            r.stack_cpu_pct = Some(1.0);
+        }
+        for s in sig.iter_mut() {
+            s.pg_active = Some(0.0);
+        }
+        freeze(&mut rows);
+        for t in [20usize, 40] {
+            rows[t].achieved_rps = 20; // slow, not stopped
+        }
+        let a = top(&rows, &sig);
+        assert!(
+            a.causes.iter().all(|c| c.kind != CauseKind::StackHung),
+            "{a:#?}"
+        );
     }
 
     #[test]

@@ -444,6 +444,10 @@ pub enum StopReason {
         after: f64,
         /// Seconds waited.
         waited_s: f64,
+        /// Why the last check failed, from the attribution of its window (absent when it was
+        /// run without signals, and in older run.json files).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
     /// The SLO failed even at the lowest rate worth probing.
     BelowMinimum,
@@ -469,10 +473,20 @@ impl std::fmt::Display for StopReason {
                 f,
                 "at {rate:.0} RPS the generator, not the service, was the limit (retried with more threads)"
             ),
-            StopReason::NotRecovered { after, waited_s } => write!(
-                f,
-                "after the probe at {after:.0} RPS the service did not return to baseline latency within {waited_s:.0} s"
-            ),
+            StopReason::NotRecovered {
+                after,
+                waited_s,
+                why,
+            } => {
+                write!(
+                    f,
+                    "after the probe at {after:.0} RPS the service did not return to baseline latency within {waited_s:.0} s"
+                )?;
+                match why {
+                    Some(w) => write!(f, " (the last check: {w})"),
+                    None => Ok(()),
+                }
+            }
             StopReason::BelowMinimum => f.write_str("the SLO failed even at the lowest rate worth probing"),
             StopReason::ConfirmFailed => f.write_str("the confirming shelf failed at every rate tried"),
             StopReason::Error { message } => write!(f, "{message}"),

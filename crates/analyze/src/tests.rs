@@ -975,6 +975,7 @@ fn probes_for_the_search() {
         StopReason::NotRecovered {
             after: 6750.0,
             waited_s: 69.0,
+            why: Some("nothing completed in the 2 s window (400 requests offered)".into()),
         },
         10.0,
     );

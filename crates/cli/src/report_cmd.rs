@@ -30,6 +30,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // reports follow the current rules
     let signals = ceiling_report::load_signals(&a.dir, &report);
     ceiling_report::recompute_attribution(&mut report, &series, &signals);
+    // a stored search's failed checks (attributed since 2026-11-26) and its stop's why
+    ceiling_report::attribute_stored_checks(&a.dir, &mut report);
     // …and so are the warnings derived from the shelves (repetition drift, bracketing…)
     for st in &mut report.stacks {
         st.refresh_derived_warnings();

@@ -28,6 +28,9 @@
 //!   `JAVA_TOOL_OPTIONS`) and a 16 MB young generation: each stop-the-world pause lasts a walk
 //!   over the heap, about once a second → `runtime_pause`, read from Micrometer's
 //!   `jvm_gc_pause_seconds` on the stack's `/metrics`.
+//! * `hang`: go-pgx's process stopped (SIGSTOP, by its pid) for 4 s mid-window and resumed
+//!   (SIGCONT; also on a failed assertion): nothing completes, the stack, PostgreSQL and the host
+//!   idle, the stack's `/metrics` silent → `stack_hung`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -547,4 +550,50 @@ fn event_loop_stalls_on_a_python_stack_are_runtime_pauses() {
     // the evidence is the loop lag the stack itself published, of the injected size
     let (_, _, text) = causes(&dir);
     assert!(text.contains("event-loop lag"), "{text}");
+}
+
+/// Resumes a process this test stopped, when dropped (so a failed assertion never leaves the
+/// stack stopped).
+struct Stopped(u32);
+
+impl Stopped {
+    fn stop(pid: u32) -> Stopped {
+        signal(pid, "-STOP");
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(self.0, "-CONT");
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success(), "kill {sig} {pid} failed");
+}
+
+#[test]
+fn a_stopped_stack_is_a_hang() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = run_with_pid("crates/cli/tests/plans/why-hang.toml", |_, t0, pid| {
+        // warm-up 4 s + trimmed head 2 s: the stop at 14–18 s falls in the kept window
+        sleep_until(t0, Duration::from_secs(14));
+        let stack = descendants_running(pid, "stacks/go-pgx/target/server");
+        assert_eq!(stack.len(), 1, "go-pgx under ceiling run {pid}: {stack:?}");
+        let stopped = Stopped::stop(stack[0]);
+        sleep_until(t0, Duration::from_secs(18));
+        drop(stopped);
+    });
+    check(&dir, "stack_hung");
+    let (_, _, text) = causes(&dir);
+    assert!(text.contains("nothing completed in"), "{text}");
 }

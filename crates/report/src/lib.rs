@@ -552,6 +552,59 @@ pub fn recompute_attribution(report: &mut RunReport, series: &Series, signals: &
     }
 }
 
+/// Attributes the failed low-rate checks of every stored search that ran before checks were
+/// attributed (their `why` is empty), from the files each check left in
+/// `DIR/<stack>/checks/check-N/`, and gives a search that stopped because the service did not
+/// recover the last check's why. A check's judged window is its whole length (no trim). Returns
+/// how many checks were attributed.
+pub fn attribute_stored_checks(dir: &Path, report: &mut RunReport) -> usize {
+    use ceiling_analyze::{ProbeKind, StopReason};
+    let mut n = 0;
+    for a in &mut report.stacks {
+        let ctx = ceiling_analyze::context_of(&a.criteria);
+        let Some(o) = a.search.as_mut() else { continue };
+        // each run of a search is numbered (its files' directory) and seeded by that number:
+        // the first run (the baseline check) is number 1
+        let Some(base) = o.probes.first().map(|p| p.seed.wrapping_sub(1)) else {
+            continue;
+        };
+        for v in &mut o.probes {
+            if v.kind != ProbeKind::Check || !v.failed() || v.why.is_some() {
+                continue;
+            }
+            let d = dir
+                .join(&a.stack)
+                .join("checks")
+                .join(format!("check-{}", v.seed.wrapping_sub(base)));
+            let rows = std::fs::File::open(d.join("timeseries.csv"))
+                .ok()
+                .and_then(|f| read_timeseries(f).ok());
+            let sig = std::fs::File::open(d.join("signals.csv"))
+                .ok()
+                .and_then(|f| read_signals(f).ok())
+                .unwrap_or_default();
+            let (Some(rows), true) = (rows, v.window_s > 0.0) else {
+                continue;
+            };
+            let end = v.window_s.ceil() as u32;
+            v.why = Some(ceiling_analyze::attribute(&rows, &sig, 0, end, &ctx).summary);
+            n += 1;
+        }
+        let last = o
+            .probes
+            .iter()
+            .rev()
+            .find(|v| v.kind == ProbeKind::Check)
+            .and_then(|v| v.why.clone());
+        if let StopReason::NotRecovered { why, .. } = &mut o.stop {
+            if why.is_none() {
+                *why = last;
+            }
+        }
+    }
+    n
+}
+
 /// One line per failed or invalid shelf that has an attribution: `hold 3000 failed: p99 714 ms
 /// — 2 freezes of ~1 s at 183 s, 220 s; … — likely …`.
 pub fn why_lines(a: &StackAnalysis) -> Vec<String> {

@@ -390,7 +390,15 @@ impl Searcher<'_> {
                     threshold
                 ));
                 if !ok {
-                    return Err(StopReason::NotRecovered { after, waited_s });
+                    // the check's window was attributed like any probe's: say why it failed
+                    if let Some(w) = &c.why {
+                        (self.log)(&format!("    why: {w}"));
+                    }
+                    return Err(StopReason::NotRecovered {
+                        after,
+                        waited_s,
+                        why: c.why.clone(),
+                    });
                 }
                 return Ok(r);
             }

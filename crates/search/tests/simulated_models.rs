@@ -10,7 +10,7 @@
 //! the generator's per-second records are simulated.
 
 use ceiling_analyze::{RunAccumulator, SearchOutcome, SearchStatus, StackAnalysis, StopReason};
-use ceiling_metrics::{Outcome, Phase, Second};
+use ceiling_metrics::{Outcome, Phase, Second, SignalRow, TimeseriesRow};
 use ceiling_plan::{parse_plan, Plan, Stage};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, SearchOptions};
 use rand::SeedableRng;
@@ -49,6 +49,13 @@ enum Model {
     /// A healthy service (capacity far away) driven by a generator that cannot send more than
     /// `g` RPS on time, whatever its threads: every probe above `g` is generator-bound.
     GenLimited { g: f64 },
+    /// Healthy (3 ms) up to `c`; a probe above `c` wedges it for good: from then on nothing
+    /// completes, its CPU idles and PostgreSQL has no active backend. With `pool_held` its DB
+    /// pool stays full (every connection checked out, requests queued for one: the WebFlux/R2DBC
+    /// leak of docs/benchmarks.md §29); without, its `/metrics` stops answering too (a stopped or
+    /// deadlocked process). The signals are simulated per second, the attribution is the
+    /// production one.
+    Wedge { c: f64, pool_held: bool },
 }
 
 impl Model {
@@ -67,6 +74,7 @@ impl Model {
             }
             Model::Shed { c } => c / 0.99,
             Model::GenLimited { g } => g,
+            Model::Wedge { c, .. } => c,
         }
     }
 }
@@ -80,6 +88,8 @@ struct Sim {
     rng: rand_chacha::ChaCha8Rng,
     /// Largest backlog found at the start of a probe (must stay 0: recovery works).
     inherited_s: f64,
+    /// The wedge model's state: wedged since a probe above its capacity.
+    wedged: bool,
 }
 
 impl Sim {
@@ -90,6 +100,7 @@ impl Sim {
             backlog_s: 0.0,
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
             inherited_s: 0.0,
+            wedged: false,
         }
     }
 
@@ -133,6 +144,10 @@ impl ProbeRunner for Sim {
             _ => 1.0,
         };
         let mut acc = RunAccumulator::new(plan, &spec.label);
+        let (mut rows, mut signals) = (Vec::new(), Vec::new());
+        if let Model::Wedge { c, .. } = self.model {
+            self.wedged |= rate > c;
+        }
         for t in 0..dur.round() as u32 {
             let mut s = Second::new(t, Phase::Measure, 0, 1);
             let r = rate.round() as u64;
@@ -167,11 +182,24 @@ impl ProbeRunner for Sim {
                     Sim::record(&mut s, ok, 4.0, 2.0, Outcome::Ok);
                     Sim::record(&mut s, r - ok, 0.5, 1.2, Outcome::Status5xx);
                 }
+                Model::Wedge { pool_held, .. } => {
+                    if !self.wedged {
+                        Sim::record(&mut s, r, 3.0, 2.0, Outcome::Ok);
+                    }
+                    let mut row = TimeseriesRow::from_second(&s, &[]);
+                    row.stack_cpu_pct = Some(if self.wedged { 4.0 } else { 40.0 });
+                    rows.push(row);
+                    signals.push(wedge_signals(t, self.wedged, pool_held));
+                }
             }
             acc.push_second(&s);
         }
         self.now += dur;
-        Ok(acc.finish())
+        let mut a = acc.finish();
+        if !rows.is_empty() {
+            ceiling_analyze::attribute_analysis(&mut a, &rows, &signals);
+        }
+        Ok(a)
     }
     fn idle(&mut self, d: Duration) {
         self.now += d.as_secs_f64();
@@ -179,6 +207,30 @@ impl ProbeRunner for Sim {
     }
     fn now_s(&self) -> f64 {
         self.now
+    }
+}
+
+/// The wedge model's signals in second `t`: a healthy 2-core host, the control prompt; a pool of
+/// 64, in use as the model says.
+fn wedge_signals(t: u32, wedged: bool, pool_held: bool) -> SignalRow {
+    let scraped = !wedged || pool_held;
+    SignalRow {
+        t,
+        host_cpus: Some(2.0),
+        host_busy_pct: Some(if wedged { 10.0 } else { 60.0 }),
+        other_cpu_pct: Some(2.0),
+        stack_cpu_limit_pct: Some(200.0),
+        pg_up: Some(true),
+        pg_samples: Some(10),
+        pg_active: Some(if wedged { 0.0 } else { 1.0 }),
+        control_probes: Some(10),
+        control_misses: Some(0),
+        control_max_ms: Some(0.3),
+        runtime_scrape_ok: Some(scraped),
+        pool_max: scraped.then_some(64.0),
+        pool_in_use: scraped.then_some(if wedged { 64.0 } else { 3.0 }),
+        pool_pending: scraped.then_some(if wedged { 140.0 } else { 0.0 }),
+        ..Default::default()
     }
 }
 
@@ -445,5 +497,63 @@ fn a_budget_too_short_to_narrow_still_keeps_time_for_the_confirming_shelf() {
             out.describe()
         );
         assert!(!out.confirms.is_empty(), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_service_wedged_by_a_probe_ends_the_search_with_the_checks_why() {
+    // both wedges: the search stops at the first probe above the capacity (the checks after it
+    // never see a completion), keeps what passed below it, and its stop reason says why the last
+    // check failed — from that check's own signals, not the probe's
+    for (pool_held, want) in [
+        (true, "the stack's DB pool is exhausted"),
+        (false, "the stack stopped answering while idle"),
+    ] {
+        let mut sim = Sim::new(
+            Model::Wedge {
+                c: 700.0,
+                pool_held,
+            },
+            1,
+        );
+        let mut log = |m: &str| eprintln!("{m}");
+        let out = search(&plan(), &mut sim, &SearchOptions::default(), &mut log);
+        eprintln!("{}\n{}", out.describe(), out.stop);
+        let StopReason::NotRecovered { after, why, .. } = &out.stop else {
+            panic!("pool_held {pool_held}: {:?}", out.stop);
+        };
+        assert!(*after > 700.0, "{after}");
+        let why = why.as_deref().expect("the failed check was attributed");
+        assert!(
+            why.starts_with("nothing completed in the 2 s window"),
+            "{why}"
+        );
+        assert!(why.contains(want), "pool_held {pool_held}: {why}");
+        if pool_held {
+            // the pool's evidence says the connections were held outside the database
+            assert!(why.contains("without work in the database"), "{why}");
+        }
+        assert!(out.stop.to_string().contains(want), "{}", out.stop);
+        // the checks that failed carry the same why; every probe below the capacity passed
+        let check = out
+            .probes
+            .iter()
+            .rev()
+            .find(|v| v.kind == ceiling_analyze::ProbeKind::Check)
+            .unwrap();
+        assert!(
+            check.failed() && check.why.as_deref() == Some(why),
+            "{check:?}"
+        );
+        assert!(out
+            .probes
+            .iter()
+            .filter(|v| v.rate <= 700.0 && v.kind == ceiling_analyze::ProbeKind::Probe)
+            .all(|v| v.passed()));
+        assert!(
+            out.ceiling_rps > 0.0 && out.ceiling_rps <= 700.0,
+            "{}",
+            out.describe()
+        );
     }
 }
