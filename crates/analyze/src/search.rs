@@ -460,6 +460,24 @@ pub enum StopReason {
     },
 }
 
+impl StopReason {
+    /// The reason without its evidence (a not-recovered stop's why), for one-line summaries that
+    /// say the evidence elsewhere; `Display` gives both.
+    pub fn brief(&self) -> String {
+        match self {
+            StopReason::NotRecovered {
+                after, waited_s, ..
+            } => StopReason::NotRecovered {
+                after: *after,
+                waited_s: *waited_s,
+                why: None,
+            }
+            .to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -640,7 +658,7 @@ impl SearchOutcome {
                     "≥ {:.0} RPS ({}: {}{shorter})",
                     self.ceiling_rps,
                     st.name(),
-                    self.stop
+                    self.stop.brief()
                 )
             }
             (None, st) => {
@@ -656,9 +674,9 @@ impl SearchOutcome {
                     Some(u) => format!(
                         "< {u:.0} RPS ({}: {}{shorter})",
                         self.longest_probes(st),
-                        self.stop
+                        self.stop.brief()
                     ),
-                    None => format!("0 RPS ({}: {}{shorter})", st.name(), self.stop),
+                    None => format!("0 RPS ({}: {}{shorter})", st.name(), self.stop.brief()),
                 }
             }
         }

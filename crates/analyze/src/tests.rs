@@ -989,6 +989,16 @@ fn probes_for_the_search() {
         "{d}"
     );
     assert!(d.contains("shorter probes passed up to 6773 RPS"), "{d}");
+    // the one-line summary names the stop; its evidence (the last check's why) is said once, by
+    // the stop reason itself
+    assert!(!d.contains("nothing completed"), "{d}");
+    assert!(
+        out.stop
+            .to_string()
+            .ends_with("within 69 s (the last check: nothing completed in the 2 s window (400 requests offered))"),
+        "{}",
+        out.stop
+    );
     let sa = StackAnalysis::from_search("s", probe_criteria(&p), out);
     assert!(!sa.ceiling.found);
     assert!(

@@ -237,6 +237,23 @@ fn stacks_take_turns_and_each_stacks_rounds_share_one_clock() {
             "{}",
             st["stack"]
         );
+        // each round's sampler note is its own, named by its repetition
+        let notes: Vec<&str> = st["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["message"].as_str())
+            .filter(|m| m.starts_with("signals"))
+            .collect();
+        for rep in [1, 2] {
+            assert!(
+                notes.iter().any(|m| m.starts_with(&format!(
+                    "signals (repetition {rep}): the signal sampler used"
+                ))),
+                "{}: {notes:?}",
+                st["stack"]
+            );
+        }
     }
 
     // `ceiling report` reads the same files back and agrees

@@ -366,10 +366,15 @@ pub fn measure_watched(
     ceiling_analyze::attribute_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
     // and what the runtime held (heap, GC, threads) on every shelf
     ceiling_analyze::runtime_analysis(&mut analysis, &rec.rows, &rec.signal_rows);
+    // an interleaved run's rounds each sample anew: say whose note it is, so the rounds' notes
+    // read as one each, not as one note repeated
+    let whose = round.map_or(String::new(), |r| {
+        format!(" (repetition {})", r.repetition + 1)
+    });
     for n in signal_notes {
         analysis.warnings.push(ceiling_analyze::Warning::new(
             ceiling_analyze::WarningKind::Other,
-            format!("signals: {n}"),
+            format!("signals{whose}: {n}"),
         ));
     }
     match &halt {
