@@ -1499,6 +1499,18 @@ mod tests {
         (rows, sig)
     }
 
+    /// A second in which nothing completed: no requests, no latency.
+    fn silent(r: &mut TimeseriesRow) {
+        r.achieved_rps = 0;
+        r.ok = 0;
+        r.p50_ms = 0.0;
+        r.p90_ms = 0.0;
+        r.p95_ms = 0.0;
+        r.p99_ms = 0.0;
+        r.p999_ms = 0.0;
+        r.max_ms = 0.0;
+    }
+
     /// Two ~1 s freezes at 20 s and 40 s: completions collapse, the max is near a second.
     fn freeze(rows: &mut [TimeseriesRow]) {
         for t in [20usize, 40] {
@@ -1845,14 +1857,7 @@ mod tests {
     fn a_long_stall_is_explained_where_its_requests_waited_not_where_they_completed() {
         let (mut rows, mut sig) = healthy();
         for t in 10..30 {
-            rows[t].achieved_rps = 0;
-            rows[t].ok = 0;
-            rows[t].p50_ms = 0.0;
-            rows[t].p90_ms = 0.0;
-            rows[t].p95_ms = 0.0;
-            rows[t].p99_ms = 0.0;
-            rows[t].p999_ms = 0.0;
-            rows[t].max_ms = 0.0;
+            silent(&mut rows[t]);
             rows[t].stack_cpu_pct = Some(1.0);
             sig[t].other_cpu_pct = Some(100.0);
             sig[t].host_busy_pct = Some(150.0);
@@ -2055,14 +2060,7 @@ mod tests {
     fn nothing_completes(rows: &mut [TimeseriesRow]) {
         for r in rows.iter_mut() {
             r.offered_rps = 200;
-            r.achieved_rps = 0;
-            r.ok = 0;
-            r.p50_ms = 0.0;
-            r.p90_ms = 0.0;
-            r.p95_ms = 0.0;
-            r.p99_ms = 0.0;
-            r.p999_ms = 0.0;
-            r.max_ms = 0.0;
+            silent(r);
             r.stack_cpu_pct = Some(8.0);
             r.postgres_cpu_pct = Some(0.5);
         }
@@ -2127,14 +2125,7 @@ mod tests {
         let (mut rows, mut sig) = healthy();
         for t in 20..30 {
             let r = &mut rows[t];
-            r.achieved_rps = 0;
-            r.ok = 0;
-            r.p50_ms = 0.0;
-            r.p90_ms = 0.0;
-            r.p95_ms = 0.0;
-            r.p99_ms = 0.0;
-            r.p999_ms = 0.0;
-            r.max_ms = 0.0;
+            silent(r);
             r.stack_cpu_pct = Some(0.0);
             let s = &mut sig[t];
             s.pg_active = Some(0.0);
