@@ -2,7 +2,8 @@
 //! (`timeseries.csv` rows and `signals.csv` rows) of its window.
 //!
 //! 1. **Suspect seconds.** *Freezes*: seconds where completions collapse while load is still
-//!    offered (achieved < 50 % of offered) or whose slowest request is far above the window's
+//!    offered (achieved < 50 % of offered, or of the window's typical second: a closed model
+//!    stops sending when its requests stop completing) or whose slowest request is far above the window's
 //!    normal (max ≥ 10 × the median per-second p99 and ≥ 100 ms); consecutive ones are merged.
 //!    *Tail seconds*: the fewest seconds that hold 80 % of the window's bad requests (errors, plus
 //!    requests over the SLO estimated from each second's percentiles — p99 > SLO means ≥ 1 % of
@@ -521,8 +522,11 @@ pub fn attribute(
     let frozen: Vec<u32> = rows
         .values()
         .filter(|r| {
-            let collapse =
-                r.offered_rps >= 10 && (r.achieved_rps as f64) < 0.5 * r.offered_rps as f64;
+            // against what was offered, or (a closed model stops sending when its requests stop
+            // completing) against the window's typical second
+            let collapse = (r.offered_rps >= 10
+                && (r.achieved_rps as f64) < 0.5 * r.offered_rps as f64)
+                || (typical >= 10.0 && (r.achieved_rps as f64) < 0.5 * typical);
             let spike = r.max_ms >= (10.0 * base_p99).max(100.0);
             collapse || spike
         })
@@ -531,8 +535,9 @@ pub fn attribute(
     let mut freezes: Vec<Freeze> = Vec::new();
     for t in &frozen {
         let r = rows[t];
-        let ratio = if r.offered_rps > 0 {
-            r.achieved_rps as f64 / r.offered_rps as f64
+        let base = (r.offered_rps as f64).max(typical);
+        let ratio = if base > 0.0 {
+            (r.achieved_rps as f64 / base).min(1.0)
         } else {
             1.0
         };
@@ -819,6 +824,31 @@ pub fn attribute(
                 0.0
             };
             0.5 * ls + 0.5 * (ls - lr).max(0.0)
+        };
+        // the pool is a gauge read at each scrape: in a suspect second where the stack did not
+        // answer its /metrics there is no reading, and a pool read full only in the seconds
+        // around such a silence (the backlog a stopped stack drains when it resumes) cannot
+        // outrank what held the requests in the silence itself — weigh it by the share of the
+        // suspect seconds' weight where it was read
+        let score = if p.kind == CauseKind::DbPoolExhausted {
+            let (mut read, mut silent) = (0.0, 0.0);
+            for t in &s_set {
+                let (Some(r), Some(x)) = (rows.get(t), sig.get(t)) else {
+                    continue;
+                };
+                if (p.level)(r, Some(x)).is_some() {
+                    read += w_s(*t);
+                } else if x.runtime_scrape_ok == Some(false) {
+                    silent += w_s(*t);
+                }
+            }
+            if read + silent > 0.0 {
+                score * read / (read + silent)
+            } else {
+                score
+            }
+        } else {
+            score
         };
         if score >= MIN_SCORE {
             causes.push(Cause {
@@ -2136,6 +2166,11 @@ mod tests {
             s.pool_max = None;
             s.pool_in_use = None;
         }
+        // the resumed stack drains its backlog through a full pool, read by the first scrape
+        // that answers (the only pool reading near the stop)
+        sig[30].pool_in_use = Some(64.0);
+        sig[30].pool_pending = Some(900.0);
+        sig[30].pg_active = Some(0.0);
         let r = &mut rows[30];
         r.achieved_rps = 11_000;
         r.ok = 11_000;
@@ -2170,6 +2205,47 @@ mod tests {
         let a = top(&rows, &sig);
         assert!(
             a.causes.iter().all(|c| c.kind != CauseKind::StackHung),
+            "{a:#?}"
+        );
+    }
+
+    #[test]
+    fn a_closed_model_hang_is_seen_against_the_typical_second() {
+        // a closed model sends only as requests complete: when the stack stops, the sends stop
+        // too (offered 0), so the stall shows against the window's typical second, not against
+        // what was offered
+        let (mut rows, mut sig) = healthy();
+        for t in 20..26 {
+            silent(&mut rows[t]);
+            rows[t].offered_rps = 0;
+            rows[t].stack_cpu_pct = Some(0.5);
+            sig[t].pg_active = Some(0.0);
+            sig[t].runtime_scrape_ok = Some(false);
+            sig[t].gc_pause_ms = None;
+            sig[t].pool_max = None;
+            sig[t].pool_in_use = None;
+        }
+        // the requests held by the stop complete when it ends, 6 s late
+        let r = &mut rows[26];
+        r.p50_ms = 3000.0;
+        r.p90_ms = 5500.0;
+        r.p95_ms = 5800.0;
+        r.p99_ms = 6000.0;
+        r.p999_ms = 6000.0;
+        r.max_ms = 6010.0;
+        let a = top(&rows, &sig);
+        assert_top(&a, CauseKind::StackHung);
+        // the whole stop is a freeze (with the catch-up second's 6-s request), nothing
+        // completing in it, and the hang is present in each second of the stop
+        let f: Vec<(u32, u32, f64)> = a
+            .freezes
+            .iter()
+            .map(|f| (f.start, f.len, f.min_achieved_ratio))
+            .collect();
+        assert_eq!(f, vec![(20, 7, 0.0)], "{a:#?}");
+        assert_eq!(
+            a.top().unwrap().seconds,
+            (20..26).collect::<Vec<u32>>(),
             "{a:#?}"
         );
     }
