@@ -522,11 +522,9 @@ pub fn attribute(
     let frozen: Vec<u32> = rows
         .values()
         .filter(|r| {
-            // against what was offered, or (a closed model stops sending when its requests stop
-            // completing) against the window's typical second
-            let collapse = (r.offered_rps >= 10
-                && (r.achieved_rps as f64) < 0.5 * r.offered_rps as f64)
-                || (typical >= 10.0 && (r.achieved_rps as f64) < 0.5 * typical);
+            // fewer than half completed, against what was offered or (a closed model stops
+            // sending when its requests stop completing) against the window's typical second
+            let collapse = stalled_level(r, typical) > 0.0;
             let spike = r.max_ms >= (10.0 * base_p99).max(100.0);
             collapse || spike
         })
