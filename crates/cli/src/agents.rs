@@ -1,6 +1,6 @@
 //! Generator agents: `ceiling agent` (serves one coordinator at a time) and the coordinator side of
 //! `ceiling load --agents` (`ceiling run|search --agents` coordinate from the lab, through
-//! [`ceiling_agent::coordinator::run_job`]).
+//! [`ceiling_agent::coordinator::open_job`] and its `Session::run_job`).
 //!
 //! A session: the coordinator connects, presents the shared token and probes the agent's clock
 //! ([`ceiling_agent::session`]); when every agent's offset is within the bound it sends each agent

@@ -1,5 +1,5 @@
 //! The lab's orchestration, one library for every command that measures a stack (`ceiling run`,
-//! `search`, `verify`, `pgbench`, and the generator agents' coordinator): a stack built, started
+//! `search`, `verify`, `pgbench`, `k8s`; the load may come from generator agents): a stack built, started
 //! on a fresh database under its limits, held to the conformance suite, measured with the stand's
 //! signals on the same clock, its results recorded as they arrive, and stopped.
 //!
