@@ -458,6 +458,10 @@ pub struct LoadReport {
     connect_error: Option<String>,
     /// No request reached the service: every connection attempt failed.
     no_connection: bool,
+    /// The `reset` errors taken apart by what the connection did, and the idle-close retries
+    /// (absent when there were neither).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connection_resets: Option<String>,
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     verdict: String,
     stopped_early: bool,
@@ -619,6 +623,7 @@ impl LoadReport {
             connect_failures: s.connect_failures,
             connect_error,
             no_connection,
+            connection_resets: s.resets.describe(),
             verdict,
             stopped_early: s.stopped_early,
             agents: None,
@@ -746,6 +751,9 @@ fn print_report(r: &LoadReport) {
             "  Connections   {} could not be opened (first: {e})",
             r.connect_failures
         );
+    }
+    if let Some(line) = &r.connection_resets {
+        println!("  Resets        {line}");
     }
     println!();
     println!(

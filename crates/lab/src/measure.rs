@@ -395,6 +395,14 @@ pub fn measure_watched(
             .warnings
             .push(Warning::new(WarningKind::Other, agent_line(g)));
     }
+    if let Some(line) = summary.resets.describe() {
+        // what the generator's connections did when requests ended as `reset` (times are
+        // seconds from this load run's start); the retries of the idle-close race are not errors
+        analysis.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!("generator{whose}: {line}"),
+        ));
+    }
     if let Some(e) = rec.io_error.take() {
         analysis.warnings.push(Warning::new(WarningKind::Files, e));
     }

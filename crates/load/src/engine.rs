@@ -10,6 +10,7 @@ use crate::clock::{now_ns, thread_cpu_ns};
 use crate::http::{Conn, ExchangeError};
 use crate::request::{load_table, Mix, Table, Wire};
 use crate::schedule::{timed_stages, Schedule, TimedStage};
+use crate::summary::{ResetExample, ResetKind, ResetTally};
 use crate::timer::PreciseTimer;
 use crate::{LoadConfig, LoadError, Summary};
 use ceiling_metrics::{record_us, Outcome, Phase, Second, TagSecond};
@@ -135,17 +136,26 @@ impl Recorder {
 
 /// Connections that could not be opened, over every worker: how many, and the first error as a
 /// sentence (`connecting to 127.0.0.1:9: Connection refused (os error 111)`), so a run against a
-/// port where nothing listens says so instead of blaming the generator. Touched only on failure.
+/// port where nothing listens says so instead of blaming the generator; and the connections'
+/// resets and idle-close retries ([`ResetTally`]). Touched only on failure or retry.
 #[derive(Default)]
 struct ConnectFailures {
     count: std::sync::atomic::AtomicU64,
     first: std::sync::OnceLock<String>,
+    /// The resets and idle-close retries of every worker (rare: locked only when one happens).
+    resets: std::sync::Mutex<ResetTally>,
 }
 
 impl ConnectFailures {
     fn note(&self, what: impl FnOnce() -> String) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.first.get_or_init(what);
+    }
+
+    fn tally(&self, f: impl FnOnce(&mut ResetTally)) {
+        if let Ok(mut t) = self.resets.lock() {
+            f(&mut t);
+        }
     }
 }
 
@@ -229,22 +239,38 @@ impl Ctx {
                 rec.cur.sent += 1;
                 rec.cur.offered += 1;
             }
+            // how long this connection sat idle before the request (a reset's evidence)
+            let idle_ns = if c.idle_since_ns > 0 {
+                sent.saturating_sub(c.idle_since_ns)
+            } else {
+                0
+            };
+            let served_before = c.served;
             let mut res = tokio::time::timeout(timeout, async {
                 c.send(wire.as_bytes()).await?;
                 c.receive(head_only).await
             })
             .await;
-            // The idle-close race: a kept-alive connection the server closed just as we reused it
-            // fails before any byte of the response. Like HTTP clients (and source 000's JMeter
-            // with one retry), send it again once on a new connection; the latency still runs from
-            // the intended send time, so the retry's cost stays in the measurement.
-            if matches!(res, Ok(Err(ExchangeError::Closed))) && c.served > 0 {
+            // The idle-close race: a connection that sat idle — kept alive after a response, or
+            // opened ahead of the schedule and not used yet — may have been closed by the server
+            // meanwhile (its idle timeout, or its wait for a first request: Go's
+            // ReadHeaderTimeout, Tomcat's connectionTimeout), and then fails before any byte of
+            // the response. Like HTTP clients (and source 000's JMeter with one retry), send it
+            // again once on a new connection; the latency still runs from the intended send
+            // time, so the retry's cost stays in the measurement. A connection opened for this
+            // very request is not retried: its close is the server's answer.
+            let mut retried = false;
+            let mut retry_connect: Option<String> = None;
+            if matches!(res, Ok(Err(ExchangeError::Closed))) && c.idle_since_ns > 0 {
+                retried = true;
+                self.connect_failures.tally(|t| t.retried += 1);
                 let left =
                     timeout.saturating_sub(Duration::from_nanos(now_ns().saturating_sub(sent)));
                 res = tokio::time::timeout(left, async {
-                    *c = Conn::connect(self.cfg.target.addr)
-                        .await
-                        .map_err(|_| ExchangeError::Reset)?;
+                    *c = Conn::connect(self.cfg.target.addr).await.map_err(|e| {
+                        retry_connect = Some(format!("the retry's connect: {e}"));
+                        ExchangeError::Reset
+                    })?;
                     c.send(wire.as_bytes()).await?;
                     c.receive(head_only).await
                 })
@@ -252,8 +278,33 @@ impl Ctx {
             }
             let keep = match res {
                 Ok(r) => {
+                    let failed = r.as_ref().err().copied();
                     let (o, reusable) = self.outcome(tag, r);
                     outcome = o;
+                    if let Some(e) = failed.filter(|_| o == Outcome::Reset) {
+                        // what the connection did, for the run's reset tally
+                        let kind =
+                            if retried && (retry_connect.is_some() || e == ExchangeError::Closed) {
+                                ResetKind::RetryFailed
+                            } else if e == ExchangeError::Closed {
+                                ResetKind::ClosedWhenNew
+                            } else {
+                                ResetKind::MidResponse
+                            };
+                        let example = ResetExample {
+                            t: self.rec.borrow().cur.t,
+                            kind,
+                            bytes: if retry_connect.is_some() { 0 } else { c.got },
+                            served: if retried { c.served } else { served_before },
+                            idle_ms: if retried { 0.0 } else { idle_ns as f64 / 1e6 },
+                            retry: retried,
+                            error: retry_connect
+                                .take()
+                                .or_else(|| c.last_error.clone())
+                                .unwrap_or_else(|| "closed".to_string()),
+                        };
+                        self.connect_failures.tally(|t| t.note(example));
+                    }
                     reusable && self.cfg.keep_alive
                 }
                 Err(_) => {
@@ -267,6 +318,9 @@ impl Ctx {
             }
         }
         let done = now_ns();
+        if let Some(c) = conn.as_mut() {
+            c.idle_since_ns = done;
+        }
         let origin = intended.unwrap_or(started);
         let mut rec = self.rec.borrow_mut();
         let ts = rec.tag(done, tag);
@@ -345,9 +399,11 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
         Some(j) => j,
         None => {
             // Pre-opened before the schedule starts: connect, then wait for work.
-            if let Ok(Ok(c)) =
+            if let Ok(Ok(mut c)) =
                 tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await
             {
+                // idle from now until the dispatcher hands it a request
+                c.idle_since_ns = now_ns();
                 conn = Some(c);
                 ctx.conns.set(ctx.conns.get() + 1);
             }
@@ -881,6 +937,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
         cfg.stop.load(Ordering::Relaxed) || now_ns() > start + cfg.hard_limit.as_nanos() as u64;
     summary.connect_failures = connect_failures.count.load(Ordering::Relaxed);
     summary.connect_error = connect_failures.first.get().cloned();
+    if let Ok(t) = connect_failures.resets.lock() {
+        summary.resets = t.clone();
+    }
     Ok(summary)
 }
 

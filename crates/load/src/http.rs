@@ -42,6 +42,16 @@ pub struct Response {
 pub struct Conn {
     /// Responses completed on this connection (0 = fresh).
     pub served: u64,
+    /// When the connection last became idle, on the engine's clock (ns): after its last exchange,
+    /// or when it was opened ahead of any request; 0 while it never sat idle (opened for the
+    /// request at hand). A connection that sat idle may have been closed by the server meanwhile
+    /// (its idle or first-request timeout), which is what the engine's one retry is for.
+    pub idle_since_ns: u64,
+    /// Bytes read since the last request was written: how much of the response had arrived when
+    /// an exchange failed.
+    pub got: usize,
+    /// How the last failed read or write ended: `closed` (EOF) or the OS error.
+    pub last_error: Option<String>,
     stream: TcpStream,
     buf: Vec<u8>,
     /// Bytes of `buf` that hold data not yet consumed.
@@ -55,6 +65,9 @@ impl Conn {
         stream.set_nodelay(true)?;
         Ok(Conn {
             served: 0,
+            idle_since_ns: 0,
+            got: 0,
+            last_error: None,
             stream,
             buf: vec![0; 16 * 1024],
             filled: 0,
@@ -64,10 +77,11 @@ impl Conn {
     /// Writes the request. Returns an error on a broken connection.
     pub async fn send(&mut self, req: &[u8]) -> Result<(), ExchangeError> {
         // Nothing of a response can have arrived yet: a failed write is a close before the response.
-        self.stream
-            .write_all(req)
-            .await
-            .map_err(|_| ExchangeError::Closed)
+        self.got = 0;
+        self.stream.write_all(req).await.map_err(|e| {
+            self.last_error = Some(e.to_string());
+            ExchangeError::Closed
+        })
     }
 
     /// Reads one response. `head_only` for HEAD requests (no body follows).
@@ -159,13 +173,20 @@ impl Conn {
             self.buf.resize(self.buf.len() * 2, 0);
         }
         let before = self.filled;
-        match self.stream.read(&mut self.buf[self.filled..]).await {
-            Ok(0) | Err(_) if before == 0 => Err(ExchangeError::Closed),
-            Ok(0) | Err(_) => Err(ExchangeError::Reset),
+        let failed = match self.stream.read(&mut self.buf[self.filled..]).await {
+            Ok(0) => "closed".to_string(),
+            Err(e) => e.to_string(),
             Ok(n) => {
                 self.filled += n;
-                Ok(())
+                self.got += n;
+                return Ok(());
             }
+        };
+        self.last_error = Some(failed);
+        if before == 0 {
+            Err(ExchangeError::Closed)
+        } else {
+            Err(ExchangeError::Reset)
         }
     }
 

@@ -24,7 +24,7 @@ pub use clock::{now_ns, process_cpu_ns};
 pub use engine::run;
 pub use request::{load_table, Table};
 pub use schedule::{timed_stages, Arrival, Schedule, TimedStage};
-pub use summary::{Summary, TagTotals};
+pub use summary::{ResetExample, ResetKind, ResetTally, Summary, TagTotals};
 
 use ceiling_plan::{Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage};
 use std::collections::BTreeMap;

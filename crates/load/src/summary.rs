@@ -51,6 +51,149 @@ pub struct Summary {
     /// The first connection failure as a sentence (`connecting to 127.0.0.1:9: Connection refused
     /// (os error 111)`), if any.
     pub connect_error: Option<String>,
+    /// What the connections did when a request ended as `reset`, and the idle-close retries
+    /// (this process's own; a coordinator merging agents leaves it empty).
+    pub resets: ResetTally,
+}
+
+/// The `reset` outcome taken apart by what the connection did, over a whole run, with the first
+/// few as they happened: the evidence to tell a keep-alive race in the generator from a server
+/// that cuts its responses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResetTally {
+    /// Requests sent a second time on a new connection because the idle connection they were
+    /// given (kept alive after a response, or opened ahead of the schedule and not used yet)
+    /// closed before any byte of the response (the idle-close race). Not errors: only a retry
+    /// that fails too counts as a reset ([`ResetKind::RetryFailed`]).
+    pub retried: u64,
+    /// Resets by kind, in [`ResetKind::ALL`]'s order.
+    pub by_kind: [u64; 3],
+    /// The first [`ResetTally::EXAMPLES`] resets.
+    pub examples: Vec<ResetExample>,
+}
+
+impl ResetTally {
+    /// How many resets are kept as examples.
+    pub const EXAMPLES: usize = 5;
+
+    /// Resets of one kind.
+    pub fn get(&self, k: ResetKind) -> u64 {
+        self.by_kind[k as usize]
+    }
+
+    /// All resets.
+    pub fn resets(&self) -> u64 {
+        self.by_kind.iter().sum()
+    }
+
+    /// Counts one reset (and keeps it as an example while there are fewer than
+    /// [`ResetTally::EXAMPLES`]).
+    pub fn note(&mut self, e: ResetExample) {
+        self.by_kind[e.kind as usize] += 1;
+        if self.examples.len() < Self::EXAMPLES {
+            self.examples.push(e);
+        }
+    }
+
+    /// One line for a report: `3 connection resets: 2 cut mid-response, 1 … (first: …)`, or
+    /// `None` when there was neither a reset nor a retry.
+    pub fn describe(&self) -> Option<String> {
+        if self.resets() == 0 && self.retried == 0 {
+            return None;
+        }
+        let kinds: Vec<String> = ResetKind::ALL
+            .iter()
+            .filter(|&&k| self.get(k) > 0)
+            .map(|&k| format!("{} {}", self.get(k), k.describe()))
+            .collect();
+        let mut line = if kinds.is_empty() {
+            "no connection resets".to_string()
+        } else {
+            format!("{} connection resets: {}", self.resets(), kinds.join(", "))
+        };
+        line.push_str(&format!(
+            "; {} requests retried once on a new connection: the idle connection they were given (kept alive, or opened ahead and not used yet) had been closed by the server (the idle-close race; not an error unless the retry failed)",
+            self.retried
+        ));
+        if let Some(e) = self.examples.first() {
+            line.push_str(&format!("; first: {e}"));
+        }
+        Some(line)
+    }
+}
+
+/// What the connection did when a request ended as `reset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetKind {
+    /// Part of the response had arrived, then the connection closed or was reset.
+    MidResponse,
+    /// A connection opened for this request closed before any byte of the response.
+    ClosedWhenNew,
+    /// The idle-close race's retry failed too: its new connection could not be opened, or it
+    /// closed before any byte as well.
+    RetryFailed,
+}
+
+impl ResetKind {
+    /// Every kind, in report order.
+    pub const ALL: [ResetKind; 3] = [
+        ResetKind::MidResponse,
+        ResetKind::ClosedWhenNew,
+        ResetKind::RetryFailed,
+    ];
+
+    /// The kind in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ResetKind::MidResponse => "cut mid-response",
+            ResetKind::ClosedWhenNew => "closed before any byte on a new connection",
+            ResetKind::RetryFailed => "failed again on the idle-close retry",
+        }
+    }
+}
+
+/// One reset as it happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResetExample {
+    /// Second of the run (from the engine's start, warm-up included).
+    pub t: u32,
+    /// What the connection did.
+    pub kind: ResetKind,
+    /// Bytes of the response that had arrived.
+    pub bytes: usize,
+    /// Responses the connection had completed before this request (0: opened for it).
+    pub served: u64,
+    /// How long the connection had been idle before this request, in ms (0 when new).
+    pub idle_ms: f64,
+    /// Whether this was the idle-close retry's new connection.
+    pub retry: bool,
+    /// What the socket reported: `closed` (an orderly close, EOF) or the OS error.
+    pub error: String,
+}
+
+impl std::fmt::Display for ResetExample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "t={} s, {} ({})",
+            self.t,
+            self.kind.describe(),
+            self.error
+        )?;
+        if self.bytes > 0 {
+            write!(f, " after {} bytes of the response", self.bytes)?;
+        }
+        if self.retry {
+            write!(f, ", on the retry's new connection")?;
+        } else if self.served > 0 || self.idle_ms > 0.0 {
+            write!(
+                f,
+                ", on a connection that had served {} responses and sat idle {:.1} ms before it",
+                self.served, self.idle_ms
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl Summary {
@@ -80,6 +223,7 @@ impl Summary {
             stopped_early: false,
             connect_failures: 0,
             connect_error: None,
+            resets: ResetTally::default(),
         }
     }
 
