@@ -1531,12 +1531,17 @@ mod tests {
     fn silent(r: &mut TimeseriesRow) {
         r.achieved_rps = 0;
         r.ok = 0;
-        r.p50_ms = 0.0;
-        r.p90_ms = 0.0;
-        r.p95_ms = 0.0;
-        r.p99_ms = 0.0;
-        r.p999_ms = 0.0;
-        r.max_ms = 0.0;
+        latency(r, [0.0; 6]);
+    }
+
+    /// Sets a second's p50, p90, p95, p99, p99.9 and max (ms).
+    fn latency(r: &mut TimeseriesRow, [p50, p90, p95, p99, p999, max]: [f64; 6]) {
+        r.p50_ms = p50;
+        r.p90_ms = p90;
+        r.p95_ms = p95;
+        r.p99_ms = p99;
+        r.p999_ms = p999;
+        r.max_ms = max;
     }
 
     /// Two ~1 s freezes at 20 s and 40 s: completions collapse, the max is near a second.
@@ -1545,12 +1550,7 @@ mod tests {
             let r = &mut rows[t];
             r.achieved_rps = 300;
             r.ok = 300;
-            r.p50_ms = 400.0;
-            r.p90_ms = 800.0;
-            r.p95_ms = 850.0;
-            r.p99_ms = 900.0;
-            r.p999_ms = 950.0;
-            r.max_ms = 980.0;
+            latency(r, [400.0, 800.0, 850.0, 900.0, 950.0, 980.0]);
             rows[t + 1].achieved_rps = 1700;
             rows[t + 1].p99_ms = 300.0;
             rows[t + 1].max_ms = 500.0;
@@ -1896,12 +1896,10 @@ mod tests {
             let r = &mut rows[t];
             r.achieved_rps = 7000;
             r.ok = 7000;
-            r.p50_ms = 10_000.0;
-            r.p90_ms = 18_000.0;
-            r.p95_ms = 19_000.0;
-            r.p99_ms = 20_000.0;
-            r.p999_ms = 20_500.0;
-            r.max_ms = 20_900.0;
+            latency(
+                r,
+                [10_000.0, 18_000.0, 19_000.0, 20_000.0, 20_500.0, 20_900.0],
+            );
             r.lag_p99_ms = 15.0;
             sig[t].gen_run_delay_ms = Some(400.0);
             sig[t].pg_active = Some(5.0);
@@ -2172,12 +2170,7 @@ mod tests {
         let r = &mut rows[30];
         r.achieved_rps = 11_000;
         r.ok = 11_000;
-        r.p50_ms = 5000.0;
-        r.p90_ms = 9000.0;
-        r.p95_ms = 9500.0;
-        r.p99_ms = 9900.0;
-        r.p999_ms = 10_000.0;
-        r.max_ms = 10_050.0;
+        latency(r, [5000.0, 9000.0, 9500.0, 9900.0, 10_000.0, 10_050.0]);
         let a = top(&rows, &sig);
         assert_top(&a, CauseKind::StackHung);
         let ev = a.top().unwrap().evidence.join("; ");
@@ -2225,12 +2218,7 @@ mod tests {
         }
         // the requests held by the stop complete when it ends, 6 s late
         let r = &mut rows[26];
-        r.p50_ms = 3000.0;
-        r.p90_ms = 5500.0;
-        r.p95_ms = 5800.0;
-        r.p99_ms = 6000.0;
-        r.p999_ms = 6000.0;
-        r.max_ms = 6010.0;
+        latency(r, [3000.0, 5500.0, 5800.0, 6000.0, 6000.0, 6010.0]);
         let a = top(&rows, &sig);
         assert_top(&a, CauseKind::StackHung);
         // the whole stop is a freeze (with the catch-up second's 6-s request), nothing

@@ -183,7 +183,8 @@ impl std::fmt::Display for ResetExample {
         if self.bytes > 0 {
             write!(f, " after {} bytes of the response", self.bytes)?;
         }
-        if self.retry {
+        if self.retry && self.kind != ResetKind::RetryFailed {
+            // cut on the connection the retry opened (a failed retry may have opened none)
             write!(f, ", on the retry's new connection")?;
         } else if self.served > 0 || self.idle_ms > 0.0 {
             write!(
