@@ -478,6 +478,7 @@ impl Session {
                         connect_error,
                         stopped_early: se,
                         cpu_s,
+                        resets,
                         ..
                     }) => {
                         finished[i] = true;
@@ -495,6 +496,8 @@ impl Session {
                         runs[i].summary.connect_failures = connect_failures;
                         runs[i].summary.connect_error = connect_error.clone();
                         runs[i].summary.stopped_early = se;
+                        runs[i].summary.resets = resets.to_tally();
+                        merged.resets.merge(&runs[i].summary.resets);
                         failures += connect_failures;
                         if first_error.is_none() {
                             first_error = connect_error;

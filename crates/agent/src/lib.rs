@@ -21,6 +21,7 @@ pub mod sampling;
 pub mod session;
 
 use base64::Engine as _;
+use ceiling_load::{ResetExample, ResetKind, ResetTally};
 use ceiling_metrics::{Counts, Phase, Second, TagSecond};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -170,6 +171,10 @@ pub enum Message {
         /// The agent process's CPU over its run, seconds.
         #[serde(default)]
         cpu_s: f64,
+        /// What its connections did when requests ended as `reset`, and its idle-close retries
+        /// (absent from an agent older than this field: read as none).
+        #[serde(default)]
+        resets: WireResets,
     },
 }
 
@@ -577,10 +582,152 @@ impl WireSecond {
     }
 }
 
+/// A [`ResetTally`] on the wire: an agent's, in its [`Message::Done`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WireResets {
+    /// See [`ResetTally::retried`].
+    pub retried: u64,
+    /// Resets cut mid-response ([`ResetKind::MidResponse`]).
+    pub mid_response: u64,
+    /// Resets of a new connection closed before any byte ([`ResetKind::ClosedWhenNew`]).
+    pub closed_when_new: u64,
+    /// Idle-close retries that failed too ([`ResetKind::RetryFailed`]).
+    pub retry_failed: u64,
+    /// See [`ResetTally::examples`].
+    pub examples: Vec<WireResetExample>,
+}
+
+/// A [`ResetExample`] on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireResetExample {
+    /// See [`ResetExample::t`].
+    pub t: u32,
+    /// See [`ResetExample::kind`].
+    pub kind: WireResetKind,
+    /// See [`ResetExample::bytes`].
+    pub bytes: u64,
+    /// See [`ResetExample::served`].
+    pub served: u64,
+    /// See [`ResetExample::idle_ms`].
+    pub idle_ms: f64,
+    /// See [`ResetExample::retry`].
+    pub retry: bool,
+    /// See [`ResetExample::error`].
+    pub error: String,
+}
+
+/// A [`ResetKind`] on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireResetKind {
+    /// [`ResetKind::MidResponse`].
+    MidResponse,
+    /// [`ResetKind::ClosedWhenNew`].
+    ClosedWhenNew,
+    /// [`ResetKind::RetryFailed`].
+    RetryFailed,
+}
+
+impl WireResets {
+    /// The wire form of a run's tally.
+    pub fn from_tally(t: &ResetTally) -> Self {
+        WireResets {
+            retried: t.retried,
+            mid_response: t.get(ResetKind::MidResponse),
+            closed_when_new: t.get(ResetKind::ClosedWhenNew),
+            retry_failed: t.get(ResetKind::RetryFailed),
+            examples: t
+                .examples
+                .iter()
+                .map(|e| WireResetExample {
+                    t: e.t,
+                    kind: match e.kind {
+                        ResetKind::MidResponse => WireResetKind::MidResponse,
+                        ResetKind::ClosedWhenNew => WireResetKind::ClosedWhenNew,
+                        ResetKind::RetryFailed => WireResetKind::RetryFailed,
+                    },
+                    bytes: e.bytes as u64,
+                    served: e.served,
+                    idle_ms: e.idle_ms,
+                    retry: e.retry,
+                    error: e.error.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The tally back (at most [`ResetTally::EXAMPLES`] examples, whatever arrived).
+    pub fn to_tally(&self) -> ResetTally {
+        let mut by_kind = [0u64; 3];
+        by_kind[ResetKind::MidResponse as usize] = self.mid_response;
+        by_kind[ResetKind::ClosedWhenNew as usize] = self.closed_when_new;
+        by_kind[ResetKind::RetryFailed as usize] = self.retry_failed;
+        ResetTally {
+            retried: self.retried,
+            by_kind,
+            examples: self
+                .examples
+                .iter()
+                .take(ResetTally::EXAMPLES)
+                .map(|e| ResetExample {
+                    t: e.t,
+                    kind: match e.kind {
+                        WireResetKind::MidResponse => ResetKind::MidResponse,
+                        WireResetKind::ClosedWhenNew => ResetKind::ClosedWhenNew,
+                        WireResetKind::RetryFailed => ResetKind::RetryFailed,
+                    },
+                    bytes: e.bytes as usize,
+                    served: e.served,
+                    idle_ms: e.idle_ms,
+                    retry: e.retry,
+                    error: e.error.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ceiling_metrics::{record_us, Outcome};
+
+    #[test]
+    fn a_reset_tally_crosses_the_wire_intact_and_an_old_done_reads_as_none() {
+        let mut t = ResetTally {
+            retried: 7,
+            ..Default::default()
+        };
+        for (i, kind) in [
+            ResetKind::MidResponse,
+            ResetKind::MidResponse,
+            ResetKind::ClosedWhenNew,
+            ResetKind::RetryFailed,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            t.note(ResetExample {
+                t: i as u32,
+                kind,
+                bytes: 3 * i,
+                served: i as u64,
+                idle_ms: 1.5 * i as f64,
+                retry: kind == ResetKind::RetryFailed,
+                error: format!("e{i}"),
+            });
+        }
+        let line = serde_json::to_string(&WireResets::from_tally(&t)).unwrap();
+        let back: WireResets = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.to_tally(), t);
+        assert_eq!(back.mid_response, 2, "{line}");
+        // an agent from before the field: its Done has no `resets`
+        let old = r#"{"type":"done","sent":3}"#;
+        match serde_json::from_str::<Message>(old).unwrap() {
+            Message::Done { resets, .. } => assert_eq!(resets.to_tally(), ResetTally::default()),
+            m => panic!("{m:?}"),
+        }
+    }
 
     fn sample(seed: u64) -> Second {
         let mut s = Second::new(7, Phase::Measure, 2, 2);
@@ -775,6 +922,7 @@ mod tests {
                 connect_error: None,
                 stopped_early: false,
                 cpu_s: 0.5,
+                resets: WireResets::default(),
             },
         )
         .await

@@ -375,6 +375,7 @@ fn serve(
         connect_error: summary.connect_error.clone(),
         stopped_early: summary.stopped_early,
         cpu_s,
+        resets: ceiling_agent::WireResets::from_tally(&summary.resets),
     };
     let _ = out.write_all(&encode_line(&done)?);
     let _ = out.flush();
@@ -460,6 +461,7 @@ fn sample(
         connect_error: None,
         stopped_early: false,
         cpu_s: 0.0,
+        resets: ceiling_agent::WireResets::default(),
     })?);
     watch.finish(&sock);
     Ok(format!("sampled {n} times"))

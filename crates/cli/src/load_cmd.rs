@@ -490,6 +490,9 @@ pub struct AgentReport {
     generator_cpu_max_pct: f64,
     generator_bound: bool,
     generator_verdict: String,
+    /// Its own `reset` errors taken apart and its idle-close retries (absent when neither).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connection_resets: Option<String>,
     /// Set when the agent vanished before it said it was done: what happened, and how much of
     /// its record arrived (everything that arrived is in the merged figures).
     lost: Option<String>,
@@ -659,6 +662,7 @@ impl LoadReport {
                 generator_cpu_max_pct: r.generator_cpu_max_pct,
                 generator_bound: r.generator_bound,
                 generator_verdict: r.generator_verdict,
+                connection_resets: r.connection_resets,
                 lost: g.lost.clone(),
             });
         }

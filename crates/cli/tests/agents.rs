@@ -161,6 +161,58 @@ fn two_agents_send_the_schedule_exactly_once_and_merge() {
     );
 }
 
+/// A server that cuts every response short: it promises 10 bytes of body, sends 2, and closes.
+fn cutting_server() -> u16 {
+    let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                    }
+                }
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok");
+                // dropping `s` closes the connection mid-body
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn the_agents_reset_tallies_reach_the_coordinator_and_add_up() {
+    let dir = tmp("resets");
+    let tok = token_file(&dir, "0123456789abcdef-resets");
+    let port = cutting_server();
+    let (a, b) = (agent(&tok), agent(&tok));
+    let out = load(port, "100", "1s", &[&a, &b], &tok);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    // every request's response is cut after its head and 2 bytes: each one a mid-response
+    // reset, none retried (bytes had arrived), counted by the agent that sent it
+    assert_eq!(r["offered"], 100, "{r}");
+    assert_eq!(r["errors"]["reset"], 100, "{r}");
+    let line = r["connection_resets"].as_str().unwrap_or_default();
+    assert!(
+        line.starts_with("100 connection resets: 100 cut mid-response; 0 requests retried"),
+        "the merged tally is both agents' together: {r}"
+    );
+    assert!(line.contains("bytes of the response"), "{line}");
+    for g in r["agents"].as_array().unwrap() {
+        let own = g["connection_resets"].as_str().unwrap_or_default();
+        assert!(
+            own.starts_with("50 connection resets: 50 cut mid-response"),
+            "each agent's own tally: {g}"
+        );
+    }
+}
+
 /// `ceiling load` at 200 RPS for 5 s on agents `a` and `b`, in a thread (so a test can stop an
 /// agent while it runs).
 fn load_in_background(

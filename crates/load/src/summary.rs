@@ -52,7 +52,7 @@ pub struct Summary {
     /// (os error 111)`), if any.
     pub connect_error: Option<String>,
     /// What the connections did when a request ended as `reset`, and the idle-close retries
-    /// (this process's own; a coordinator merging agents leaves it empty).
+    /// (a coordinator adds up its agents' tallies, [`ResetTally::merge`]).
     pub resets: ResetTally,
 }
 
@@ -93,6 +93,18 @@ impl ResetTally {
         if self.examples.len() < Self::EXAMPLES {
             self.examples.push(e);
         }
+    }
+
+    /// Adds another process's tally (a generator agent's): counts and retries add; its examples
+    /// follow this one's while fewer than [`ResetTally::EXAMPLES`] are kept.
+    pub fn merge(&mut self, other: &ResetTally) {
+        self.retried += other.retried;
+        for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *a += b;
+        }
+        let room = Self::EXAMPLES.saturating_sub(self.examples.len());
+        self.examples
+            .extend(other.examples.iter().take(room).cloned());
     }
 
     /// One line for a report: `3 connection resets: 2 cut mid-response, 1 … (first: …)`, or
