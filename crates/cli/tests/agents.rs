@@ -25,29 +25,34 @@ fn server() -> u16 {
 
 /// The same server on `ip` (an address of this host).
 fn server_on(ip: &str) -> u16 {
+    serve_each(ip, |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                buf.drain(..i + 4);
+                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
+        }
+    })
+}
+
+/// Listens on an ephemeral port of `ip` and serves each connection with `handle` on a thread of
+/// its own; returns the port.
+fn serve_each(ip: &str, handle: fn(std::net::TcpStream)) -> u16 {
     let l = TcpListener::bind((ip, 0)).unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..i + 4);
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    match s.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                    }
-                }
-            });
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || handle(s));
         }
     });
     port
@@ -163,26 +168,18 @@ fn two_agents_send_the_schedule_exactly_once_and_merge() {
 
 /// A server that cuts every response short: it promises 10 bytes of body, sends 2, and closes.
 fn cutting_server() -> u16 {
-    let l = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                    }
-                }
-                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok");
-                // dropping `s` closes the connection mid-body
-            });
+    serve_each("127.0.0.1", |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
         }
-    });
-    port
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok");
+        // dropping `s` closes the connection mid-body
+    })
 }
 
 #[test]
