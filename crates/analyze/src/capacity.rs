@@ -224,8 +224,19 @@ pub struct CapacityInterval {
     pub margins: (f64, f64),
     /// Smooth or cliff.
     pub knee: Knee,
-    /// Bootstrap replicates used.
+    /// Bootstrap replicates used (0 for Fieller's interval).
     pub replicates: usize,
+    /// How the interval was computed (absent in searches stored before pooling: the bracket's
+    /// bootstrap).
+    #[serde(default)]
+    pub method: crate::pooled_fit::IntervalMethod,
+    /// Where single probes of the search's length pass 90% → 10% (pooled searches with enough
+    /// probes near the crossing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<crate::pooled_fit::TransitionZone>,
+    /// Why the interval was revised after the probes' fit (a confirming shelf that failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revised: Option<String>,
 }
 
 impl CapacityInterval {
@@ -406,6 +417,9 @@ pub fn interval(obs: &[Observation], seed: u64) -> Option<CapacityInterval> {
             Knee::Smooth
         },
         replicates: los.len(),
+        method: crate::pooled_fit::IntervalMethod::Bracket,
+        zone: None,
+        revised: None,
     })
 }
 

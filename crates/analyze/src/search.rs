@@ -4,6 +4,8 @@
 use crate::capacity::{self, Bracket, CapacityInterval, Fit, Knee, Observation};
 use crate::criteria::ShelfCriteria;
 use crate::layout::ShelfSpec;
+use crate::pool::{LatencyCounts, ProbeCounts};
+use crate::pooled_fit::{pooled_interval, transition_zone, PooledFit, Sample};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
 use crate::verdict::{Reason, Verdict};
 use ceiling_plan::{pct_name, Plan, Stage};
@@ -128,11 +130,25 @@ pub struct ProbeVerdict {
     /// run with signals only).
     #[serde(default)]
     pub why: Option<String>,
-    /// Length of the judged window, seconds (planned kept seconds). The fit uses only probes
-    /// as long as the longest probe so far (see [`observations`]); 0 in runs before it was
-    /// recorded.
+    /// Length of the judged window, seconds (planned kept seconds); 0 in runs before it was
+    /// recorded. A probe longer than the search's shortest pools with the weight of its length.
     #[serde(default)]
     pub window_s: f64,
+    /// What the probe adds to a pool of probes at its rate (histograms and counts of its kept
+    /// window; absent in searches stored before pooling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<crate::pool::ProbeCounts>,
+    /// The round of an interleaved search it ran in (1-based; 0 before rounds were recorded):
+    /// stacks' probes of one round ran side by side, which pairs them for a ranking.
+    #[serde(default)]
+    pub round: u32,
+    /// The attribution's top cause, when the probe failed and its signals were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_cause: Option<crate::attribution::CauseKind>,
+    /// Why the probe was judged disturbed by its environment (a host stall, the generator, the
+    /// database unreachable) and left out of the fit, re-run after recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
 }
 
 impl ProbeVerdict {
@@ -140,6 +156,7 @@ impl ProbeVerdict {
     /// with every SLO term's margin under `c`.
     pub fn from_shelf(s: &ShelfResult, c: &ShelfCriteria) -> Self {
         let terms = margin_terms(s, c);
+        let counts = probe_counts(s, c, &terms);
         let margin =
             terms
                 .iter()
@@ -167,7 +184,23 @@ impl ProbeVerdict {
             recovery: None,
             why: s.attribution.as_ref().map(|a| a.summary.clone()),
             window_s: s.window.planned_kept_s.unwrap_or(s.window.kept_s),
+            counts: Some(counts),
+            round: 0,
+            top_cause: s
+                .attribution
+                .as_ref()
+                .and_then(|a| a.top())
+                .map(|t| t.kind),
+            disturbed: None,
         }
+    }
+    /// The environment, not the service, made this probe fail: the attribution's top cause is a
+    /// host stall, the generator or PostgreSQL unreachable. Such a probe is re-run, not pooled.
+    pub fn environment_cause(&self) -> Option<crate::attribution::CauseKind> {
+        use crate::attribution::CauseKind as K;
+        self.top_cause
+            .filter(|_| self.failed())
+            .filter(|k| matches!(k, K::HostStall | K::GeneratorBound | K::DatabaseDown))
     }
     /// The stack held the SLO at this rate: search higher.
     pub fn passed(&self) -> bool {
@@ -215,6 +248,43 @@ impl ProbeVerdict {
             self.p99_ms,
             fmt_margin(self.margin)
         )
+    }
+}
+
+/// What a judged shelf adds to a pool of probes at its rate (see [`crate::pool`]).
+fn probe_counts(s: &ShelfResult, c: &ShelfCriteria, terms: &[MarginTerm]) -> ProbeCounts {
+    let latency = s
+        .slo_checks
+        .iter()
+        .filter_map(|chk| {
+            let l = &chk.limit;
+            Some(LatencyCounts {
+                term: match &l.request {
+                    Some(r) => format!("{} of {r}", pct_name(l.percentile)),
+                    None => pct_name(l.percentile),
+                },
+                percentile: l.percentile,
+                limit_ms: l.limit_ms,
+                hist: chk.hist.clone()?,
+            })
+        })
+        .collect();
+    let shortfall = terms
+        .iter()
+        .find(|t| t.term == "throughput")
+        .map_or(0.0, |t| t.measured);
+    ProbeCounts {
+        window_s: s.window.kept_s,
+        requests: s.requests,
+        errors: s.errors,
+        error_limit: c.max_error_rate,
+        shortfall,
+        shortfall_limit: c.stability,
+        nothing_completed: s
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::NothingCompleted { .. })),
+        latency,
     }
 }
 
@@ -453,6 +523,12 @@ pub enum StopReason {
     BelowMinimum,
     /// The confirming shelf kept failing.
     ConfirmFailed,
+    /// The environment disturbed too many probes (host stalls, the generator, the database
+    /// unreachable): what the probes measured was the machine, not the service.
+    Disturbed {
+        /// Probes disturbed.
+        probes: u32,
+    },
     /// A probe could not run at all (the stack died, a bad plan…).
     Error {
         /// What happened.
@@ -507,6 +583,10 @@ impl std::fmt::Display for StopReason {
             }
             StopReason::BelowMinimum => f.write_str("the SLO failed even at the lowest rate worth probing"),
             StopReason::ConfirmFailed => f.write_str("the confirming shelf failed at every rate tried"),
+            StopReason::Disturbed { probes } => write!(
+                f,
+                "{probes} probes were disturbed by the environment (host stalls, the generator, the database): the machine, not the service, was being measured"
+            ),
             StopReason::Error { message } => write!(f, "{message}"),
         }
     }
@@ -555,7 +635,11 @@ pub struct SearchOutcome {
 }
 
 impl SearchOutcome {
-    /// Concludes a search from its probes (checks are ignored; invalid probes carry no margin).
+    /// Concludes a search from its probes: every probe at one rate pooled into one window (checks,
+    /// invalid and disturbed probes left out), the ceiling and its interval from the pooled fit
+    /// ([`crate::pooled_fit`]), the transition zone of single probes, and — so that a result never
+    /// contradicts its own evidence — a confirming shelf that failed bounds the ceiling below its
+    /// rate.
     pub fn conclude(
         probes: Vec<ProbeVerdict>,
         confirms: Vec<ShelfResult>,
@@ -564,9 +648,13 @@ impl SearchOutcome {
         stop: StopReason,
         elapsed_s: f64,
     ) -> SearchOutcome {
-        let obs = observations(&probes);
-        let fit = Fit::of(&obs);
-        let interval = capacity::interval(&obs, 0x5EED);
+        let smp = samples(&probes);
+        let fit = PooledFit::of(&smp);
+        let mut interval = pooled_interval(&smp, 0x5EED);
+        if let Some(i) = interval.as_mut() {
+            i.zone = transition_zone(&smp, &fit, standard_window_s(&probes), 0x20E5);
+            revise_by_confirms(i, &probes);
+        }
         let (status, ceiling) = match (&interval, fit.bracket()) {
             (Some(i), _) => (
                 if i.half_width_rel() <= tolerance {
@@ -599,13 +687,17 @@ impl SearchOutcome {
                 .filter(|p| p.failed() && (p.rate - r).abs() <= 1e-9 * r.max(1.0))
                 .find_map(|p| p.why.clone())
         });
-        let mut out = SearchOutcome {
+        let upper_bound_rps = match (status, fit.bracket()) {
+            (SearchStatus::NoPass, Bracket::AllFail { lowest }) => Some(lowest),
+            _ => None,
+        };
+        SearchOutcome {
             probes,
             confirms,
             baseline,
             status,
             ceiling_rps: ceiling,
-            upper_bound_rps: None,
+            upper_bound_rps,
             shorter_passed_rps: None,
             shorter_failed_rps: None,
             interval,
@@ -614,9 +706,7 @@ impl SearchOutcome {
             tolerance,
             stop,
             elapsed_s,
-        };
-        out.fill_bounds();
-        out
+        }
     }
 
     /// One line: `1012 RPS (95% CI 960–1050, ±4.4%, narrowed; bound by p99 of get; cliff)`.
@@ -628,7 +718,7 @@ impl SearchOutcome {
             .unwrap_or_default();
         match (&self.interval, self.status) {
             (Some(i), st) => format!(
-                "{:.0} RPS (95% CI {:.0}–{}, ±{:.1}%, {}{bind}; {} knee)",
+                "{:.0} RPS (95% CI {:.0}–{}, ±{:.1}%, {}{bind}; {} knee){}{}",
                 self.ceiling_rps,
                 i.lo,
                 if i.hi.is_finite() {
@@ -645,7 +735,15 @@ impl SearchOutcome {
                 match i.knee {
                     Knee::Smooth => "smooth",
                     Knee::Cliff => "cliff",
-                }
+                },
+                i.zone
+                    .as_ref()
+                    .map(|z| format!("; {}", z.describe()))
+                    .unwrap_or_default(),
+                i.revised
+                    .as_ref()
+                    .map(|r| format!("; revised: {r}"))
+                    .unwrap_or_default(),
             ),
             (None, st) if st.is_lower_bound() => {
                 // what the shorter probes saw above it, left out of the fit
@@ -733,18 +831,93 @@ pub fn fit_window_s(probes: &[ProbeVerdict]) -> f64 {
 }
 
 /// The rate a confirming shelf checks, and whether the fit bracketed the ceiling: the 95%
-/// interval's lower end when it did, else — when the lengthened probes the fit keeps all passed
-/// although shorter ones failed above them — the highest rate a fitted probe passed (the lower
-/// bound the search reports); `None` when nothing passed.
+/// interval's lower end when it did, else the highest rate that held; `None` when nothing passed.
 pub fn confirm_rate(probes: &[ProbeVerdict]) -> Option<(f64, bool)> {
-    let obs = observations(probes);
-    if let Some(i) = capacity::interval(&obs, 0x5EED) {
+    let smp = samples(probes);
+    if let Some(i) = pooled_interval(&smp, 0x5EED) {
         return Some((i.lo, true));
     }
-    match Fit::of(&obs).bracket() {
+    match PooledFit::of(&smp).bracket() {
         Bracket::AllPass { highest } => Some((highest, false)),
         _ => None,
     }
+}
+
+/// The standard probe length of a search: the shortest probe window (kept seconds), 0 when none
+/// was recorded. Longer probes (lengthened, confirming shelves) pool with the weight of their
+/// length over it.
+pub fn standard_window_s(probes: &[ProbeVerdict]) -> f64 {
+    let w = probes
+        .iter()
+        .filter(|p| p.kind == ProbeKind::Probe && p.window_s > 0.0)
+        .map(|p| p.window_s)
+        .fold(f64::INFINITY, f64::min);
+    if w.is_finite() {
+        w
+    } else {
+        0.0
+    }
+}
+
+/// The probes the pooled fit uses: checks, invalid probes and probes disturbed by their
+/// environment left out; each weighs its window over the standard probe's.
+pub fn samples(probes: &[ProbeVerdict]) -> Vec<Sample<'_>> {
+    let base = standard_window_s(probes);
+    probes
+        .iter()
+        .filter(|p| {
+            p.kind != ProbeKind::Check && p.verdict != Verdict::Invalid && p.disturbed.is_none()
+        })
+        .map(|p| Sample {
+            rate: p.rate,
+            margin: if p.failed() {
+                p.margin.max(1.0 + 1e-9)
+            } else {
+                p.margin
+            },
+            counts: p.counts.as_ref(),
+            weight: if base > 0.0 && p.window_s > 0.0 {
+                p.window_s / base
+            } else {
+                1.0
+            },
+            standard: p.kind == ProbeKind::Probe
+                && (base <= 0.0 || (p.window_s - base).abs() <= 0.01 * base),
+        })
+        .collect()
+}
+
+/// A confirming shelf that failed at rate `c` bounds the ceiling below `c`: the interval's upper
+/// end moves down to `c` (its lower end below it, to the highest rate that held under `c` when
+/// it was above), the estimate into what is left, and the interval says why.
+fn revise_by_confirms(i: &mut CapacityInterval, probes: &[ProbeVerdict]) {
+    let failed = probes
+        .iter()
+        .filter(|p| p.kind == ProbeKind::Confirm && p.failed() && p.disturbed.is_none())
+        .min_by(|a, b| a.rate.total_cmp(&b.rate));
+    let Some(f) = failed else { return };
+    let c = f.rate;
+    if i.hi <= c && i.estimate < c {
+        return;
+    }
+    let held_below = probes
+        .iter()
+        .filter(|p| p.kind != ProbeKind::Check && p.passed() && p.rate < c)
+        .map(|p| p.rate)
+        .fold(0.0, f64::max);
+    i.hi = i.hi.min(c);
+    if i.lo >= c {
+        i.lo = held_below.min(c);
+    }
+    if i.estimate >= c {
+        i.estimate = (i.lo + i.hi) / 2.0;
+    }
+    i.revised = Some(format!(
+        "the confirming shelf at {c:.0} RPS failed ({}): the ceiling is below it",
+        f.binding()
+            .map(|t| format!("{} margin {}", t.term, fmt_margin(t.margin)))
+            .unwrap_or_else(|| format!("margin {}", fmt_margin(f.margin)))
+    ));
 }
 
 /// The probes' margins as observations: checks and invalid probes excluded, and probes shorter

@@ -292,6 +292,7 @@ impl ShelfAccumulator {
             let measured = h.and_then(|h| percentile_ms(h, l.percentile));
             checks.push(SloCheck {
                 limit: l.clone(),
+                hist: h.map(crate::pool::LogHist::of),
                 measured_ms: measured,
                 ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9),
             });
@@ -397,6 +398,10 @@ pub struct SloCheck {
     pub measured_ms: Option<f64>,
     /// Whether the limit holds (true without samples).
     pub ok: bool,
+    /// The window's histogram for this limit, for pooling probes (not stored in run.json: a
+    /// probe keeps it in its [`crate::ProbeCounts`]).
+    #[serde(skip)]
+    pub hist: Option<crate::pool::LogHist>,
 }
 
 /// Where the shelf lies and how much of it was kept.

@@ -444,8 +444,8 @@ pub struct SearchSettings {
     #[serde(with = "duration_ms")]
     pub recovery_max: Duration,
     /// Longest probe the search may lengthen to when repeated probes at one rate disagree too
-    /// much to narrow (see `ceiling_search`); `None` = the confirming shelf's length, or 3×
-    /// `probe` without one. Equal to `probe`: never lengthen.
+    /// much to narrow (see `ceiling_search`); `None` (the default) or equal to `probe`: never
+    /// lengthen — replicates pool into longer windows instead.
     #[serde(default, with = "opt_duration_ms")]
     pub max_probe: Option<Duration>,
 }
@@ -453,13 +453,7 @@ pub struct SearchSettings {
 impl SearchSettings {
     /// The longest probe the search may use (see [`SearchSettings::max_probe`]).
     pub fn longest_probe(&self) -> Duration {
-        self.max_probe
-            .unwrap_or(if self.confirm > self.probe {
-                self.confirm
-            } else {
-                self.probe * 3
-            })
-            .max(self.probe)
+        self.max_probe.unwrap_or(self.probe).max(self.probe)
     }
 }
 

@@ -32,9 +32,10 @@
 //! service held below it is reported as a lower bound — never as 0.
 
 use ceiling_analyze::{
-    capacity_interval, capacity_noise, check_plan, confirm_plan, confirm_rate, observations,
-    probe_plan, Baseline, Bracket, Fit, ProbeKind, ProbeVerdict, Recovery, SearchOutcome,
-    ShelfCriteria, StackAnalysis, StopReason, Verdict,
+    capacity_noise, check_plan, confirm_plan, confirm_rate, observations, pooled_interval,
+    probe_plan, samples, Baseline, Bracket, IntervalMethod, PooledFit,
+    ProbeKind, ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason,
+    Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
@@ -186,19 +187,20 @@ struct State {
     /// Lowest rate the generator could not drive.
     gen_cap: Option<f64>,
     confirms_tried: u32,
-    /// Length of a probe now (`search.probe`, ×3 per lengthening).
+    /// Rate of the last confirming shelf that passed.
+    confirmed: Option<f64>,
+    /// Length of a probe now (`search.probe`, ×3 per lengthening when `search.max_probe` allows).
     probe_len: Duration,
-    /// After a lengthening: the short probes' crossing and bracket, where the long probes start.
-    restart: Option<Restart>,
+    /// Probes the environment disturbed (re-run, not pooled).
+    disturbed: u32,
+    /// The round being run (1-based).
+    round: u32,
 }
 
-/// Where long probes start after a lengthening: the short probes' estimate and bracket.
-#[derive(Debug, Clone, Copy)]
-struct Restart {
-    at: f64,
-    lo: f64,
-    hi: f64,
-}
+/// Probes disturbed by their environment (a host stall, the generator, the database unreachable)
+/// that a search re-runs before it stops: past this, the machine, not the service, is what is
+/// being measured.
+pub const MAX_DISTURBED: u32 = 5;
 
 /// Repeated probes whose `ln(margin)` spread (pooled σ near the crossing) exceeds this are too
 /// short for the service: a factor of e^0.5 ≈ 1.65 between replicates at one rate.
@@ -284,6 +286,7 @@ impl Searcher<'_> {
         v.threads = self.st.threads;
         v.seed = plan.load.seed;
         v.started_s = started_s;
+        v.round = self.st.round;
         if kind == ProbeKind::Confirm {
             self.st.confirms.push(shelf.clone());
         }
@@ -431,8 +434,23 @@ impl Searcher<'_> {
                 self.st.probes.push(v);
                 return Ok(true);
             }
+            // A failure the attribution lays on the environment is not the service's: kept in the
+            // record as disturbed, left out of the fit, and the rate probed again after recovery.
+            let env = v.environment_cause();
+            if let Some(k) = env {
+                self.st.disturbed += 1;
+                v.disturbed = Some(format!(
+                    "{} (disturbed probe {} of at most {MAX_DISTURBED})",
+                    k.phrase(),
+                    self.st.disturbed
+                ));
+                (self.log)(&format!(
+                    "    disturbed: {} — not the service's; re-run after recovery",
+                    k.phrase()
+                ));
+            }
             let gen = v.generator_bound();
-            let invalid = v.verdict == Verdict::Invalid;
+            let invalid = v.verdict == Verdict::Invalid || env.is_some();
             let idx = self.st.probes.len();
             self.st.probes.push(v.clone());
             let rec = self.recover(rate);
@@ -443,6 +461,14 @@ impl Searcher<'_> {
             rec?;
             if !invalid {
                 return Ok(true);
+            }
+            if env.is_some() {
+                if self.st.disturbed >= MAX_DISTURBED {
+                    return Err(StopReason::Disturbed {
+                        probes: self.st.disturbed,
+                    });
+                }
+                continue;
             }
             if gen && self.st.threads < self.st.max_threads {
                 self.st.threads += 1;
@@ -460,8 +486,10 @@ impl Searcher<'_> {
         Ok(false)
     }
 
-    /// Lengthens the probes when replicates near the crossing disagree too much to narrow (see
-    /// the module doc, step 5). True when it did.
+    /// Lengthens the probes when the plan allows it (`search.max_probe` above `search.probe`) and
+    /// replicates near the crossing disagree too much to narrow. Not the default: replicates pool
+    /// into longer windows anyway, and their disagreement is the knee's transition zone. Longer
+    /// probes pool with the weight of their length. True when it did.
     fn maybe_lengthen(&mut self) -> bool {
         let s = &self.plan.search;
         let longest = s.longest_probe();
@@ -475,7 +503,8 @@ impl Searcher<'_> {
         if df < LENGTHEN_MIN_DF || sigma <= LENGTHEN_SIGMA {
             return false;
         }
-        let Some(iv) = capacity_interval(&obs, 0x5EED) else {
+        let smp = samples(&self.st.probes);
+        let Some(iv) = pooled_interval(&smp, 0x5EED) else {
             return false;
         };
         if iv.half_width_rel() <= s.tolerance {
@@ -483,67 +512,36 @@ impl Searcher<'_> {
         }
         let next = (self.st.probe_len * 3).min(longest);
         (self.log)(&format!(
-            "  probes at one rate disagree (σ of ln margin {sigma:.2} over {df} replicate degrees of freedom; {:.0}–{:.0} RPS so far): lengthening probes {} → {}; the fit restarts from the longer probes near {:.0} RPS (shorter ones stay in the record)",
+            "  probes at one rate disagree (σ of ln margin {sigma:.2} over {df} replicate degrees of freedom; {:.0}–{:.0} RPS so far): lengthening probes {} → {} (search.max_probe); shorter ones stay pooled, by their length",
             iv.lo,
             iv.hi,
             ceiling_plan::format_duration(self.st.probe_len),
             ceiling_plan::format_duration(next),
-            iv.estimate
         ));
-        self.st.restart = Some(Restart {
-            at: iv.estimate,
-            lo: iv.bracket_lo,
-            hi: iv.bracket_hi,
-        });
         self.st.probe_len = next;
         true
     }
 
     /// The next rate to probe, or `None` when the interval is narrow enough.
+    ///
+    /// Bracketing grows or shrinks the rate; a wide bracket is narrowed at the pooled estimate
+    /// (kept inside its middle 60%); then probes go where they shrink the interval most: with a
+    /// pooled line, alternately just below and just above the estimate on a grid of
+    /// `tolerance`/2 steps (so later probes land on earlier rates and pool with them); without
+    /// one (a cliff), at the bracket's ends until each has `repeat` probes, then where the sign
+    /// of the margin is least certain.
     fn next(&self) -> Result<Option<(f64, ProbeKind)>, StopReason> {
         let s = &self.plan.search;
-        let obs = observations(&self.st.probes);
-        let fit = Fit::of(&obs);
+        let smp = samples(&self.st.probes);
+        let fit = PooledFit::of(&smp);
         let cap = self.st.gen_cap.unwrap_or(f64::INFINITY);
-        let reps = s.repeat.max(1) as usize;
+        let reps = s.repeat.max(1) as f64;
         let round = |r: f64| r.round().max(MIN_RATE);
-        let restart = self.st.restart;
-        if let Some(r) = restart {
-            // Just lengthened: the fit is still the short probes' until a long one exists.
-            let window = self.st.probe_len.saturating_sub(s.probe_trim).as_secs_f64();
-            if ceiling_analyze::fit_window_s(&self.st.probes) < window * 0.99 {
-                return Ok(Some((
-                    round(r.at.min(cap * 0.5).max(MIN_RATE)),
-                    ProbeKind::Probe,
-                )));
-            }
-        }
         match fit.bracket() {
             Bracket::Empty => Ok(Some((
-                round(
-                    restart
-                        .map(|r| r.at)
-                        .unwrap_or(s.start_rate)
-                        .min(s.max_rate)
-                        .min(cap * 0.5),
-                ),
+                round(s.start_rate.min(s.max_rate).min(cap * 0.5)),
                 ProbeKind::Probe,
             ))),
-            // After a lengthening, step within the short probes' bracket before growing.
-            Bracket::AllPass { highest } if restart.is_some_and(|r| r.hi > highest * 1.01) => {
-                let r = restart.expect("checked");
-                Ok(Some((
-                    round(r.hi.min(highest * (1.0 + 2.0 * s.tolerance).max(1.05))),
-                    ProbeKind::Probe,
-                )))
-            }
-            Bracket::AllFail { lowest } if restart.is_some_and(|r| r.lo < lowest * 0.99) => {
-                let r = restart.expect("checked");
-                Ok(Some((
-                    round(r.lo.max(lowest / (1.0 + 2.0 * s.tolerance).max(1.05))),
-                    ProbeKind::Probe,
-                )))
-            }
             Bracket::AllPass { highest } => {
                 if highest >= s.max_rate {
                     return Err(StopReason::MaxRate { rate: s.max_rate });
@@ -566,39 +564,59 @@ impl Searcher<'_> {
                 Ok(Some((round(next), ProbeKind::Probe)))
             }
             Bracket::Between { lo, hi } => {
-                let est = fit.crossing().unwrap_or((lo + hi) / 2.0);
-                // The bracket itself is the interval's floor: narrow it first.
+                let est = fit.estimate().unwrap_or((lo * hi).sqrt());
+                // The bracket bounds what the probes can resolve: narrow it first.
                 if (hi - lo) / 2.0 > s.tolerance * est {
                     let (a, b) = (lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo));
                     let r = round(est.clamp(a, b));
-                    if r > lo && r < hi {
+                    if r > lo && r < hi && r < cap {
                         return Ok(Some((r, ProbeKind::Probe)));
                     }
                 }
-                // Replicate the ends until each has `repeat` probes.
-                let (nlo, nhi) = (fit.count_at(lo), fit.count_at(hi));
-                if nlo < reps || nhi < reps {
-                    return Ok(Some((if nlo <= nhi { lo } else { hi }, ProbeKind::Probe)));
+                let iv = pooled_interval(&smp, 0x5EED);
+                let line = iv
+                    .as_ref()
+                    .is_some_and(|i| i.method == IntervalMethod::PooledLine);
+                if !line {
+                    // Replicate the bracket's ends (they pool) until each has `repeat` probes.
+                    let (wlo, whi) = (fit.weight_at(lo), fit.weight_at(hi));
+                    if wlo < reps || whi < reps {
+                        return Ok(Some((if wlo <= whi { lo } else { hi }, ProbeKind::Probe)));
+                    }
                 }
-                let iv = capacity_interval(&obs, 0x5EED);
                 match iv {
                     Some(i) if i.half_width_rel() <= s.tolerance => Ok(None),
+                    Some(i) if line => {
+                        // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
+                        let near = |r: f64| (r / est - 1.0).abs() <= 3.0 * s.tolerance;
+                        let below = smp.iter().filter(|x| near(x.rate) && x.rate < est).count();
+                        let above = smp.iter().filter(|x| near(x.rate) && x.rate >= est).count();
+                        let k = below + above;
+                        let d = if (k / 2) % 2 == 0 {
+                            s.tolerance / 2.0
+                        } else {
+                            s.tolerance
+                        };
+                        let side = if below <= above { -1.0 } else { 1.0 };
+                        let r = snap(i.estimate * (1.0 + side * d), s.tolerance);
+                        let r = if r >= cap { snap(est * (1.0 - d), s.tolerance) } else { r };
+                        Ok(Some((round(r), ProbeKind::Probe)))
+                    }
                     Some(i) => {
-                        // Replicates disagree. Probe again where the sign of the margin is least
-                        // certain: among the rates inside the interval, the one whose fitted log
-                        // margin is nearest 0 relative to its standard error (∝ 1/√n).
+                        // Cliff: probe again where the sign of the margin is least certain —
+                        // among the rates inside the interval, the one whose fitted log margin is
+                        // nearest 0 relative to its standard error (∝ 1/√weight).
                         let r = fit
-                            .rates
+                            .groups
                             .iter()
                             .zip(&fit.fitted)
-                            .zip(&fit.counts)
-                            .filter(|((r, _), _)| **r >= i.lo && **r <= i.hi && **r < cap)
-                            .min_by(|((_, fa), na), ((_, fb), nb)| {
-                                let za = fa.abs() * (**na as f64).sqrt();
-                                let zb = fb.abs() * (**nb as f64).sqrt();
+                            .filter(|(g, _)| g.rate >= i.lo && g.rate <= i.hi && g.rate < cap)
+                            .min_by(|(ga, fa), (gb, fb)| {
+                                let za = fa.abs() * ga.weight.sqrt();
+                                let zb = fb.abs() * gb.weight.sqrt();
                                 za.total_cmp(&zb)
                             })
-                            .map(|((r, _), _)| *r)
+                            .map(|(g, _)| g.rate)
                             .unwrap_or(lo);
                         Ok(Some((r, ProbeKind::Probe)))
                     }
@@ -607,6 +625,13 @@ impl Searcher<'_> {
             }
         }
     }
+}
+
+/// `r` on a logarithmic grid of `tolerance`/2 steps, so probes placed near one estimate fall on
+/// the same rates and pool.
+fn snap(r: f64, tolerance: f64) -> f64 {
+    let g = (1.0 + tolerance / 2.0).ln();
+    ((r.ln() / g).round() * g).exp()
 }
 
 /// A search that can run in rounds (several stacks interleaved A B A B …, each round on a freshly
@@ -637,8 +662,10 @@ impl Search {
                 baseline: None,
                 gen_cap: None,
                 confirms_tried: 0,
+                confirmed: None,
                 probe_len: plan.search.probe,
-                restart: None,
+                disturbed: 0,
+                round: 0,
             },
             used_s: 0.0,
             t0: None,
@@ -667,6 +694,7 @@ impl Search {
         let start = runner.now_s();
         let t0 = *self.t0.get_or_insert(start);
         self.rounds += 1;
+        self.state.round = self.rounds;
         let plan = self.plan.clone();
         let mut st = Searcher {
             plan: &plan,
@@ -757,13 +785,21 @@ fn run_loop(s: &mut Searcher, max_steps: Option<usize>) -> Option<StopReason> {
                 if s.plan.search.confirm.is_zero() {
                     return Some(StopReason::Converged);
                 }
+                // A passing confirming shelf pools with the probes; the search ends when the
+                // interval is still narrow with it and it confirmed (about) the interval's lower end.
+                let lo = confirm_rate(&s.st.probes).map_or(0.0, |c| c.0);
+                let tol = s.plan.search.tolerance;
+                if s.st.confirmed.is_some_and(|c| c >= lo * (1.0 - tol)) {
+                    return Some(StopReason::Converged);
+                }
                 if s.st.confirms_tried == CONFIRM_ATTEMPTS {
-                    return Some(StopReason::ConfirmFailed);
+                    return Some(if s.st.confirmed.is_some() {
+                        StopReason::Converged
+                    } else {
+                        StopReason::ConfirmFailed
+                    });
                 }
-                match confirm(s) {
-                    Ok(true) => return Some(StopReason::Converged),
-                    r => r.map(|_| ()),
-                }
+                confirm(s).map(|_| ())
             }
         };
         if let Err(e) = step {
@@ -792,10 +828,15 @@ fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
         ceiling_plan::format_duration(s.plan.search.confirm)
     ));
     s.probe(lo, ProbeKind::Confirm)?;
-    Ok(s.st
+    let passed = s
+        .st
         .probes
         .last()
-        .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed()))
+        .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed());
+    if passed {
+        s.st.confirmed = Some(lo);
+    }
+    Ok(passed)
 }
 
 /// Wall time a search may take at most (for messages): the budget.

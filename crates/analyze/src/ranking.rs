@@ -1,0 +1,226 @@
+//! Ranking searched stacks by the ratio of their ceilings, with a 95% interval.
+//!
+//! Stacks searched together take turns in rounds (A B A B …); the machine's drift between rounds
+//! (another tenant, a warmer cache, thermal limits) moves every stack of a round alike. A
+//! **paired block bootstrap** keeps that pairing: each draw picks rounds with replacement and
+//! takes every probe of both stacks from the rounds drawn, refits both ceilings and keeps their
+//! ratio, so drift between rounds cancels in the ratio instead of widening it. With fewer than
+//! [`MIN_PAIRED_ROUNDS`] rounds the stacks' probes are drawn independently (unpaired: said so).
+//!
+//! A pair is ranked only when the ratio's interval excludes 1; it is **tied** when the interval
+//! lies within 1 ± the search's tolerance; otherwise it is unresolved (more probes would tell).
+
+use crate::pooled_fit::PooledFit;
+use crate::search::{samples, ProbeVerdict};
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+/// Fewest rounds with probes of both stacks for the paired bootstrap.
+pub const MIN_PAIRED_ROUNDS: usize = 4;
+/// Bootstrap draws.
+const DRAWS: usize = 400;
+
+/// What the ratio's interval says about a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The first stack's ceiling is higher (the interval lies above 1).
+    Higher,
+    /// The first stack's ceiling is lower (the interval lies below 1).
+    Lower,
+    /// Within 1 ± tolerance: tied at the search's resolution.
+    Tied,
+    /// The interval holds 1 but is wider than the tolerance: not decided.
+    Unresolved,
+    /// One of the two has no ceiling with an interval (a lower bound, no pass, no data).
+    NotComparable,
+}
+
+/// The ratio of two stacks' ceilings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairRatio {
+    /// The first stack (the higher point estimate).
+    pub a: String,
+    /// The second stack.
+    pub b: String,
+    /// Ceiling of `a` over ceiling of `b`.
+    pub ratio: f64,
+    /// 95% interval of the ratio (`None` when not comparable).
+    pub lo: Option<f64>,
+    /// Upper end.
+    pub hi: Option<f64>,
+    /// Paired by rounds (true) or drawn independently.
+    pub paired: bool,
+    /// Rounds with probes of both.
+    pub rounds: usize,
+    /// The verdict.
+    pub order: Order,
+    /// The tolerance the verdict used.
+    pub tolerance: f64,
+}
+
+impl PairRatio {
+    /// `go-pgx > ktor-jdbc: ×1.32 (95% CI 1.21–1.44, paired over 6 rounds)`.
+    pub fn describe(&self) -> String {
+        let iv = match (self.lo, self.hi) {
+            (Some(lo), Some(hi)) => format!(
+                " (95% CI {lo:.2}–{hi:.2}, {})",
+                if self.paired {
+                    format!("paired over {} rounds", self.rounds)
+                } else {
+                    "unpaired".to_string()
+                }
+            ),
+            _ => String::new(),
+        };
+        let op = match self.order {
+            Order::Higher => ">",
+            Order::Lower => "<",
+            Order::Tied => "≈",
+            Order::Unresolved => "~",
+            Order::NotComparable => "?",
+        };
+        let what = match self.order {
+            Order::Tied => format!(", tied within ±{:.0}%", self.tolerance * 100.0),
+            Order::Unresolved => ", not decided".into(),
+            Order::NotComparable => ", not comparable (a ceiling without an interval)".into(),
+            _ => String::new(),
+        };
+        format!(
+            "{} {op} {}: ×{:.2}{iv}{what}",
+            self.a, self.b, self.ratio
+        )
+    }
+}
+
+fn estimate(probes: &[ProbeVerdict], times: &[u32]) -> Option<f64> {
+    let smp = samples(probes);
+    // samples() drops checks, invalid and disturbed probes: carry the draw counts along.
+    let kept: Vec<u32> = probes
+        .iter()
+        .zip(times)
+        .filter(|(p, _)| {
+            p.kind != crate::search::ProbeKind::Check
+                && p.verdict != crate::verdict::Verdict::Invalid
+                && p.disturbed.is_none()
+        })
+        .map(|(_, &t)| t)
+        .collect();
+    let fit = PooledFit::drawn(&smp, &kept);
+    match fit.bracket() {
+        crate::capacity::Bracket::Between { .. } => fit.estimate(),
+        _ => None,
+    }
+}
+
+/// The ratio of `a`'s ceiling to `b`'s (`ceil_a`, `ceil_b`: the searches' own estimates, `None`
+/// when a search has no interval) with its 95% interval from their probes; see the module doc.
+pub fn pair_ratio(
+    a: (&str, &[ProbeVerdict], Option<f64>),
+    b: (&str, &[ProbeVerdict], Option<f64>),
+    tolerance: f64,
+    seed: u64,
+) -> PairRatio {
+    let rounds_of = |p: &[ProbeVerdict]| {
+        let mut r: Vec<u32> = p.iter().map(|v| v.round).filter(|&r| r > 0).collect();
+        r.sort();
+        r.dedup();
+        r
+    };
+    let (ra, rb) = (rounds_of(a.1), rounds_of(b.1));
+    let shared: Vec<u32> = ra.iter().copied().filter(|r| rb.contains(r)).collect();
+    let mut out = PairRatio {
+        a: a.0.to_string(),
+        b: b.0.to_string(),
+        ratio: f64::NAN,
+        lo: None,
+        hi: None,
+        paired: shared.len() >= MIN_PAIRED_ROUNDS,
+        rounds: shared.len(),
+        order: Order::NotComparable,
+        tolerance,
+    };
+    let (Some(ca), Some(cb)) = (a.2, b.2) else {
+        return out;
+    };
+    out.ratio = ca / cb;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut logs = Vec::with_capacity(DRAWS);
+    let mut failed = 0usize;
+    for _ in 0..DRAWS {
+        let (ta, tb) = if out.paired {
+            let mut per_round = vec![0u32; shared.len()];
+            for _ in 0..shared.len() {
+                per_round[rng.gen_range(0..shared.len())] += 1;
+            }
+            let t = |p: &[ProbeVerdict]| -> Vec<u32> {
+                p.iter()
+                    .map(|v| {
+                        shared
+                            .iter()
+                            .position(|&r| r == v.round)
+                            .map_or(0, |k| per_round[k])
+                    })
+                    .collect()
+            };
+            (t(a.1), t(b.1))
+        } else {
+            let mut t = |p: &[ProbeVerdict]| -> Vec<u32> {
+                let mut t = vec![0u32; p.len()];
+                for _ in 0..p.len() {
+                    t[rng.gen_range(0..p.len())] += 1;
+                }
+                t
+            };
+            (t(a.1), t(b.1))
+        };
+        match (estimate(a.1, &ta), estimate(b.1, &tb)) {
+            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => logs.push((x / y).ln()),
+            _ => failed += 1,
+        }
+    }
+    if failed * 20 > DRAWS || logs.len() < 10 {
+        out.order = Order::Unresolved;
+        return out;
+    }
+    logs.sort_by(f64::total_cmp);
+    let q = |p: f64| logs[((logs.len() as f64 - 1.0) * p).round() as usize].exp();
+    let (lo, hi) = (q(0.025).min(out.ratio), q(0.975).max(out.ratio));
+    out.lo = Some(lo);
+    out.hi = Some(hi);
+    out.order = if lo > 1.0 {
+        Order::Higher
+    } else if hi < 1.0 {
+        Order::Lower
+    } else if lo >= 1.0 - tolerance && hi <= 1.0 + tolerance {
+        Order::Tied
+    } else {
+        Order::Unresolved
+    };
+    out
+}
+
+/// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
+/// probes, ceiling with an interval)`. Stacks without an interval come last, not comparable.
+pub fn rank(
+    stacks: &[(String, Vec<ProbeVerdict>, Option<f64>)],
+    tolerance: f64,
+) -> Vec<PairRatio> {
+    let mut order: Vec<usize> = (0..stacks.len()).collect();
+    order.sort_by(|&i, &j| {
+        let c = |k: usize| stacks[k].2.unwrap_or(f64::NEG_INFINITY);
+        c(j).total_cmp(&c(i))
+    });
+    order
+        .windows(2)
+        .map(|w| {
+            let (x, y) = (&stacks[w[0]], &stacks[w[1]]);
+            pair_ratio(
+                (&x.0, &x.1, x.2),
+                (&y.0, &y.1, y.2),
+                tolerance,
+                0x2A4C,
+            )
+        })
+        .collect()
+}
