@@ -30,6 +30,11 @@ fn bucket_of(us: u64) -> usize {
     (((us.max(1)) as f64).ln() / STEP).round().clamp(0.0, (NBUCKETS - 1) as f64) as usize
 }
 
+/// The value of a bucket, ms.
+pub fn bucket_ms(bucket: usize) -> f64 {
+    value_ms(bucket)
+}
+
 fn value_ms(bucket: usize) -> f64 {
     (bucket as f64 * STEP).exp() / 1000.0
 }
@@ -72,6 +77,17 @@ impl LogHist {
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// A value carried beside a record but not part of it: never serialised, and equal to any other
+/// (so a record read back from JSON equals the one written).
+#[derive(Debug, Clone, Default)]
+pub struct Transient<T>(pub Option<T>);
+
+impl<T> PartialEq for Transient<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
 

@@ -32,19 +32,25 @@
 
 use crate::capacity::{self, Bracket, CapacityInterval, Knee, Observation, CLIFF_RATIO};
 use crate::pool::{pooled_margin, ProbeCounts};
-use crate::stats::t_975;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 /// Probes whose own margin lies within ×/÷ this factor of 1 make the local model.
 pub const LOCAL_BAND: f64 = 4.0;
+/// Replicate degrees of freedom (probes at one rate) from which the bursts' σ is taken from the
+/// replicates alone.
+const MIN_REPLICATE_DF: usize = 3;
+/// How much the local model's posterior interval is widened for the search's optional stopping.
+const STOPPING_WIDEN: f64 = 1.3;
+/// Draws of the local model's posterior for its interval.
+const LOCAL_DRAWS: usize = 120;
 /// Half-width (in ln rate) of the window of probes the local model keeps around its crossing.
 const LOCAL_SPAN: f64 = 0.12;
 /// How far (in ln rate) the local model's crossing may lie outside the rates it was fitted on.
-const EXTRAPOLATE: f64 = 0.05;
+const EXTRAPOLATE: f64 = 0.15;
 /// Replicates' spread below this σ of one probe's ln(margin): the service is quiet, and the
 /// isotonic bracket (which then holds the truth whatever the curve) widens the interval.
-const QUIET_SIGMA: f64 = 0.1;
+const QUIET_SIGMA: f64 = 0.2;
 /// Fewest probes (counting replicates) in the local model.
 pub const LOCAL_MIN_PROBES: f64 = 4.0;
 /// z of the 90% point of a standard normal (the zone's ends).
@@ -95,15 +101,15 @@ pub struct Group {
 /// The local model near the crossing: the slope of one probe's log margin over ln(rate), and
 /// every probe there moved along it to a common rate, where their exceedances (the share of
 /// requests over each latency limit, the error rate, the shortfall) are averaged as one window's.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Local {
     /// d ln(margin) / d ln(rate), fitted on the probes' own margins.
     pub b: f64,
     /// ln of the rate where the pooled SLO just holds.
     pub x0: f64,
-    /// 95% interval of the crossing, RPS (`hi` = ∞ when not bounded above).
+    /// Unused (the interval is [`Local::interval`]).
     pub lo: f64,
-    /// Upper end.
+    /// Unused.
     pub hi: f64,
     /// σ of one probe's ln(margin) around the slope.
     pub sigma: f64,
@@ -111,6 +117,12 @@ pub struct Local {
     pub n: f64,
     /// Lowest and highest ln(rate) in the model.
     pub x_range: (f64, f64),
+    /// The probes in the model (index, weight).
+    sel: Vec<(usize, f64)>,
+    /// x̄, ȳ, Sxx, Σw and the sum of squares σ was estimated from.
+    stats: (f64, f64, f64, f64, f64),
+    /// σ's degrees of freedom.
+    sigma_df: f64,
 }
 
 impl Local {
@@ -233,7 +245,7 @@ impl PooledFit {
     /// The point estimate: the local line's crossing when there is one (within the rates it was
     /// fitted on), else the isotonic crossing.
     pub fn estimate(&self) -> Option<f64> {
-        match self.local {
+        match &self.local {
             Some(l) if l.crossing().ln() >= l.x_range.0 - EXTRAPOLATE
                 && l.crossing().ln() <= l.x_range.1 + EXTRAPOLATE =>
             {
@@ -320,29 +332,107 @@ fn fit_near(samples: &[Sample], times: &[u32], keep: impl Fn(&Sample) -> bool) -
         .iter()
         .map(|&(i, w)| w * (y(i) - ybar - b * (x(i) - xbar)).powi(2))
         .sum();
-    let sigma = (ss / (sw - 2.0).max(1.0)).sqrt();
+    // The bursts' spread: from replicates at one rate when there are enough (pure noise), else
+    // from the residuals around the line (which a curved knee inflates).
+    let (mut ssw, mut dfw) = (0.0, 0usize);
+    let mut k = 0;
+    let mut order: Vec<usize> = sel.iter().map(|p| p.0).collect();
+    order.sort_by(|&a, &b| samples[a].rate.total_cmp(&samples[b].rate));
+    while k < order.len() {
+        let r = samples[order[k]].rate;
+        let mut j = k;
+        let mut ys = Vec::new();
+        while j < order.len() && (samples[order[j]].rate - r).abs() <= 1e-9 * r.max(1.0) {
+            if samples[order[j]].standard {
+                ys.extend(std::iter::repeat_n(y(order[j]), times[order[j]] as usize));
+            }
+            j += 1;
+        }
+        if ys.len() >= 2 {
+            let m = ys.iter().sum::<f64>() / ys.len() as f64;
+            ssw += ys.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+            dfw += ys.len() - 1;
+        }
+        k = j;
+    }
+    let (ss, sigma_df) = if dfw >= MIN_REPLICATE_DF {
+        (ssw, dfw as f64)
+    } else {
+        (ss, (sw - 2.0).max(1.0))
+    };
+    let sigma = (ss / sigma_df).sqrt();
     let x_range = sel.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |r, &(i, _)| {
         (r.0.min(x(i)), r.1.max(x(i)))
     });
     let (a_, z_) = (x_range.0 - EXTRAPOLATE, x_range.1 + EXTRAPOLATE);
-    let pooled = |x0: f64| Exceedance::at(samples, times, &sel, b, x0);
-    // The pooled margin rises with x0 (every probe's latencies scale up along the slope).
-    let x0 = solve(a_, z_, |x0| pooled(x0).mean())?;
-    // The interval by inverting the test of "the pooled SLO just holds at x0": the lower end is
-    // where the exceedance's upper 95% bound reaches the allowance, the upper end where its lower
-    // bound does (Student's t over the probes, n − 2 degrees of freedom for the fitted slope).
-    let t = t_975((n.round() as usize).saturating_sub(2).max(1));
-    let lo = solve(a_, x0, |x0| pooled(x0).bound(t)).unwrap_or(a_);
-    let hi = solve(x0, z_, |x0| pooled(x0).bound(-t)).unwrap_or(f64::INFINITY);
+    let model = Bursts::of(samples, times, &sel);
+    let line = Line {
+        xbar,
+        ybar,
+        b,
+        sigma,
+    };
+    let x0 = solve(a_, z_, |x| model.margin(&line, x))?;
     Some(Local {
         b,
         x0,
-        lo: lo.exp(),
-        hi: hi.exp(),
+        lo: f64::NAN,
+        hi: f64::NAN,
         sigma,
         n,
         x_range,
+        sel,
+        stats: (xbar, ybar, sxx, sw, ss),
+        sigma_df,
     })
+}
+
+impl Local {
+    /// The 95% interval of the crossing, RPS: the crossing under draws of the line and of σ from
+    /// their posterior (flat priors; σ² from its scaled-χ² with n − 2 degrees of freedom), so few
+    /// probes — whose bursts are few — give wide intervals. `hi` is ∞ when more than 5% of the
+    /// draws find no crossing.
+    pub fn interval(&self, samples: &[Sample]) -> (f64, f64) {
+        let times = vec![1u32; samples.len()];
+        let model = Bursts::of(samples, &times, &self.sel);
+        let (xbar, ybar, sxx, sw, ss) = self.stats;
+        let (a_, z_) = (self.x_range.0 - EXTRAPOLATE, self.x_range.1 + EXTRAPOLATE);
+        let df = self.sigma_df;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x10CA1 ^ self.sel.len() as u64);
+        let mut xs = Vec::with_capacity(LOCAL_DRAWS);
+        let mut failed = 0;
+        for _ in 0..LOCAL_DRAWS {
+            let chi2: f64 = (0..df.round() as usize).map(|_| normal(&mut rng).powi(2)).sum();
+            let s2 = ss / chi2.max(1e-12);
+            let d = Line {
+                xbar,
+                ybar: ybar + (s2 / sw).sqrt() * normal(&mut rng),
+                b: self.b + (s2 / sxx).sqrt() * normal(&mut rng),
+                sigma: s2.sqrt(),
+            };
+            if d.b <= 0.0 {
+                failed += 1;
+                continue;
+            }
+            match solve(a_ - 0.2, z_ + 0.2, |x| model.margin(&d, x)) {
+                Some(x) => xs.push(x),
+                None => failed += 1,
+            }
+        }
+        if failed * 20 > LOCAL_DRAWS || xs.len() < 10 {
+            return (a_.exp(), f64::INFINITY);
+        }
+        xs.sort_by(f64::total_cmp);
+        let q = |p: f64| xs[((xs.len() as f64 - 1.0) * p).round() as usize];
+        // Widened around the estimate: the posterior knows nothing of the search stopping as soon
+        // as its interval looks narrow (which favours lucky draws); the factor is calibrated on
+        // the simulated knees of crates/search/tests/simulated_models.rs.
+        let (lo, hi) = (q(0.025).min(self.x0), q(0.975).max(self.x0));
+        (
+            (self.x0 - STOPPING_WIDEN * (self.x0 - lo)).exp(),
+            (self.x0 + STOPPING_WIDEN * (hi - self.x0)).exp(),
+        )
+    }
 }
 
 /// Where the increasing `f` crosses 1 within [a, z] (bisection on ln rate), `None` when it does
@@ -353,7 +443,7 @@ fn solve(a: f64, z: f64, f: impl Fn(f64) -> f64) -> Option<f64> {
         return None;
     }
     let (mut lo, mut hi) = (a, z);
-    for _ in 0..40 {
+    for _ in 0..30 {
         let mid = (lo + hi) / 2.0;
         if f(mid) <= 1.0 {
             lo = mid;
@@ -364,96 +454,156 @@ fn solve(a: f64, z: f64, f: impl Fn(f64) -> f64) -> Option<f64> {
     Some((lo + hi) / 2.0)
 }
 
-/// Every SLO term's per-probe exceedance over its allowance, with the probes moved to one rate.
-struct Exceedance {
-    /// Per term: (Σw·e, Σw·e², Σw, Σw²) over the probes.
-    terms: Vec<(f64, f64, f64, f64)>,
+/// The local line of one probe's ln(margin) over ln(rate), with the probes' spread σ around it.
+struct Line {
+    xbar: f64,
+    ybar: f64,
+    b: f64,
+    sigma: f64,
 }
 
-impl Exceedance {
-    /// The selected probes moved along slope `b` to ln(rate) `x0`: each probe's latencies scaled
-    /// by e^{b·(x0 − x)}, so its share of requests over a limit L is its share over
-    /// L·e^{−b·(x0 − x)}; its error and shortfall rates scale by the same factor. Each probe
-    /// weighs its requests (the pooled window's share). Probes without counts (stored before
-    /// pooling) contribute their moved margin as one term.
-    fn at(samples: &[Sample], times: &[u32], sel: &[(usize, f64)], b: f64, x0: f64) -> Exceedance {
-        let mut terms: Vec<(f64, f64, f64, f64)> = Vec::new();
-        let mut add = |k: usize, w: f64, e: f64| {
-            if terms.len() <= k {
-                terms.resize(k + 1, (0.0, 0.0, 0.0, 0.0));
-            }
-            let t = &mut terms[k];
-            t.0 += w * e;
-            t.1 += w * e * e;
-            t.2 += w;
-            t.3 += w * w;
-        };
+impl Line {
+    fn at(&self, x: f64) -> f64 {
+        self.ybar + self.b * (x - self.xbar)
+    }
+}
+
+/// Standard normal quadrature: nodes every 0.5 from −4 to 4, weights ∝ φ.
+fn quadrature() -> Vec<(f64, f64)> {
+    let nodes: Vec<f64> = (-8..=8).map(|k| k as f64 * 0.5).collect();
+    let w: Vec<f64> = nodes.iter().map(|z| (-z * z / 2.0).exp()).collect();
+    let sw: f64 = w.iter().sum();
+    nodes.into_iter().zip(w).map(|(z, w)| (z, w / sw)).collect()
+}
+
+/// One probe's window for the pooled model: per latency term its values (ms, ascending) with
+/// the share of the window above each, and its error and shortfall rates.
+struct ProbeShape {
+    x: f64,
+    y: f64,
+    w: f64,
+    latency: Vec<(f64, f64, Vec<(f64, f64)>)>,
+    err: f64,
+    err_limit: f64,
+    short: f64,
+    short_limit: f64,
+    dead: bool,
+}
+
+/// The probes near the crossing as a model of the pooled window at any rate: each probe's
+/// window moved to the line at that rate (its own burst — its residual from the line — taken
+/// out), then spread again over the bursts the line's σ says occur (a lognormal factor on all its
+/// latencies). So the pooled tail comes from every probe's shape and from σ, which every probe
+/// measures, not only from the few probes that happened to catch a burst. Probes without counts
+/// (stored before pooling) pool as their margin, moved the same way.
+struct Bursts {
+    probes: Vec<ProbeShape>,
+    quad: Vec<(f64, f64)>,
+}
+
+impl Bursts {
+    fn of(samples: &[Sample], times: &[u32], sel: &[(usize, f64)]) -> Bursts {
+        let mut probes = Vec::new();
         for &(i, _) in sel {
             let s = &samples[i];
-            let f = (b * (x0 - s.rate.ln())).exp();
-            for _ in 0..times[i] {
-                let Some(c) = s.counts else {
-                    add(0, s.weight, s.margin * f);
-                    continue;
-                };
-                let w = c.requests.max(1) as f64;
-                let mut k = 0;
-                for l in &c.latency {
-                    let allowed = (1.0 - l.percentile / 100.0).max(1e-9);
-                    add(k, w, l.hist.share_above(l.limit_ms / f) / allowed);
-                    k += 1;
-                }
-                let err = if c.requests > 0 {
-                    c.errors as f64 / c.requests as f64
-                } else {
-                    0.0
-                };
-                add(
-                    k,
-                    w,
-                    if c.nothing_completed {
-                        CLAMP.1
-                    } else if c.error_limit > 0.0 {
-                        err * f / c.error_limit
-                    } else if err > 0.0 {
-                        CLAMP.1
+            let w0 = s.counts.map_or(s.weight, |c| c.requests.max(1) as f64);
+            let shape = match s.counts {
+                Some(c) => ProbeShape {
+                    x: s.rate.ln(),
+                    y: ln_margin(s.margin),
+                    w: w0 * times[i] as f64,
+                    latency: c
+                        .latency
+                        .iter()
+                        .map(|l| {
+                            let total = l.hist.len().max(1) as f64;
+                            let mut above = l.hist.len() as f64;
+                            let vals = l
+                                .hist
+                                .0
+                                .iter()
+                                .map(|&(b, n)| {
+                                    above -= n as f64;
+                                    (crate::pool::bucket_ms(b as usize), above / total)
+                                })
+                                .collect();
+                            (l.limit_ms, (1.0 - l.percentile / 100.0).max(1e-9), vals)
+                        })
+                        .collect(),
+                    err: if c.requests > 0 {
+                        c.errors as f64 / c.requests as f64
                     } else {
                         0.0
                     },
-                );
-                if c.shortfall_limit > 0.0 {
-                    add(k + 1, w, c.shortfall * f / c.shortfall_limit);
+                    err_limit: c.error_limit,
+                    short: c.shortfall,
+                    short_limit: c.shortfall_limit,
+                    dead: c.nothing_completed,
+                },
+                None => ProbeShape {
+                    x: s.rate.ln(),
+                    y: ln_margin(s.margin),
+                    w: w0 * times[i] as f64,
+                    latency: Vec::new(),
+                    err: 0.0,
+                    err_limit: 0.0,
+                    short: 0.0,
+                    short_limit: 0.0,
+                    dead: false,
+                },
+            };
+            probes.push(shape);
+        }
+        Bursts {
+            probes,
+            quad: quadrature(),
+        }
+    }
+
+    /// The pooled margin at ln(rate) `x` under `line`: the largest SLO term's pooled exceedance
+    /// over its allowance (latency terms: the share of requests over the limit).
+    fn margin(&self, line: &Line, x: f64) -> f64 {
+        let sw: f64 = self.probes.iter().map(|p| p.w).sum();
+        let nterms = self.probes.iter().map(|p| p.latency.len()).max().unwrap_or(0);
+        let mut worst = 0.0f64;
+        for k in 0..nterms {
+            let mut e = 0.0;
+            for p in &self.probes {
+                let Some((limit, allowed, vals)) = p.latency.get(k) else {
+                    continue;
+                };
+                // ln of the factor that takes this probe to the line at x, burst removed
+                let base = line.at(x) - p.y;
+                let mut share = 0.0;
+                for &(z, wq) in &self.quad {
+                    let t = limit / (base + line.sigma * z).exp();
+                    let i = vals.partition_point(|v| v.0 <= t);
+                    let above = if i == 0 { 1.0 } else { vals[i - 1].1 };
+                    share += wq * above;
                 }
+                e += p.w * share / allowed;
+            }
+            worst = worst.max(e / sw);
+        }
+        let (mut err, mut short, mut plain) = (0.0, 0.0, 0.0);
+        for p in &self.probes {
+            let f = (line.at(x) - p.y).exp() * p.y.exp();
+            if p.dead {
+                return CLAMP.1;
+            }
+            if p.latency.is_empty() {
+                plain += p.w * f;
+            }
+            if p.err_limit > 0.0 {
+                err += p.w * p.err * (line.b * (x - p.x)).exp() / p.err_limit;
+            } else if p.err > 0.0 {
+                return CLAMP.1;
+            }
+            if p.short_limit > 0.0 {
+                short += p.w * p.short * (line.b * (x - p.x)).exp() / p.short_limit;
             }
         }
-        Exceedance { terms }
-    }
-
-    /// The pooled margin: the largest term's weighted mean.
-    fn mean(&self) -> f64 {
-        self.terms
-            .iter()
-            .map(|t| if t.2 > 0.0 { t.0 / t.2 } else { 0.0 })
-            .fold(0.0, f64::max)
-    }
-
-    /// The largest term's mean + `t` standard errors (weighted; effective n = (Σw)²/Σw²).
-    fn bound(&self, t: f64) -> f64 {
-        self.terms
-            .iter()
-            .filter(|x| x.2 > 0.0)
-            .map(|&(s1, s2, sw, sw2)| {
-                let m = s1 / sw;
-                let var = (s2 / sw - m * m).max(0.0);
-                let n_eff = sw * sw / sw2;
-                let se = if n_eff > 1.0 {
-                    (var * n_eff / (n_eff - 1.0) / n_eff).sqrt()
-                } else {
-                    f64::INFINITY
-                };
-                m + t * se
-            })
-            .fold(0.0, f64::max)
+        worst.max(err / sw).max(short / sw).max(plain / sw)
     }
 }
 
@@ -609,35 +759,50 @@ pub fn pooled_interval(samples: &[Sample], seed: u64) -> Option<CapacityInterval
     } else {
         Knee::Smooth
     };
-    if let Some(l) = fit.local {
-        if let Some((blo, bhi)) = Some((l.lo, l.hi)).filter(|i| i.1.is_finite()) {
-            // The isotonic bracket holds the truth of a quiet service whatever its curve.
-            let (ilo, ihi) = if l.sigma <= QUIET_SIGMA {
-                (blo.min(lo), bhi.max(hi))
-            } else {
-                (blo, bhi)
-            };
-            return Some(CapacityInterval {
-                estimate: estimate.clamp(ilo, ihi),
-                lo: ilo,
-                hi: ihi,
-                bracket_lo: lo,
-                bracket_hi: hi,
-                margins: (m0, m1),
-                knee,
-                replicates: 0,
-                method: IntervalMethod::PooledLine,
-                zone: None,
-                revised: None,
-            });
+    if let Some(l) = &fit.local {
+        let (mut blo, mut bhi) = l.interval(samples);
+        // Where the draws find no crossing the interval is open; rates whose pooled margin is
+        // off by more than ×LOCAL_BAND still bound it (they failed, or held, beyond doubt).
+        let band = LOCAL_BAND.ln();
+        if let Some(g) = fit.groups.iter().find(|g| g.y > band && g.rate > estimate) {
+            bhi = bhi.min(g.rate);
         }
+        if let Some(g) = fit.groups.iter().rev().find(|g| g.y < -band && g.rate < estimate) {
+            blo = blo.max(g.rate);
+        }
+        // The isotonic bracket holds the truth of a quiet service whatever its curve.
+        let (ilo, ihi) = if l.sigma <= QUIET_SIGMA {
+            (blo.min(lo), bhi.max(hi))
+        } else {
+            (blo, bhi)
+        };
+        return Some(CapacityInterval {
+            estimate: estimate.clamp(ilo, ihi),
+            lo: ilo,
+            hi: ihi,
+            bracket_lo: lo,
+            bracket_hi: hi,
+            margins: (m0, m1),
+            knee,
+            replicates: LOCAL_DRAWS,
+            method: IntervalMethod::PooledLine,
+            zone: None,
+            revised: None,
+        });
     }
-    // No usable line: the isotonic bootstrap over the probes' own margins (as before pooling).
-    let obs: Vec<Observation> = samples
+    // No local model: the isotonic bootstrap over the pooled groups, each group as many
+    // observations as the probe-lengths it pooled (so replicates count as before pooling).
+    let obs: Vec<Observation> = fit
+        .groups
         .iter()
-        .map(|s| Observation {
-            rate: s.rate,
-            margin: s.margin,
+        .flat_map(|g| {
+            std::iter::repeat_n(
+                Observation {
+                    rate: g.rate,
+                    margin: g.y.exp(),
+                },
+                (g.weight.round() as usize).max(1),
+            )
         })
         .collect();
     let mut i = capacity::interval(&obs, seed)?;
@@ -665,8 +830,9 @@ mod tests {
     }
 
     #[test]
-    fn a_line_through_noisy_margins_narrows_past_the_bracket() {
-        // ln margin = 8·ln(r/1000) ± 0.1: the line crosses at 1000.
+    fn a_local_model_through_noisy_margins_narrows_past_the_bracket() {
+        // ln margin = 8·ln(r/1000) ± 0.1 (no counts: each probe pools as its margin): the
+        // crossing is at 1000, inside an interval narrower than ±5%.
         let mut v = Vec::new();
         let noise = [0.1, -0.1, 0.05, -0.05, 0.08, -0.08, 0.0, 0.02];
         for (k, r) in [900.0, 950.0, 980.0, 1020.0, 1050.0, 1100.0, 960.0, 1040.0]
@@ -679,18 +845,17 @@ mod tests {
         assert_eq!(i.method, IntervalMethod::PooledLine);
         assert!(i.lo <= 1000.0 && 1000.0 <= i.hi, "{i:?}");
         assert!(i.half_width_rel() < 0.05, "{i:?}");
-        assert!((i.estimate / 1000.0 - 1.0).abs() < 0.01, "{i:?}");
+        assert!((i.estimate / 1000.0 - 1.0).abs() < 0.02, "{i:?}");
     }
 
     #[test]
-    fn a_flat_line_gives_no_fieller_interval() {
-        // Margins that do not rise with the rate (noise only): the slope is not significant.
+    fn margins_that_do_not_rise_make_no_local_model() {
+        // Noise only: the slope is not positive, nothing is fitted locally.
         let v: Vec<_> = [(900.0, 1.5), (950.0, 0.6), (1000.0, 1.4), (1050.0, 0.7)]
             .iter()
             .map(|&(r, m)| s(r, m))
             .collect();
-        let f = PooledFit::of(&v);
-        assert!(f.local.unwrap().fieller().is_none());
+        assert!(PooledFit::of(&v).local.is_none());
     }
 
     #[test]

@@ -265,7 +265,7 @@ fn probe_counts(s: &ShelfResult, c: &ShelfCriteria, terms: &[MarginTerm]) -> Pro
                 },
                 percentile: l.percentile,
                 limit_ms: l.limit_ms,
-                hist: chk.hist.clone()?,
+                hist: chk.hist.0.clone()?,
             })
         })
         .collect();

@@ -292,7 +292,7 @@ impl ShelfAccumulator {
             let measured = h.and_then(|h| percentile_ms(h, l.percentile));
             checks.push(SloCheck {
                 limit: l.clone(),
-                hist: h.map(crate::pool::LogHist::of),
+                hist: crate::pool::Transient(h.map(crate::pool::LogHist::of)),
                 measured_ms: measured,
                 ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9),
             });
@@ -401,7 +401,7 @@ pub struct SloCheck {
     /// The window's histogram for this limit, for pooling probes (not stored in run.json: a
     /// probe keeps it in its [`crate::ProbeCounts`]).
     #[serde(skip)]
-    pub hist: Option<crate::pool::LogHist>,
+    pub hist: crate::pool::Transient<crate::pool::LogHist>,
 }
 
 /// Where the shelf lies and how much of it was kept.

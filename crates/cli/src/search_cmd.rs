@@ -530,6 +530,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             }
             // Results so far, after every round: an interrupted search keeps what it measured.
             report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
+            report.ranking = ranking(&report.stacks, plan.search.tolerance);
             report.warnings = jobs
                 .iter()
                 .filter_map(|j| {
@@ -587,6 +588,26 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The ranking of several searched stacks (empty for one): the ratio of each adjacent pair's
+/// ceilings, paired by rounds.
+fn ranking(stacks: &[StackAnalysis], tolerance: f64) -> Vec<ceiling_analyze::PairRatio> {
+    let searched: Vec<(String, Vec<ceiling_analyze::ProbeVerdict>, Option<f64>)> = stacks
+        .iter()
+        .filter_map(|a| {
+            let s = a.search.as_ref()?;
+            Some((
+                a.stack.clone(),
+                s.probes.clone(),
+                s.interval.as_ref().map(|_| s.ceiling_rps),
+            ))
+        })
+        .collect();
+    if searched.len() < 2 {
+        return Vec::new();
+    }
+    ceiling_analyze::rank(&searched, tolerance)
 }
 
 /// One stack's search across rounds.

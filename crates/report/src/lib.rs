@@ -265,6 +265,10 @@ pub struct RunReport {
     pub fairness: BTreeMap<String, ceiling_metrics::Fairness>,
     /// Per stack, in run order.
     pub stacks: Vec<StackAnalysis>,
+    /// A search of several stacks: each adjacent pair (highest ceiling first) by the ratio of
+    /// their ceilings with its 95% interval, paired by rounds ([`ceiling_analyze::rank`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranking: Vec<ceiling_analyze::PairRatio>,
     /// Run-level warnings (stack warnings live in each analysis); typed like theirs, and a bare
     /// string from an older run.json reads as kind `other`.
     #[serde(default)]
@@ -287,6 +291,7 @@ impl RunReport {
             limits: BTreeMap::new(),
             fairness: BTreeMap::new(),
             stacks: Vec::new(),
+            ranking: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -654,6 +659,13 @@ pub fn render_terminal(r: &RunReport) -> String {
         interleaved_note(r),
         r.plan.criteria.describe()
     ));
+    if !r.ranking.is_empty() {
+        s.push_str(&format!("ranking: {}\n", ranking_line(r)));
+        for p in &r.ranking {
+            s.push_str(&format!("  {}\n", p.describe()));
+        }
+        s.push('\n');
+    }
     s.push_str(&summary_table(r).to_text());
     if let Some(t) = cost_table(r) {
         s.push('\n');
@@ -697,6 +709,26 @@ pub fn render_terminal(r: &RunReport) -> String {
     s
 }
 
+/// `go-pgx > spring-mvc-jdbc ≈ ktor-jdbc ~ spring-webflux-r2dbc`: the stacks by ceiling, each
+/// adjacent pair joined by its verdict (`>` ranked, `≈` tied, `~` not decided, `?` no interval).
+pub fn ranking_line(r: &RunReport) -> String {
+    let mut s = String::new();
+    for (k, p) in r.ranking.iter().enumerate() {
+        if k == 0 {
+            s.push_str(&p.a);
+        }
+        let op = match p.order {
+            ceiling_analyze::Order::Higher => ">",
+            ceiling_analyze::Order::Lower => "<",
+            ceiling_analyze::Order::Tied => "≈",
+            ceiling_analyze::Order::Unresolved => "~",
+            ceiling_analyze::Order::NotComparable => "?",
+        };
+        s.push_str(&format!(" {op} {}", p.b));
+    }
+    s
+}
+
 fn model_name(m: LoadModel) -> &'static str {
     match m {
         LoadModel::Open => "open",
@@ -729,6 +761,13 @@ pub fn render_summary_md(r: &RunReport) -> String {
         r.metric_name(),
         fmt::frac_pct(r.plan.criteria.working_load),
     ));
+    if !r.ranking.is_empty() {
+        s.push_str(&format!("**Ranking:** {}\n\n", ranking_line(r)));
+        for p in &r.ranking {
+            s.push_str(&format!("- {}\n", p.describe()));
+        }
+        s.push('\n');
+    }
     s.push_str(&summary_table(r).to_markdown());
     if let Some(t) = cost_table(r) {
         s.push_str("\n### Cost\n\n");

@@ -584,24 +584,27 @@ impl Searcher<'_> {
                         return Ok(Some((if wlo <= whi { lo } else { hi }, ProbeKind::Probe)));
                     }
                 }
+                // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
+                let around = |centre: f64| {
+                    let near = |r: f64| (r / centre - 1.0).abs() <= 3.0 * s.tolerance;
+                    let below = smp.iter().filter(|x| near(x.rate) && x.rate < centre).count();
+                    let above = smp.iter().filter(|x| near(x.rate) && x.rate >= centre).count();
+                    let d = if ((below + above) / 2) % 2 == 0 {
+                        s.tolerance / 2.0
+                    } else {
+                        s.tolerance
+                    };
+                    let side = if below <= above { -1.0 } else { 1.0 };
+                    let r = snap(centre * (1.0 + side * d), s.tolerance);
+                    round(if r >= cap {
+                        snap(centre * (1.0 - d), s.tolerance)
+                    } else {
+                        r
+                    })
+                };
                 match iv {
                     Some(i) if i.half_width_rel() <= s.tolerance => Ok(None),
-                    Some(i) if line => {
-                        // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
-                        let near = |r: f64| (r / est - 1.0).abs() <= 3.0 * s.tolerance;
-                        let below = smp.iter().filter(|x| near(x.rate) && x.rate < est).count();
-                        let above = smp.iter().filter(|x| near(x.rate) && x.rate >= est).count();
-                        let k = below + above;
-                        let d = if (k / 2) % 2 == 0 {
-                            s.tolerance / 2.0
-                        } else {
-                            s.tolerance
-                        };
-                        let side = if below <= above { -1.0 } else { 1.0 };
-                        let r = snap(i.estimate * (1.0 + side * d), s.tolerance);
-                        let r = if r >= cap { snap(est * (1.0 - d), s.tolerance) } else { r };
-                        Ok(Some((round(r), ProbeKind::Probe)))
-                    }
+                    Some(i) if line => Ok(Some((around(i.estimate), ProbeKind::Probe))),
                     Some(i) => {
                         // Cliff: probe again where the sign of the margin is least certain —
                         // among the rates inside the interval, the one whose fitted log margin is
@@ -620,7 +623,7 @@ impl Searcher<'_> {
                             .unwrap_or(lo);
                         Ok(Some((r, ProbeKind::Probe)))
                     }
-                    None => Ok(Some((lo, ProbeKind::Probe))),
+                    None => Ok(Some((around(est), ProbeKind::Probe))),
                 }
             }
         }

@@ -76,9 +76,10 @@ impl Model {
                 let t = head + window;
                 c * (1.0 + (LIMIT_MS / 1000.0 - 0.002) / t)
             }
-            Model::Knee { mu } | Model::Noisy { mu, .. } | Model::Stalls { mu, .. } => {
-                mu * (1.0 - 5.0 / LIMIT_MS)
-            }
+            Model::Knee { mu } | Model::Stalls { mu, .. } => mu * (1.0 - 5.0 / LIMIT_MS),
+            // A per-probe factor on every latency: in the long run the pooled p99 is the
+            // mixture's, like the bursty model's with one burst per probe.
+            Model::Noisy { mu, sigma } => mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS),
             Model::Shed { c } => c / 0.99,
             Model::Bursty { mu, sigma, .. } => mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS),
             Model::GenLimited { g } => g,
@@ -402,37 +403,36 @@ fn noisy_knee_interval_covers_the_truth_in_most_trials() {
 }
 
 #[test]
-fn stalls_make_the_search_lengthen_its_probes_and_still_cover() {
-    // σ 0.9 at 8-s windows (×2.5 between replicates): short probes cannot narrow; 3× longer
-    // ones (σ 0.48) can, within the budget.
+fn lengthening_probes_is_opt_in() {
+    // σ 0.9 at 8-s windows (×2.5 between replicates). With `search.max_probe` above the probe
+    // the search lengthens its probes when replicates disagree (they then pool with the weight of
+    // their length); by default it never does — replicates pool into longer windows instead.
+    // (The stalls model's spread shrinks with the window, so it has no single long-run ceiling:
+    // coverage is measured on the bursty model above.)
+    let model = Model::Stalls {
+        mu: 1200.0,
+        sigma8: 0.9,
+    };
     let mut p = plan();
     p.search.max_probe = Some(Duration::from_secs(30));
-    p.search.max_time = Duration::from_secs(4 * 3600);
-    let t = trials_with(
-        Model::Stalls {
-            mu: 1200.0,
-            sigma8: 0.9,
-        },
-        60,
-        p,
-    );
-    assert!(
-        t.lengthened * 10 >= t.trials * 9,
-        "only {} of {} trials lengthened",
-        t.lengthened,
-        t.trials
-    );
-    // Measured 2026-11-23: 56/60 lengthened, 57/60 narrowed within 4 virtual hours, coverage
-    // 50/57 = 88% — below the nominal 95% (docs/benchmarks.md §8 says why); the bar is set
-    // under it so a regression shows.
-    assert!(
-        t.narrowed * 10 >= t.trials * 9,
-        "only {} of {} trials narrowed",
-        t.narrowed,
-        t.trials
-    );
-    let cov = t.covered as f64 / t.narrowed as f64;
-    assert!(cov >= 0.85, "coverage {cov:.2} < 0.85");
+    p.search.max_time = Duration::from_secs(1200);
+    let lengthened = |p: &Plan| {
+        (0..10u64)
+            .filter(|&seed| {
+                let mut sim = Sim::new(model, seed);
+                let mut pl = p.clone();
+                pl.load.seed = seed * 7919;
+                let out = search(&pl, &mut sim, &SearchOptions::default(), &mut |_| {});
+                out.probes
+                    .iter()
+                    .any(|v| v.kind == ceiling_analyze::ProbeKind::Probe && v.window_s > 8.5)
+            })
+            .count()
+    };
+    let with = lengthened(&p);
+    assert!(with >= 8, "only {with} of 10 trials lengthened with max_probe set");
+    p.search.max_probe = None;
+    assert_eq!(lengthened(&p), 0, "a search lengthened its probes without max_probe");
 }
 
 #[test]
@@ -650,26 +650,39 @@ fn bursty_zone(mu: f64, sigma: f64, block_s: u32, draws: usize) -> (f64, f64) {
     (rate(q(0.9)), rate(q(0.1)))
 }
 
-#[test]
-fn a_bursty_knee_pools_to_the_long_run_ceiling_and_reports_its_transition_zone() {
-    // σ 0.8 per 4-s block: a single 8-s probe's p99 varies by ~×2; its pass probability falls
-    // 90% → 10% over a zone well above where the SLO holds in the long run.
+/// What the bursty-knee trials found.
+struct BurstyTally {
+    trials: usize,
+    narrowed: usize,
+    covered: usize,
+    zones: usize,
+    zone_covered: usize,
+    median_past_bracket: usize,
+}
+
+/// Searches the bursty knee (`sigma` per 8-s block) over `n` seeded trials (`SIM_TRIALS`
+/// overrides; `SIM_SHOW_SEED` prints one search) and counts how often the interval covers the
+/// long-run ceiling and the zone's outer bounds cover the true 90% → 10% band.
+fn bursty_trials(sigma: f64, n: u64) -> (BurstyTally, f64, (f64, f64)) {
     let model = Model::Bursty {
         mu: 1200.0,
-        sigma: 0.5,
+        sigma,
         block_s: 8,
     };
     let truth = model.truth(2.0, 8.0);
-    let (z90, z10) = bursty_zone(1200.0, 0.5, 8, 40_000);
-    let single_half = (z90 + z10) / 2.0;
-    eprintln!(
-        "bursty: pooled ceiling {truth:.1} RPS; single probes pass 90% → 10% between {z90:.1} and {z10:.1} RPS"
-    );
-    // The two are far apart (more than the ±5% tolerance): the long-run ceiling lies below
-    // most of the zone.
-    assert!(truth < z90 + 0.25 * (z10 - z90) && single_half / truth > 1.06);
-    let n: u64 = std::env::var("SIM_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
-    let (mut narrowed, mut covered, mut zone_covered, mut zones) = (0, 0, 0, 0);
+    let (z90, z10) = bursty_zone(1200.0, sigma, 8, 40_000);
+    let n: u64 = std::env::var("SIM_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(n);
+    let mut t = BurstyTally {
+        trials: n as usize,
+        narrowed: 0,
+        covered: 0,
+        zones: 0,
+        zone_covered: 0,
+        median_past_bracket: 0,
+    };
     let mut past_bracket = Vec::new();
     for seed in 0..n {
         let mut sim = Sim::new(model, seed);
@@ -681,9 +694,6 @@ fn a_bursty_knee_pools_to_the_long_run_ceiling_and_reports_its_transition_zone()
                 eprintln!("{m}");
             }
         });
-        if show {
-            eprintln!("{}", out.describe());
-        }
         let probes: Vec<_> = out
             .probes
             .iter()
@@ -693,38 +703,68 @@ fn a_bursty_knee_pools_to_the_long_run_ceiling_and_reports_its_transition_zone()
             past_bracket.push(probes.len() - first_fail - 1);
         }
         let Some(i) = out.interval.as_ref() else {
-            eprintln!("seed {seed}: no interval: {}", out.describe());
+            eprintln!("σ {sigma} seed {seed}: no interval: {}", out.describe());
             continue;
         };
         if out.status == SearchStatus::Narrowed {
-            narrowed += 1;
+            t.narrowed += 1;
             if i.lo <= truth && truth <= i.hi {
-                covered += 1;
+                t.covered += 1;
             } else {
-                eprintln!("seed {seed}: truth {truth:.1} outside {}", out.describe());
+                eprintln!("σ {sigma} seed {seed}: truth {truth:.1} outside {}", out.describe());
             }
         }
         if let Some(z) = &i.zone {
-            zones += 1;
+            t.zones += 1;
             if z.outer_lo <= z90 && z10 <= z.outer_hi {
-                zone_covered += 1;
+                t.zone_covered += 1;
             } else {
-                eprintln!("seed {seed}: zone {z90:.0}–{z10:.0} outside {}", z.describe());
+                eprintln!("σ {sigma} seed {seed}: zone {z90:.0}–{z10:.0} outside {}", z.describe());
             }
         }
     }
     past_bracket.sort();
-    let median_past = past_bracket[past_bracket.len() / 2];
+    t.median_past_bracket = past_bracket[past_bracket.len() / 2];
     eprintln!(
-        "bursty: {n} trials, {narrowed} narrowed to ±5%, interval covered the pooled ceiling in {covered} ({:.0}%); {zones} reported a zone, its outer bounds covered the true zone in {zone_covered} ({:.0}%); probes past the bracket: median {median_past}",
-        100.0 * covered as f64 / narrowed.max(1) as f64,
-        100.0 * zone_covered as f64 / zones.max(1) as f64
+        "bursty σ {sigma}: pooled ceiling {truth:.1} RPS, single probes pass 90% → 10% between {z90:.1} and {z10:.1} RPS; {} trials, {} narrowed to ±5%, interval covered the pooled ceiling in {} ({:.0}%); {} reported a zone, its outer bounds covered the true zone in {} ({:.0}%); probes past the bracket: median {}",
+        t.trials,
+        t.narrowed,
+        t.covered,
+        100.0 * t.covered as f64 / t.narrowed.max(1) as f64,
+        t.zones,
+        t.zone_covered,
+        100.0 * t.zone_covered as f64 / t.zones.max(1) as f64,
+        t.median_past_bracket
     );
-    assert!(narrowed * 10 >= n as usize * 9, "only {narrowed} of {n} narrowed");
-    assert!(covered * 10 >= narrowed * 9, "coverage {covered}/{narrowed} < 90%");
-    assert!(zones * 10 >= n as usize * 9, "only {zones} of {n} reported a zone");
-    assert!(zone_covered * 10 >= zones * 9, "zone coverage {zone_covered}/{zones} < 90%");
-    assert!(median_past <= 10, "median {median_past} probes past the bracket");
+    (t, truth, (z90, z10))
+}
+
+#[test]
+fn a_bursty_knee_pools_to_the_long_run_ceiling_far_below_where_single_probes_pass_half_the_time() {
+    // σ 0.5 per 8-s block: a single probe's p99 varies by ~×1.5, and the SLO over the long run
+    // fails well below where a single probe passes half the time.
+    let (t, truth, (z90, z10)) = bursty_trials(0.5, 40);
+    // The two are far apart (more than the ±5% tolerance): the long-run ceiling lies below most
+    // of the zone.
+    assert!(truth < z90 + 0.25 * (z10 - z90) && (z90 + z10) / 2.0 / truth > 1.06);
+    assert!(t.narrowed * 10 >= t.trials * 9, "only {} of {} narrowed", t.narrowed, t.trials);
+    assert!(t.covered * 10 >= t.narrowed * 9, "coverage {}/{} < 90%", t.covered, t.narrowed);
+    assert!(t.zones * 10 >= t.trials * 9, "only {} of {} reported a zone", t.zones, t.trials);
+    assert!(t.zone_covered * 10 >= t.zones * 9, "zone coverage {}/{} < 90%", t.zone_covered, t.zones);
+    // Measured 2026-11-27: median 72 probes past the bracket — a long-run tail made by rare
+    // bursts needs them (docs/benchmarks/search.md); the bar is set just above so a regression
+    // shows.
+    assert!(t.median_past_bracket <= 80, "median {} probes past the bracket", t.median_past_bracket);
+}
+
+#[test]
+fn a_sharp_bursty_knee_narrows_within_ten_probes_past_the_bracket() {
+    // σ 0.15 per block: replicates disagree near the knee (a zone of a few percent), the search
+    // pools them and narrows to ±5% quickly.
+    let (t, _, _) = bursty_trials(0.15, 40);
+    assert!(t.narrowed * 10 >= t.trials * 9, "only {} of {} narrowed", t.narrowed, t.trials);
+    assert!(t.covered * 10 >= t.narrowed * 9, "coverage {}/{} < 90%", t.covered, t.narrowed);
+    assert!(t.median_past_bracket <= 10, "median {} probes past the bracket", t.median_past_bracket);
 }
 
 #[test]
@@ -760,3 +800,4 @@ fn the_bursty_models_pooled_truth_is_what_a_large_pool_of_its_probes_shows() {
         assert_eq!(m > 1.0, want_above, "{rate}: {m}");
     }
 }
+
