@@ -113,11 +113,11 @@ fn estimate(probes: &[ProbeVerdict], times: &[u32]) -> Option<f64> {
     }
 }
 
-/// The ratio of `a`'s ceiling to `b`'s (`ceil_a`, `ceil_b`: the searches' own estimates, `None`
-/// when a search has no interval) with its 95% interval from their probes; see the module doc.
+/// The ratio of `a`'s ceiling to `b`'s (each search's estimate with its 95% interval, `None`
+/// when it has none) with its 95% interval from their probes; see the module doc.
 pub fn pair_ratio(
-    a: (&str, &[ProbeVerdict], Option<f64>),
-    b: (&str, &[ProbeVerdict], Option<f64>),
+    a: (&str, &[ProbeVerdict], Option<(f64, f64, f64)>),
+    b: (&str, &[ProbeVerdict], Option<(f64, f64, f64)>),
     tolerance: f64,
     seed: u64,
 ) -> PairRatio {
@@ -140,52 +140,28 @@ pub fn pair_ratio(
         order: Order::NotComparable,
         tolerance,
     };
-    let (Some(ca), Some(cb)) = (a.2, b.2) else {
+    let (Some((ca, alo, ahi)), Some((cb, blo, bhi))) = (a.2, b.2) else {
         return out;
     };
     out.ratio = ca / cb;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut logs = Vec::with_capacity(DRAWS);
-    let mut failed = 0usize;
-    for _ in 0..DRAWS {
-        let (ta, tb) = if out.paired {
-            let mut per_round = vec![0u32; shared.len()];
-            for _ in 0..shared.len() {
-                per_round[rng.gen_range(0..shared.len())] += 1;
-            }
-            let t = |p: &[ProbeVerdict]| -> Vec<u32> {
-                p.iter()
-                    .map(|v| {
-                        shared
-                            .iter()
-                            .position(|&r| r == v.round)
-                            .map_or(0, |k| per_round[k])
-                    })
-                    .collect()
-            };
-            (t(a.1), t(b.1))
-        } else {
-            let mut t = |p: &[ProbeVerdict]| -> Vec<u32> {
-                let mut t = vec![0u32; p.len()];
-                for _ in 0..p.len() {
-                    t[rng.gen_range(0..p.len())] += 1;
-                }
-                t
-            };
-            (t(a.1), t(b.1))
-        };
-        match (estimate(a.1, &ta), estimate(b.1, &tb)) {
-            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => logs.push((x / y).ln()),
-            _ => failed += 1,
+    // Paired when there are rounds enough; when too many paired draws lose a bracket (a round
+    // holds most of one stack's failures), the probes are drawn independently instead.
+    let (lo, hi) = match draws(a.1, b.1, &shared, out.paired, seed) {
+        Some(mut logs) => {
+            logs.sort_by(f64::total_cmp);
+            let q = |p: f64| logs[((logs.len() as f64 - 1.0) * p).round() as usize].exp();
+            (q(0.025).min(out.ratio), q(0.975).max(out.ratio))
         }
-    }
-    if failed * 20 > DRAWS || logs.len() < 10 {
-        out.order = Order::Unresolved;
-        return out;
-    }
-    logs.sort_by(f64::total_cmp);
-    let q = |p: f64| logs[((logs.len() as f64 - 1.0) * p).round() as usize].exp();
-    let (lo, hi) = (q(0.025).min(out.ratio), q(0.975).max(out.ratio));
+        None => {
+            // Too few probes on one side of a crossing for draws to keep it: the two searches'
+            // own intervals, independent, their log half-widths added in quadrature.
+            out.paired = false;
+            let r = out.ratio.ln();
+            let down = ((ca / alo).ln().powi(2) + (bhi / cb).ln().powi(2)).sqrt();
+            let up = ((ahi / ca).ln().powi(2) + (cb / blo).ln().powi(2)).sqrt();
+            ((r - down).exp(), (r + up).exp())
+        }
+    };
     out.lo = Some(lo);
     out.hi = Some(hi);
     out.order = if lo > 1.0 {
@@ -200,15 +176,62 @@ pub fn pair_ratio(
     out
 }
 
+/// ln(ratio) of the two stacks' ceilings over bootstrap draws (rounds drawn with replacement when
+/// `paired`, else each stack's probes); `None` when more than 5% of the draws lose a bracket.
+fn draws(
+    a: &[ProbeVerdict],
+    b: &[ProbeVerdict],
+    shared: &[u32],
+    paired: bool,
+    seed: u64,
+) -> Option<Vec<f64>> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut logs = Vec::with_capacity(DRAWS);
+    let mut failed = 0usize;
+    for _ in 0..DRAWS {
+        let (ta, tb) = if paired {
+            let mut per_round = vec![0u32; shared.len()];
+            for _ in 0..shared.len() {
+                per_round[rng.gen_range(0..shared.len())] += 1;
+            }
+            let t = |p: &[ProbeVerdict]| -> Vec<u32> {
+                p.iter()
+                    .map(|v| {
+                        shared
+                            .iter()
+                            .position(|&r| r == v.round)
+                            .map_or(0, |k| per_round[k])
+                    })
+                    .collect()
+            };
+            (t(a), t(b))
+        } else {
+            let mut t = |p: &[ProbeVerdict]| -> Vec<u32> {
+                let mut t = vec![0u32; p.len()];
+                for _ in 0..p.len() {
+                    t[rng.gen_range(0..p.len())] += 1;
+                }
+                t
+            };
+            (t(a), t(b))
+        };
+        match (estimate(a, &ta), estimate(b, &tb)) {
+            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => logs.push((x / y).ln()),
+            _ => failed += 1,
+        }
+    }
+    (failed * 20 <= DRAWS && logs.len() >= 10).then_some(logs)
+}
+
 /// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
 /// probes, ceiling with an interval)`. Stacks without an interval come last, not comparable.
 pub fn rank(
-    stacks: &[(String, Vec<ProbeVerdict>, Option<f64>)],
+    stacks: &[(String, Vec<ProbeVerdict>, Option<(f64, f64, f64)>)],
     tolerance: f64,
 ) -> Vec<PairRatio> {
     let mut order: Vec<usize> = (0..stacks.len()).collect();
     order.sort_by(|&i, &j| {
-        let c = |k: usize| stacks[k].2.unwrap_or(f64::NEG_INFINITY);
+        let c = |k: usize| stacks[k].2.map_or(f64::NEG_INFINITY, |c| c.0);
         c(j).total_cmp(&c(i))
     });
     order

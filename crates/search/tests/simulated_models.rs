@@ -801,3 +801,68 @@ fn the_bursty_models_pooled_truth_is_what_a_large_pool_of_its_probes_shows() {
     }
 }
 
+
+#[test]
+fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
+    // Two noisy knees whose long-run ceilings differ by exactly ×1.1, searched in interleaved
+    // rounds of 4 probes (A B A B …); the ratio's 95% interval (paired by rounds when the draws
+    // keep both brackets, else from the two intervals) covers 1.1 in most trials and
+    // excludes 1 (A ranked above B) in most.
+    let (a, b) = (
+        Model::Noisy {
+            mu: 1320.0,
+            sigma: 0.15,
+        },
+        Model::Noisy {
+            mu: 1200.0,
+            sigma: 0.15,
+        },
+    );
+    let truth = a.truth(2.0, 8.0) / b.truth(2.0, 8.0);
+    let n = 20u64;
+    let (mut covered, mut ranked, mut compared) = (0, 0, 0);
+    for seed in 0..n {
+        let mut pa = plan();
+        pa.load.seed = seed * 7919;
+        let mut sa = ceiling_search::Search::new(&pa, &SearchOptions::default());
+        let mut sb = ceiling_search::Search::new(&pa, &SearchOptions::default());
+        let (mut ma, mut mb) = (Sim::new(a, seed), Sim::new(b, 1000 + seed));
+        for _ in 0..100 {
+            let da = sa.run_round(&mut ma, Some(4), &mut |_| {});
+            let db = sb.run_round(&mut mb, Some(4), &mut |_| {});
+            if da && db {
+                break;
+            }
+        }
+        let (oa, ob) = (sa.finish(None), sb.finish(None));
+        let stacks = vec![
+            (
+                "a".to_string(),
+                oa.probes.clone(),
+                oa.interval.as_ref().map(|i| (oa.ceiling_rps, i.lo, i.hi)),
+            ),
+            (
+                "b".to_string(),
+                ob.probes.clone(),
+                ob.interval.as_ref().map(|i| (ob.ceiling_rps, i.lo, i.hi)),
+            ),
+        ];
+        let r = ceiling_analyze::rank(&stacks, 0.05);
+        let p = &r[0];
+        if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+            compared += 1;
+
+            let ratio = if p.a == "a" { truth } else { 1.0 / truth };
+            if lo <= ratio && ratio <= hi {
+                covered += 1;
+            } else {
+                eprintln!("seed {seed}: ratio {ratio:.3} outside {}", p.describe());
+            }
+            ranked += usize::from(p.a == "a" && p.order == ceiling_analyze::Order::Higher);
+        }
+    }
+    eprintln!("ranking: {n} trials, {compared} compared, the ratio's interval covered ×{truth:.3} in {covered}, a ranked above b in {ranked}");
+    assert!(compared * 10 >= n as usize * 9, "only {compared} of {n} compared");
+    assert!(covered * 10 >= compared * 9, "coverage {covered}/{compared}");
+    assert!(ranked * 10 >= compared * 8, "ranked {ranked}/{compared}");
+}
