@@ -50,21 +50,22 @@ pub use closed::{
 pub use cost::{cost_table, CostRow, CostTable, HOURS_PER_YEAR};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
 pub use hist::{percentile_ms, Percentiles};
+pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use pool::{pooled_margin, LatencyCounts, LogHist, PooledHist, ProbeCounts};
 pub use pooled_fit::{
     pooled_interval, transition_zone, Group, IntervalMethod, Local, PooledFit, Sample,
     TransitionZone, LOCAL_BAND,
 };
-pub use ranking::{pair_ratio, rank, Order, PairRatio, MIN_PAIRED_ROUNDS};
-pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
+pub use ranking::{
+    pair_ratio, rank, CeilingCi, Order, PairRatio, Searched, SearchedRef, MIN_PAIRED_ROUNDS,
+};
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};
 pub use runtime::{runtime_analysis, runtime_window, tail_follows, RuntimeWindow, TailFollows};
 pub use search::{
     check_plan, confirm_plan, confirm_rate, fit_window_s, fmt_margin, margin_terms, observations,
-    samples, standard_window_s,
-    probe_accumulator, probe_criteria, probe_plan, Baseline, MarginTerm, ProbeKind, ProbeVerdict,
-    Recovery, SearchOutcome, SearchStatus, StopReason,
+    probe_accumulator, probe_criteria, probe_plan, samples, standard_window_s, Baseline,
+    MarginTerm, ProbeKind, ProbeVerdict, Recovery, SearchOutcome, SearchStatus, StopReason,
 };
 pub use settle::{is_settled, Settling, WarmupStep};
 pub use shelf::{

@@ -27,7 +27,9 @@ const NBUCKETS: usize = 2_200;
 pub struct LogHist(pub Vec<(u16, u64)>);
 
 fn bucket_of(us: u64) -> usize {
-    (((us.max(1)) as f64).ln() / STEP).round().clamp(0.0, (NBUCKETS - 1) as f64) as usize
+    (((us.max(1)) as f64).ln() / STEP)
+        .round()
+        .clamp(0.0, (NBUCKETS - 1) as f64) as usize
 }
 
 /// The value of a bucket, ms.
@@ -221,7 +223,11 @@ pub fn pooled_margin(probes: &[&ProbeCounts], times: &[u32]) -> (f64, String) {
             note(f64::INFINITY, "nothing completed");
         }
     }
-    let rate = if req > 0 { err as f64 / req as f64 } else { 0.0 };
+    let rate = if req > 0 {
+        err as f64 / req as f64
+    } else {
+        0.0
+    };
     note(
         if first.error_limit > 0.0 {
             rate / first.error_limit

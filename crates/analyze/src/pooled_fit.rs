@@ -163,7 +163,8 @@ fn groups(samples: &[Sample], times: &[u32]) -> Vec<Group> {
             .map(|&k| samples[k].weight * times[k] as f64)
             .sum();
         let n: usize = members.iter().map(|&k| times[k] as usize).sum();
-        let counts: Option<Vec<&ProbeCounts>> = members.iter().map(|&k| samples[k].counts).collect();
+        let counts: Option<Vec<&ProbeCounts>> =
+            members.iter().map(|&k| samples[k].counts).collect();
         let (y, term) = match counts {
             Some(c) => {
                 let t: Vec<u32> = members.iter().map(|&k| times[k]).collect();
@@ -246,8 +247,9 @@ impl PooledFit {
     /// fitted on), else the isotonic crossing.
     pub fn estimate(&self) -> Option<f64> {
         match &self.local {
-            Some(l) if l.crossing().ln() >= l.x_range.0 - EXTRAPOLATE
-                && l.crossing().ln() <= l.x_range.1 + EXTRAPOLATE =>
+            Some(l)
+                if l.crossing().ln() >= l.x_range.0 - EXTRAPOLATE
+                    && l.crossing().ln() <= l.x_range.1 + EXTRAPOLATE =>
             {
                 Some(l.crossing())
             }
@@ -361,9 +363,11 @@ fn fit_near(samples: &[Sample], times: &[u32], keep: impl Fn(&Sample) -> bool) -
         (ss, (sw - 2.0).max(1.0))
     };
     let sigma = (ss / sigma_df).sqrt();
-    let x_range = sel.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |r, &(i, _)| {
-        (r.0.min(x(i)), r.1.max(x(i)))
-    });
+    let x_range = sel
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |r, &(i, _)| {
+            (r.0.min(x(i)), r.1.max(x(i)))
+        });
     let (a_, z_) = (x_range.0 - EXTRAPOLATE, x_range.1 + EXTRAPOLATE);
     let model = Bursts::of(samples, times, &sel);
     let line = Line {
@@ -402,7 +406,9 @@ impl Local {
         let mut xs = Vec::with_capacity(LOCAL_DRAWS);
         let mut failed = 0;
         for _ in 0..LOCAL_DRAWS {
-            let chi2: f64 = (0..df.round() as usize).map(|_| normal(&mut rng).powi(2)).sum();
+            let chi2: f64 = (0..df.round() as usize)
+                .map(|_| normal(&mut rng).powi(2))
+                .sum();
             let s2 = ss / chi2.max(1e-12);
             let d = Line {
                 xbar,
@@ -476,13 +482,17 @@ fn quadrature() -> Vec<(f64, f64)> {
     nodes.into_iter().zip(w).map(|(z, w)| (z, w / sw)).collect()
 }
 
+/// One latency term of a probe: its limit (ms), its allowance (1 − percentile), and its values
+/// (ms, ascending) with the share of the window above each.
+type TermShape = (f64, f64, Vec<(f64, f64)>);
+
 /// One probe's window for the pooled model: per latency term its values (ms, ascending) with
 /// the share of the window above each, and its error and shortfall rates.
 struct ProbeShape {
     x: f64,
     y: f64,
     w: f64,
-    latency: Vec<(f64, f64, Vec<(f64, f64)>)>,
+    latency: Vec<TermShape>,
     err: f64,
     err_limit: f64,
     short: f64,
@@ -564,7 +574,12 @@ impl Bursts {
     /// over its allowance (latency terms: the share of requests over the limit).
     fn margin(&self, line: &Line, x: f64) -> f64 {
         let sw: f64 = self.probes.iter().map(|p| p.w).sum();
-        let nterms = self.probes.iter().map(|p| p.latency.len()).max().unwrap_or(0);
+        let nterms = self
+            .probes
+            .iter()
+            .map(|p| p.latency.len())
+            .max()
+            .unwrap_or(0);
         let mut worst = 0.0f64;
         for k in 0..nterms {
             let mut e = 0.0;
@@ -714,7 +729,10 @@ pub fn transition_zone(
     };
     let (lo, hi) = ends(ybar, b, sigma);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let (mut los, mut his) = (Vec::with_capacity(ZONE_DRAWS), Vec::with_capacity(ZONE_DRAWS));
+    let (mut los, mut his) = (
+        Vec::with_capacity(ZONE_DRAWS),
+        Vec::with_capacity(ZONE_DRAWS),
+    );
     for _ in 0..ZONE_DRAWS {
         let chi2: f64 = (0..df).map(|_| normal(&mut rng).powi(2)).sum();
         let s2 = ss / chi2.max(1e-12);
@@ -767,7 +785,12 @@ pub fn pooled_interval(samples: &[Sample], seed: u64) -> Option<CapacityInterval
         if let Some(g) = fit.groups.iter().find(|g| g.y > band && g.rate > estimate) {
             bhi = bhi.min(g.rate);
         }
-        if let Some(g) = fit.groups.iter().rev().find(|g| g.y < -band && g.rate < estimate) {
+        if let Some(g) = fit
+            .groups
+            .iter()
+            .rev()
+            .find(|g| g.y < -band && g.rate < estimate)
+        {
             blo = blo.max(g.rate);
         }
         // The isotonic bracket holds the truth of a quiet service whatever its curve.
@@ -862,13 +885,18 @@ mod tests {
     fn the_zone_brackets_where_single_probes_disagree() {
         // Single probes: ln margin = 10·ln(r/1000) + N(0, 0.5) (deterministic stand-ins). The
         // 90% → 10% points are at ln r = ±1.28·0.5/10 → 1000·e^∓0.064 = 938 … 1066.
-        let zs = [-1.2, 0.3, 0.8, -0.5, 1.1, -0.9, 0.1, -0.2, 0.6, -0.7, 1.4, -1.3];
+        let zs = [
+            -1.2, 0.3, 0.8, -0.5, 1.1, -0.9, 0.1, -0.2, 0.6, -0.7, 1.4, -1.3,
+        ];
         let rates = [900.0, 940.0, 970.0, 1000.0, 1030.0, 1060.0, 1100.0];
         let mut v = Vec::new();
         let mut k = 0;
         for _ in 0..3 {
             for r in rates {
-                v.push(s(r, (10.0 * (r / 1000.0f64).ln() + 0.5 * zs[k % zs.len()]).exp()));
+                v.push(s(
+                    r,
+                    (10.0 * (r / 1000.0f64).ln() + 0.5 * zs[k % zs.len()]).exp(),
+                ));
                 k += 1;
             }
         }

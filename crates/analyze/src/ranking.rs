@@ -15,6 +15,13 @@ use crate::search::{samples, ProbeVerdict};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+/// A search's ceiling with its 95% interval: (estimate, lo, hi), RPS.
+pub type CeilingCi = (f64, f64, f64);
+/// One stack as [`pair_ratio`] reads it: its name, its probes, its ceiling with an interval.
+pub type SearchedRef<'a> = (&'a str, &'a [ProbeVerdict], Option<CeilingCi>);
+/// One stack as [`rank`] reads it.
+pub type Searched = (String, Vec<ProbeVerdict>, Option<CeilingCi>);
+
 /// Fewest rounds with probes of both stacks for the paired bootstrap.
 pub const MIN_PAIRED_ROUNDS: usize = 4;
 /// Bootstrap draws.
@@ -86,10 +93,7 @@ impl PairRatio {
             Order::NotComparable => ", not comparable (a ceiling without an interval)".into(),
             _ => String::new(),
         };
-        format!(
-            "{} {op} {}: ×{:.2}{iv}{what}",
-            self.a, self.b, self.ratio
-        )
+        format!("{} {op} {}: ×{:.2}{iv}{what}", self.a, self.b, self.ratio)
     }
 }
 
@@ -115,12 +119,7 @@ fn estimate(probes: &[ProbeVerdict], times: &[u32]) -> Option<f64> {
 
 /// The ratio of `a`'s ceiling to `b`'s (each search's estimate with its 95% interval, `None`
 /// when it has none) with its 95% interval from their probes; see the module doc.
-pub fn pair_ratio(
-    a: (&str, &[ProbeVerdict], Option<(f64, f64, f64)>),
-    b: (&str, &[ProbeVerdict], Option<(f64, f64, f64)>),
-    tolerance: f64,
-    seed: u64,
-) -> PairRatio {
+pub fn pair_ratio(a: SearchedRef, b: SearchedRef, tolerance: f64, seed: u64) -> PairRatio {
     let rounds_of = |p: &[ProbeVerdict]| {
         let mut r: Vec<u32> = p.iter().map(|v| v.round).filter(|&r| r > 0).collect();
         r.sort();
@@ -225,10 +224,7 @@ fn draws(
 
 /// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
 /// probes, ceiling with an interval)`. Stacks without an interval come last, not comparable.
-pub fn rank(
-    stacks: &[(String, Vec<ProbeVerdict>, Option<(f64, f64, f64)>)],
-    tolerance: f64,
-) -> Vec<PairRatio> {
+pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
     let mut order: Vec<usize> = (0..stacks.len()).collect();
     order.sort_by(|&i, &j| {
         let c = |k: usize| stacks[k].2.map_or(f64::NEG_INFINITY, |c| c.0);
@@ -238,12 +234,7 @@ pub fn rank(
         .windows(2)
         .map(|w| {
             let (x, y) = (&stacks[w[0]], &stacks[w[1]]);
-            pair_ratio(
-                (&x.0, &x.1, x.2),
-                (&y.0, &y.1, y.2),
-                tolerance,
-                0x2A4C,
-            )
+            pair_ratio((&x.0, &x.1, x.2), (&y.0, &y.1, y.2), tolerance, 0x2A4C)
         })
         .collect()
 }

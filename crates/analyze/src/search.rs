@@ -186,11 +186,7 @@ impl ProbeVerdict {
             window_s: s.window.planned_kept_s.unwrap_or(s.window.kept_s),
             counts: Some(counts),
             round: 0,
-            top_cause: s
-                .attribution
-                .as_ref()
-                .and_then(|a| a.top())
-                .map(|t| t.kind),
+            top_cause: s.attribution.as_ref().and_then(|a| a.top()).map(|t| t.kind),
             disturbed: None,
         }
     }

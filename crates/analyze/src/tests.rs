@@ -677,14 +677,6 @@ trim_tail = "3s"
 min_window = "20s"
 "#;
 
-/// A passing probe at `rate` with a lengthened probe's 110-s window.
-fn long_pass_at(ok: &ProbeVerdict, rate: f64) -> ProbeVerdict {
-    let mut p = ok.clone();
-    p.rate = rate;
-    p.window_s = 110.0;
-    p
-}
-
 fn closed_plan() -> Plan {
     parse_plan(CLOSED, Path::new("c.toml")).unwrap()
 }
@@ -1028,7 +1020,11 @@ fn probes_for_the_search() {
         10.0,
     );
     let ri = revised.interval.as_ref().unwrap();
-    assert!(ri.hi <= conf.rate && revised.ceiling_rps < conf.rate, "{}", revised.describe());
+    assert!(
+        ri.hi <= conf.rate && revised.ceiling_rps < conf.rate,
+        "{}",
+        revised.describe()
+    );
     assert!(
         revised.describe().contains(&format!(
             "revised: the confirming shelf at {:.0} RPS failed",

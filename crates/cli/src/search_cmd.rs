@@ -593,7 +593,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
 /// The ranking of several searched stacks (empty for one): the ratio of each adjacent pair's
 /// ceilings, paired by rounds.
 fn ranking(stacks: &[StackAnalysis], tolerance: f64) -> Vec<ceiling_analyze::PairRatio> {
-    let searched: Vec<(String, Vec<ceiling_analyze::ProbeVerdict>, Option<(f64, f64, f64)>)> = stacks
+    let searched: Vec<ceiling_analyze::Searched> = stacks
         .iter()
         .filter_map(|a| {
             let s = a.search.as_ref()?;

@@ -33,9 +33,8 @@
 
 use ceiling_analyze::{
     capacity_noise, check_plan, confirm_plan, confirm_rate, observations, pooled_interval,
-    probe_plan, samples, Baseline, Bracket, IntervalMethod, PooledFit,
-    ProbeKind, ProbeVerdict, Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason,
-    Verdict,
+    probe_plan, samples, Baseline, Bracket, IntervalMethod, PooledFit, ProbeKind, ProbeVerdict,
+    Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason, Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
@@ -587,8 +586,14 @@ impl Searcher<'_> {
                 // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
                 let around = |centre: f64| {
                     let near = |r: f64| (r / centre - 1.0).abs() <= 3.0 * s.tolerance;
-                    let below = smp.iter().filter(|x| near(x.rate) && x.rate < centre).count();
-                    let above = smp.iter().filter(|x| near(x.rate) && x.rate >= centre).count();
+                    let below = smp
+                        .iter()
+                        .filter(|x| near(x.rate) && x.rate < centre)
+                        .count();
+                    let above = smp
+                        .iter()
+                        .filter(|x| near(x.rate) && x.rate >= centre)
+                        .count();
                     let d = if ((below + above) / 2) % 2 == 0 {
                         s.tolerance / 2.0
                     } else {
@@ -831,11 +836,10 @@ fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
         ceiling_plan::format_duration(s.plan.search.confirm)
     ));
     s.probe(lo, ProbeKind::Confirm)?;
-    let passed = s
-        .st
-        .probes
-        .last()
-        .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed());
+    let passed =
+        s.st.probes
+            .last()
+            .is_some_and(|p| p.kind == ProbeKind::Confirm && p.passed());
     if passed {
         s.st.confirmed = Some(lo);
     }

@@ -81,7 +81,9 @@ impl Model {
             // mixture's, like the bursty model's with one burst per probe.
             Model::Noisy { mu, sigma } => mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS),
             Model::Shed { c } => c / 0.99,
-            Model::Bursty { mu, sigma, .. } => mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS),
+            Model::Bursty { mu, sigma, .. } => {
+                mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS)
+            }
             Model::GenLimited { g } => g,
             Model::Wedge { c, .. } => c,
         }
@@ -182,7 +184,11 @@ impl ProbeRunner for Sim {
                         burst = (sigma * normal(&mut self.rng)).exp();
                     }
                     let rho = rate / mu;
-                    let p99 = if rho < 1.0 { 5.0 / (1.0 - rho) } else { 60_000.0 } * burst;
+                    let p99 = if rho < 1.0 {
+                        5.0 / (1.0 - rho)
+                    } else {
+                        60_000.0
+                    } * burst;
                     Sim::record(&mut s, r, p99, 5.0, Outcome::Ok);
                 }
                 Model::Knee { mu } | Model::Noisy { mu, .. } | Model::Stalls { mu, .. } => {
@@ -430,9 +436,16 @@ fn lengthening_probes_is_opt_in() {
             .count()
     };
     let with = lengthened(&p);
-    assert!(with >= 8, "only {with} of 10 trials lengthened with max_probe set");
+    assert!(
+        with >= 8,
+        "only {with} of 10 trials lengthened with max_probe set"
+    );
     p.search.max_probe = None;
-    assert_eq!(lengthened(&p), 0, "a search lengthened its probes without max_probe");
+    assert_eq!(
+        lengthened(&p),
+        0,
+        "a search lengthened its probes without max_probe"
+    );
 }
 
 #[test]
@@ -577,14 +590,14 @@ fn a_service_wedged_by_a_probe_ends_the_search_with_the_checks_why() {
     }
 }
 
-
 /// Φ, the standard normal CDF (Abramowitz–Stegun 7.1.26 through erf; error < 1.5e-7).
 fn phi(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.327_591_1 * z);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-z * z).exp();
     if x >= 0.0 {
         0.5 * (1.0 + erf)
@@ -609,9 +622,9 @@ fn bursty_pooled_v1(sigma: f64) -> f64 {
             .map(|q| 0.05 * (1.0 - phi((v / q).ln() / sigma)))
             .sum()
     };
-    let (mut lo, mut hi) = (0.01, 1000.0);
+    let (mut lo, mut hi) = (0.01f64, 1000.0f64);
     for _ in 0..200 {
-        let mid = (lo * hi as f64).sqrt();
+        let mid = (lo * hi).sqrt();
         if tail(mid) > 0.01 {
             lo = mid;
         } else {
@@ -711,7 +724,10 @@ fn bursty_trials(sigma: f64, n: u64) -> (BurstyTally, f64, (f64, f64)) {
             if i.lo <= truth && truth <= i.hi {
                 t.covered += 1;
             } else {
-                eprintln!("σ {sigma} seed {seed}: truth {truth:.1} outside {}", out.describe());
+                eprintln!(
+                    "σ {sigma} seed {seed}: truth {truth:.1} outside {}",
+                    out.describe()
+                );
             }
         }
         if let Some(z) = &i.zone {
@@ -719,7 +735,10 @@ fn bursty_trials(sigma: f64, n: u64) -> (BurstyTally, f64, (f64, f64)) {
             if z.outer_lo <= z90 && z10 <= z.outer_hi {
                 t.zone_covered += 1;
             } else {
-                eprintln!("σ {sigma} seed {seed}: zone {z90:.0}–{z10:.0} outside {}", z.describe());
+                eprintln!(
+                    "σ {sigma} seed {seed}: zone {z90:.0}–{z10:.0} outside {}",
+                    z.describe()
+                );
             }
         }
     }
@@ -747,14 +766,38 @@ fn a_bursty_knee_pools_to_the_long_run_ceiling_far_below_where_single_probes_pas
     // The two are far apart (more than the ±5% tolerance): the long-run ceiling lies below most
     // of the zone.
     assert!(truth < z90 + 0.25 * (z10 - z90) && (z90 + z10) / 2.0 / truth > 1.06);
-    assert!(t.narrowed * 10 >= t.trials * 9, "only {} of {} narrowed", t.narrowed, t.trials);
-    assert!(t.covered * 10 >= t.narrowed * 9, "coverage {}/{} < 90%", t.covered, t.narrowed);
-    assert!(t.zones * 10 >= t.trials * 9, "only {} of {} reported a zone", t.zones, t.trials);
-    assert!(t.zone_covered * 10 >= t.zones * 9, "zone coverage {}/{} < 90%", t.zone_covered, t.zones);
+    assert!(
+        t.narrowed * 10 >= t.trials * 9,
+        "only {} of {} narrowed",
+        t.narrowed,
+        t.trials
+    );
+    assert!(
+        t.covered * 10 >= t.narrowed * 9,
+        "coverage {}/{} < 90%",
+        t.covered,
+        t.narrowed
+    );
+    assert!(
+        t.zones * 10 >= t.trials * 9,
+        "only {} of {} reported a zone",
+        t.zones,
+        t.trials
+    );
+    assert!(
+        t.zone_covered * 10 >= t.zones * 9,
+        "zone coverage {}/{} < 90%",
+        t.zone_covered,
+        t.zones
+    );
     // Measured 2026-11-27: median 72 probes past the bracket — a long-run tail made by rare
     // bursts needs them (docs/benchmarks/search.md); the bar is set just above so a regression
     // shows.
-    assert!(t.median_past_bracket <= 80, "median {} probes past the bracket", t.median_past_bracket);
+    assert!(
+        t.median_past_bracket <= 80,
+        "median {} probes past the bracket",
+        t.median_past_bracket
+    );
 }
 
 #[test]
@@ -762,9 +805,23 @@ fn a_sharp_bursty_knee_narrows_within_ten_probes_past_the_bracket() {
     // σ 0.15 per block: replicates disagree near the knee (a zone of a few percent), the search
     // pools them and narrows to ±5% quickly.
     let (t, _, _) = bursty_trials(0.15, 40);
-    assert!(t.narrowed * 10 >= t.trials * 9, "only {} of {} narrowed", t.narrowed, t.trials);
-    assert!(t.covered * 10 >= t.narrowed * 9, "coverage {}/{} < 90%", t.covered, t.narrowed);
-    assert!(t.median_past_bracket <= 10, "median {} probes past the bracket", t.median_past_bracket);
+    assert!(
+        t.narrowed * 10 >= t.trials * 9,
+        "only {} of {} narrowed",
+        t.narrowed,
+        t.trials
+    );
+    assert!(
+        t.covered * 10 >= t.narrowed * 9,
+        "coverage {}/{} < 90%",
+        t.covered,
+        t.narrowed
+    );
+    assert!(
+        t.median_past_bracket <= 10,
+        "median {} probes past the bracket",
+        t.median_past_bracket
+    );
 }
 
 #[test]
@@ -796,11 +853,12 @@ fn the_bursty_models_pooled_truth_is_what_a_large_pool_of_its_probes_shows() {
             .collect();
         let refs: Vec<_> = counts.iter().collect();
         let (m, _) = ceiling_analyze::pooled_margin(&refs, &vec![1; refs.len()]);
-        eprintln!("bursty at {rate:.0} RPS (truth {truth:.1}): pooled margin of 3000 probes {m:.3}");
+        eprintln!(
+            "bursty at {rate:.0} RPS (truth {truth:.1}): pooled margin of 3000 probes {m:.3}"
+        );
         assert_eq!(m > 1.0, want_above, "{rate}: {m}");
     }
 }
-
 
 #[test]
 fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
@@ -862,7 +920,13 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
         }
     }
     eprintln!("ranking: {n} trials, {compared} compared, the ratio's interval covered ×{truth:.3} in {covered}, a ranked above b in {ranked}");
-    assert!(compared * 10 >= n as usize * 9, "only {compared} of {n} compared");
-    assert!(covered * 10 >= compared * 9, "coverage {covered}/{compared}");
+    assert!(
+        compared * 10 >= n as usize * 9,
+        "only {compared} of {n} compared"
+    );
+    assert!(
+        covered * 10 >= compared * 9,
+        "coverage {covered}/{compared}"
+    );
     assert!(ranked * 10 >= compared * 8, "ranked {ranked}/{compared}");
 }
