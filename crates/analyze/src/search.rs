@@ -633,7 +633,7 @@ pub struct SearchOutcome {
 impl SearchOutcome {
     /// Concludes a search from its probes: every probe at one rate pooled into one window (checks,
     /// invalid and disturbed probes left out), the ceiling and its interval from the pooled fit
-    /// ([`crate::pooled_fit`]), the transition zone of single probes, and — so that a result never
+    /// ([`crate::PooledFit`]), the transition zone of single probes, and — so that a result never
     /// contradicts its own evidence — a confirming shelf that failed bounds the ceiling below its
     /// rate.
     pub fn conclude(

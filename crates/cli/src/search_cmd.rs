@@ -55,8 +55,8 @@ pub struct SearchArgs {
     /// SLO override, e.g. `p99<=350ms,p95<=200ms,errors<1%`.
     #[arg(long)]
     pub slo: Option<String>,
-    /// Probes at each end of the final bracket, with fresh seeds, before the interval may be
-    /// called narrow (default: the plan's search.repeat).
+    /// Probes at each end of the final bracket, with fresh seeds, before a cliff's interval may be
+    /// called narrow (default: the plan's search.repeat; a knee with a local model needs none).
     #[arg(long)]
     pub repeat: Option<u32>,
     /// Time budget per stack (default: the plan's search.max_time).
@@ -374,7 +374,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     // a stack died, or a part of the stand (PostgreSQL, PgBouncer) exited, under one of the probes
     let mut halted = false;
     eprintln!(
-        "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then narrowed on the fitted SLO margin until the 95% interval is within ±{}% with {} probes at each end; confirm {}; budget {} per stack",
+        "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then placed around the pooled estimate (probes at one rate pool into one window) until the long-run ceiling's 95% interval is within ±{}% (a cliff: {} probes at each end of the bracket); confirm {}; budget {} per stack",
         plan.name,
         dir.display(),
         plan.slo.describe(),

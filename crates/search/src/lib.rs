@@ -6,23 +6,27 @@
 //! 1. **Baseline.** A short check at a low rate records the service's unloaded latency.
 //! 2. **Bracket.** Probes grow the rate (×`growth`) until one fails (or shrink it until one
 //!    passes).
-//! 3. **Narrow.** The next rate is where the isotonic fit of all probes' log margins crosses 1,
-//!    kept inside the middle 60% of the bracket so the bracket always shrinks (a safeguarded
-//!    regula falsi: fast on a smooth knee, never slower than bisection on a cliff).
-//! 4. **Replicate.** Once the bracket is narrow, its two ends are probed again with fresh seeds
-//!    until each has `repeat` probes; the bootstrap interval (`ceiling_analyze::capacity_interval`)
-//!    then includes the service's own noise. The loop stops when the interval's half-width is
-//!    within `tolerance` of the estimate, or the budget ends — the outcome says which.
-//! 5. **Lengthen when probes disagree.** When repeated probes at rates near the crossing differ
-//!    by more than a factor of ~1.65 (pooled σ of `ln(margin)` > [`LENGTHEN_SIGMA`] over at least
-//!    [`LENGTHEN_MIN_DF`] degrees of freedom) and the interval is still wide, a short window's p99
-//!    is mostly luck (whether it caught one of the service's stalls). The probes are lengthened
-//!    ×3 (up to `search.max_probe`: by default the confirming shelf's length) and the fit restarts
-//!    from the long probes only, first near the short probes' crossing and within their bracket;
-//!    the short probes stay in the record.
-//! 6. **Confirm.** When `search.confirm` is set, a full-length shelf at the interval's lower end
-//!    must pass; a failing confirmation is one more (longer) measurement of the margin, and the
-//!    search goes on below it.
+//! 3. **Narrow.** A bracket wider than ±`tolerance` is narrowed at the pooled estimate, kept
+//!    inside its middle 60% (a safeguarded regula falsi: fast on a smooth knee, never slower than
+//!    bisection on a cliff).
+//! 4. **Pool.** Probes at one rate are one longer window (`ceiling_analyze::pooled_margin`); near
+//!    the crossing a local model (`ceiling_analyze::PooledFit`) gives the rate where the SLO holds
+//!    over the long run, its 95% interval and the transition zone of single probes. Probes go
+//!    alternately just below and just above the estimate, on a grid of `tolerance`/2 so they
+//!    pool; a cliff (no local model) replicates the bracket's ends until each has `repeat`
+//!    probes. The loop stops when the interval's half-width is within `tolerance` of the
+//!    estimate, or the budget ends — the outcome says which. Disagreeing replicates are the
+//!    knee's transition zone, not noise to be averaged away.
+//! 5. **Lengthen, when asked.** With `search.max_probe` above `search.probe`, probes are
+//!    lengthened ×3 when replicates near the crossing differ by more than ~×1.65 (σ of
+//!    `ln(margin)` > [`LENGTHEN_SIGMA`] over at least [`LENGTHEN_MIN_DF`] degrees of freedom) and
+//!    the interval is still wide; longer probes pool with the weight of their length.
+//! 6. **Confirm.** When `search.confirm` is set, a full-length shelf at the interval's lower end;
+//!    it pools with the probes, and one that fails revises the result below its rate.
+//!
+//! **Disturbed probes.** A failure the attribution lays on the environment (a host stall, the
+//! generator, PostgreSQL unreachable) is kept as disturbed, left out of the fit and re-run after
+//! recovery, at most [`MAX_DISTURBED`] times.
 //!
 //! **Recovery.** After a probe that failed or was invalid, no probe runs until low-rate checks
 //! see baseline latency again (bounded by `search.recovery_max`, each wait recorded): a probe never
