@@ -103,11 +103,7 @@ fn estimate(probes: &[ProbeVerdict], times: &[u32]) -> Option<f64> {
     let kept: Vec<u32> = probes
         .iter()
         .zip(times)
-        .filter(|(p, _)| {
-            p.kind != crate::search::ProbeKind::Check
-                && p.verdict != crate::verdict::Verdict::Invalid
-                && p.disturbed.is_none()
-        })
+        .filter(|(p, _)| p.pooled())
         .map(|(_, &t)| t)
         .collect();
     let fit = PooledFit::drawn(&smp, &kept);

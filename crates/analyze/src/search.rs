@@ -190,6 +190,21 @@ impl ProbeVerdict {
             disturbed: None,
         }
     }
+    /// Whether the pooled fit uses this probe: not a check, not invalid, not disturbed.
+    pub fn pooled(&self) -> bool {
+        self.kind != ProbeKind::Check
+            && self.verdict != Verdict::Invalid
+            && self.disturbed.is_none()
+    }
+    /// The margin the fit uses: a failed shelf is over the SLO even when its margin terms do not
+    /// show why.
+    pub fn fit_margin(&self) -> f64 {
+        if self.failed() {
+            self.margin.max(1.0 + 1e-9)
+        } else {
+            self.margin
+        }
+    }
     /// The environment, not the service, made this probe fail: the attribution's top cause is a
     /// host stall, the generator or PostgreSQL unreachable. Such a probe is re-run, not pooled.
     pub fn environment_cause(&self) -> Option<crate::attribution::CauseKind> {
@@ -861,16 +876,10 @@ pub fn samples(probes: &[ProbeVerdict]) -> Vec<Sample<'_>> {
     let base = standard_window_s(probes);
     probes
         .iter()
-        .filter(|p| {
-            p.kind != ProbeKind::Check && p.verdict != Verdict::Invalid && p.disturbed.is_none()
-        })
+        .filter(|p| p.pooled())
         .map(|p| Sample {
             rate: p.rate,
-            margin: if p.failed() {
-                p.margin.max(1.0 + 1e-9)
-            } else {
-                p.margin
-            },
+            margin: p.fit_margin(),
             counts: p.counts.as_ref(),
             weight: if base > 0.0 && p.window_s > 0.0 {
                 p.window_s / base
@@ -926,12 +935,7 @@ pub fn observations(probes: &[ProbeVerdict]) -> Vec<Observation> {
         .filter(|p| p.window_s >= w)
         .map(|p| Observation {
             rate: p.rate,
-            margin: if p.failed() {
-                // A failed shelf is over the SLO even when its margin terms do not show why.
-                p.margin.max(1.0 + 1e-9)
-            } else {
-                p.margin
-            },
+            margin: p.fit_margin(),
         })
         .collect()
 }

@@ -673,6 +673,25 @@ struct BurstyTally {
     median_past_bracket: usize,
 }
 
+impl BurstyTally {
+    /// At least 90% of the trials narrowed, and the interval covered the truth in at least 90% of
+    /// those.
+    fn assert_narrowed_and_covered(&self) {
+        assert!(
+            self.narrowed * 10 >= self.trials * 9,
+            "only {} of {} narrowed",
+            self.narrowed,
+            self.trials
+        );
+        assert!(
+            self.covered * 10 >= self.narrowed * 9,
+            "coverage {}/{} < 90%",
+            self.covered,
+            self.narrowed
+        );
+    }
+}
+
 /// Searches the bursty knee (`sigma` per 8-s block) over `n` seeded trials (`SIM_TRIALS`
 /// overrides; `SIM_SHOW_SEED` prints one search) and counts how often the interval covers the
 /// long-run ceiling and the zone's outer bounds cover the true 90% → 10% band.
@@ -766,18 +785,7 @@ fn a_bursty_knee_pools_to_the_long_run_ceiling_far_below_where_single_probes_pas
     // The two are far apart (more than the ±5% tolerance): the long-run ceiling lies below most
     // of the zone.
     assert!(truth < z90 + 0.25 * (z10 - z90) && (z90 + z10) / 2.0 / truth > 1.06);
-    assert!(
-        t.narrowed * 10 >= t.trials * 9,
-        "only {} of {} narrowed",
-        t.narrowed,
-        t.trials
-    );
-    assert!(
-        t.covered * 10 >= t.narrowed * 9,
-        "coverage {}/{} < 90%",
-        t.covered,
-        t.narrowed
-    );
+    t.assert_narrowed_and_covered();
     assert!(
         t.zones * 10 >= t.trials * 9,
         "only {} of {} reported a zone",
@@ -791,7 +799,7 @@ fn a_bursty_knee_pools_to_the_long_run_ceiling_far_below_where_single_probes_pas
         t.zones
     );
     // Measured 2026-11-27: median 72 probes past the bracket — a long-run tail made by rare
-    // bursts needs them (docs/benchmarks/search.md); the bar is set just above so a regression
+    // bursts needs them (docs/benchmarks.md §34); the bar is set just above so a regression
     // shows.
     assert!(
         t.median_past_bracket <= 80,
@@ -805,18 +813,7 @@ fn a_sharp_bursty_knee_narrows_within_ten_probes_past_the_bracket() {
     // σ 0.15 per block: replicates disagree near the knee (a zone of a few percent), the search
     // pools them and narrows to ±5% quickly.
     let (t, _, _) = bursty_trials(0.15, 40);
-    assert!(
-        t.narrowed * 10 >= t.trials * 9,
-        "only {} of {} narrowed",
-        t.narrowed,
-        t.trials
-    );
-    assert!(
-        t.covered * 10 >= t.narrowed * 9,
-        "coverage {}/{} < 90%",
-        t.covered,
-        t.narrowed
-    );
+    t.assert_narrowed_and_covered();
     assert!(
         t.median_past_bracket <= 10,
         "median {} probes past the bracket",
