@@ -813,9 +813,17 @@ pub fn pooled_interval(samples: &[Sample], seed: u64) -> Option<CapacityInterval
             revised: None,
         });
     }
-    // No local model: the isotonic bootstrap over the pooled groups, each group as many
-    // observations as the probe-lengths it pooled (so replicates count as before pooling).
-    let obs: Vec<Observation> = fit
+    // No local model: the isotonic bootstrap over the probes' own margins (as before pooling),
+    // else — when those do not bracket although the pooled groups do — over the groups, each as
+    // many observations as the probe-lengths it pooled.
+    let singles: Vec<Observation> = samples
+        .iter()
+        .map(|s| Observation {
+            rate: s.rate,
+            margin: s.margin,
+        })
+        .collect();
+    let groups: Vec<Observation> = fit
         .groups
         .iter()
         .flat_map(|g| {
@@ -828,6 +836,11 @@ pub fn pooled_interval(samples: &[Sample], seed: u64) -> Option<CapacityInterval
             )
         })
         .collect();
+    let obs = if capacity::interval(&singles, seed).is_some() {
+        singles
+    } else {
+        groups
+    };
     let mut i = capacity::interval(&obs, seed)?;
     // The bootstrap's estimate is the probes' isotonic crossing; keep the pooled one.
     i.estimate = estimate.clamp(i.lo, i.hi);
