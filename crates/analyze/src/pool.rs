@@ -15,8 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Width of a [`LogHist`] bucket: ln(1.01), so a bucket spans 1% of its value.
 pub const LOG_STEP: f64 = 0.009_950_330_853_168_083;
-const STEP: f64 = LOG_STEP;
-/// Buckets from 1 µs to 1 h (ln(3.6e9) / STEP ≈ 2,196).
+/// Buckets from 1 µs to 1 h (ln(3.6e9) / LOG_STEP ≈ 2,196).
 const NBUCKETS: usize = 2_200;
 
 /// A latency histogram in log buckets 1% wide, stored sparsely as `(bucket, count)` ascending:
@@ -27,7 +26,7 @@ const NBUCKETS: usize = 2_200;
 pub struct LogHist(pub Vec<(u16, u64)>);
 
 fn bucket_of(us: u64) -> usize {
-    (((us.max(1)) as f64).ln() / STEP)
+    (((us.max(1)) as f64).ln() / LOG_STEP)
         .round()
         .clamp(0.0, (NBUCKETS - 1) as f64) as usize
 }
@@ -38,7 +37,7 @@ pub fn bucket_ms(bucket: usize) -> f64 {
 }
 
 fn value_ms(bucket: usize) -> f64 {
-    (bucket as f64 * STEP).exp() / 1000.0
+    (bucket as f64 * LOG_STEP).exp() / 1000.0
 }
 
 impl LogHist {

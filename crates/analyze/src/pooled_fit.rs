@@ -107,10 +107,6 @@ pub struct Local {
     pub b: f64,
     /// ln of the rate where the pooled SLO just holds.
     pub x0: f64,
-    /// Unused (the interval is [`Local::interval`]).
-    pub lo: f64,
-    /// Unused.
-    pub hi: f64,
     /// σ of one probe's ln(margin) around the slope.
     pub sigma: f64,
     /// Probes in the model (counting draws).
@@ -380,8 +376,6 @@ fn fit_near(samples: &[Sample], times: &[u32], keep: impl Fn(&Sample) -> bool) -
     Some(Local {
         b,
         x0,
-        lo: f64::NAN,
-        hi: f64::NAN,
         sigma,
         n,
         x_range,
@@ -687,14 +681,8 @@ fn normal(rng: &mut impl Rng) -> f64 {
 
 /// The transition zone of the standard probes near the crossing (groups within ×/÷
 /// [`LOCAL_BAND`] of 1, and at least 4 probes), `None` without one; `probe_s` is their length.
-pub fn transition_zone(
-    samples: &[Sample],
-    fit: &PooledFit,
-    probe_s: f64,
-    seed: u64,
-) -> Option<TransitionZone> {
+pub fn transition_zone(samples: &[Sample], probe_s: f64, seed: u64) -> Option<TransitionZone> {
     let band = LOCAL_BAND.ln();
-    let _ = fit;
     let pts: Vec<(f64, f64)> = samples
         .iter()
         .filter(|s| s.standard && ln_margin(s.margin).abs() <= band)
@@ -836,12 +824,7 @@ pub fn pooled_interval(samples: &[Sample], seed: u64) -> Option<CapacityInterval
             )
         })
         .collect();
-    let obs = if capacity::interval(&singles, seed).is_some() {
-        singles
-    } else {
-        groups
-    };
-    let mut i = capacity::interval(&obs, seed)?;
+    let mut i = capacity::interval(&singles, seed).or_else(|| capacity::interval(&groups, seed))?;
     // The bootstrap's estimate is the probes' isotonic crossing; keep the pooled one.
     i.estimate = estimate.clamp(i.lo, i.hi);
     i.bracket_lo = lo;
@@ -913,8 +896,7 @@ mod tests {
                 k += 1;
             }
         }
-        let f = PooledFit::of(&v);
-        let z = transition_zone(&v, &f, 20.0, 3).unwrap();
+        let z = transition_zone(&v, 20.0, 3).unwrap();
         assert!(z.lo < 1000.0 && z.hi > 1000.0, "{z:?}");
         assert!(z.outer_lo <= 938.0 && z.outer_hi >= 1066.0, "{z:?}");
         assert!(z.describe().contains("single 20-s probes"));

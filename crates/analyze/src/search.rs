@@ -663,7 +663,7 @@ impl SearchOutcome {
         let fit = PooledFit::of(&smp);
         let mut interval = pooled_interval(&smp, 0x5EED);
         if let Some(i) = interval.as_mut() {
-            i.zone = transition_zone(&smp, &fit, standard_window_s(&probes), 0x20E5);
+            i.zone = transition_zone(&smp, standard_window_s(&probes), 0x20E5);
             revise_by_confirms(i, &probes);
         }
         let (status, ceiling) = match (&interval, fit.bracket()) {
