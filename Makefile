@@ -37,12 +37,15 @@ test: setup test-rust test-stacks test-conformance
 
 # Lints first (seconds), then every Rust test. Formatting, clippy and rustdoc all deny warnings.
 test-rust: lint-rust
-	CEILING_REQUIRE_BROWSER=1 $(CARGO) test --release --locked --workspace
+	@t0=$$(date +%s); CEILING_REQUIRE_BROWSER=1 $(CARGO) test --release --locked --workspace; rc=$$?; \
+	  echo "== test-rust: $$(( $$(date +%s) - t0 )) s (build and run)"; exit $$rc
 
 lint-rust:
-	$(CARGO) fmt --all --check
-	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --locked --no-deps --workspace
+	@t0=$$(date +%s); set -e; \
+	  $(CARGO) fmt --all --check; \
+	  $(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings; \
+	  RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --locked --no-deps --workspace; \
+	  echo "== lint-rust: $$(( $$(date +%s) - t0 )) s"
 
 test-stacks:
 	cd stacks/go-pgx && go vet ./... && go test ./...
@@ -50,10 +53,11 @@ test-stacks:
 
 # `ceiling verify` on every stack but go-pgx (which test-rust verifies): N passed, M failed each.
 test-conformance: build
-	@scripts/setup.sh jvm
-	@scripts/setup.sh stacks
-	cd stacks/fastapi-asyncpg && ./build.sh && .venv/bin/python -m unittest discover -s tests
-	@$(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"
+	@t0=$$(date +%s); set -e; \
+	  scripts/setup.sh jvm; scripts/setup.sh stacks; \
+	  (cd stacks/fastapi-asyncpg && ./build.sh && .venv/bin/python -m unittest discover -s tests); \
+	  $(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"; \
+	  echo "== test-conformance: $$(( $$(date +%s) - t0 )) s"
 
 test-jvm: build
 	@scripts/setup.sh jvm
@@ -62,8 +66,9 @@ test-jvm: build
 verify-stacks:
 	@mkdir -p .ceiling; set -e; for s in $(STACKS); do \
 	  echo "== ceiling verify $$s"; \
+	  t1=$$(date +%s); \
 	  $(BIN) verify $$s > .ceiling/verify-$$s.txt 2>&1 || { tail -40 .ceiling/verify-$$s.txt; echo "verify $$s: FAILED"; exit 1; }; \
-	  grep -E "^[0-9]+ passed, [0-9]+ failed" .ceiling/verify-$$s.txt | tail -1; \
+	  echo "$$(grep -E "^[0-9]+ passed, [0-9]+ failed" .ceiling/verify-$$s.txt | tail -1) ($$(( $$(date +%s) - t1 )) s, build included)"; \
 	done
 
 # Generator efficiency against wrk on a local nginx (results go to docs/benchmarks.md by hand).

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 mod attribution;
+mod boxbound;
 mod capacity;
 mod closed;
 mod cost;
@@ -39,6 +40,7 @@ pub use attribution::{
     attribute, attribute_analysis, context_of, over_slo_estimate, stack_exited, Attribution,
     AttributionContext, Cause, CauseKind, Freeze, MIN_SCORE,
 };
+pub use boxbound::{box_bound, box_bound_shelf, box_load, BoxLoad, BOX_BUSY, OWN_QUOTA};
 pub use capacity::{
     interval as capacity_interval, isotonic, noise as capacity_noise, Bracket, CapacityInterval,
     Fit, Knee, Observation, CLIFF_RATIO,

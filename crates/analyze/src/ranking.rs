@@ -70,6 +70,10 @@ impl PairRatio {
     /// `go-pgx > ktor-jdbc: ×1.32 (95% CI 1.21–1.44, paired over 6 rounds)`.
     pub fn describe(&self) -> String {
         let iv = match (self.lo, self.hi) {
+            (Some(lo), None) => format!(
+                " (≥ ×{lo:.2}: {}'s lower bound is above {}'s whole interval)",
+                self.a, self.b
+            ),
             (Some(lo), Some(hi)) => format!(
                 " (95% CI {lo:.2}–{hi:.2}, {})",
                 if self.paired {
@@ -219,18 +223,43 @@ fn draws(
 }
 
 /// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
-/// probes, ceiling with an interval)`. Stacks without an interval come last, not comparable.
+/// probes, ceiling with an interval)`. A stack without an interval is placed by its lower bound
+/// (the highest rate a pooled probe passed): above a neighbour's whole interval it is ranked
+/// higher (the ratio then a lower bound), else not comparable.
 pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
+    // What is known of a ceiling without an interval: a lower bound, the highest rate a pooled
+    // probe passed (a search that ended generator-bound, or that nothing above failed).
+    let lower = |k: usize| -> Option<f64> {
+        stacks[k]
+            .1
+            .iter()
+            .filter(|p| p.pooled() && p.passed())
+            .map(|p| p.rate)
+            .reduce(f64::max)
+    };
+    let key = |k: usize| {
+        stacks[k]
+            .2
+            .map(|c| c.0)
+            .or_else(|| lower(k))
+            .unwrap_or(f64::NEG_INFINITY)
+    };
     let mut order: Vec<usize> = (0..stacks.len()).collect();
-    order.sort_by(|&i, &j| {
-        let c = |k: usize| stacks[k].2.map_or(f64::NEG_INFINITY, |c| c.0);
-        c(j).total_cmp(&c(i))
-    });
+    order.sort_by(|&i, &j| key(j).total_cmp(&key(i)));
     order
         .windows(2)
         .map(|w| {
             let (x, y) = (&stacks[w[0]], &stacks[w[1]]);
-            pair_ratio((&x.0, &x.1, x.2), (&y.0, &y.1, y.2), tolerance, 0x2A4C)
+            let mut p = pair_ratio((&x.0, &x.1, x.2), (&y.0, &y.1, y.2), tolerance, 0x2A4C);
+            // a lower bound above the other's whole interval proves the order (not the ratio)
+            if let (None, Some((cy, _, hy)), Some(lx)) = (x.2, y.2, lower(w[0])) {
+                p.ratio = lx / cy;
+                if lx > hy {
+                    p.order = Order::Higher;
+                    p.lo = Some(lx / hy);
+                }
+            }
+            p
         })
         .collect()
 }

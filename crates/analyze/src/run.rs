@@ -633,6 +633,41 @@ impl StackAnalysis {
         a
     }
 
+    /// Says, as a [`WarningKind::BoxBound`] warning, when this stack's search ceiling is the
+    /// box's rather than the stack's ([`crate::box_bound`]): the parts shared the machine
+    /// (`placement`) and used nearly all of it where the stack failed, the stack below its CPU
+    /// quota `stack_quota` (cores); for a stepped run, the shelf that failed after the ceiling.
+    /// Does nothing when the figures do not say.
+    pub fn note_placement(
+        &mut self,
+        placement: &ceiling_metrics::Placement,
+        stack_quota: Option<f64>,
+    ) {
+        let cpus = placement.cpus.len();
+        let us = self.ceiling.cpu_us_per_request;
+        let said = match &self.search {
+            Some(o) => crate::box_bound(
+                &o.probes,
+                o.ceiling_rps,
+                cpus,
+                placement.shared,
+                stack_quota,
+                us,
+            ),
+            // a stepped run: the shelf that failed after the ceiling
+            None => self
+                .ceiling
+                .failed_after
+                .and_then(|i| self.shelves.iter().find(|s| s.shelf == i))
+                .and_then(|s| crate::box_bound_shelf(s, cpus, placement.shared, stack_quota, us)),
+        };
+        self.warnings.retain(|w| w.kind != WarningKind::BoxBound);
+        if let Some(message) = said {
+            self.warnings
+                .push(Warning::new(WarningKind::BoxBound, message));
+        }
+    }
+
     /// The shelf the ceiling came from (open model).
     pub fn ceiling_shelf(&self) -> Option<&ShelfResult> {
         match self.model {

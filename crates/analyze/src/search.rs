@@ -149,6 +149,10 @@ pub struct ProbeVerdict {
     /// database unreachable) and left out of the fit, re-run after recovery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed: Option<String>,
+    /// PostgreSQL's mean CPU in the kept window (PgBouncer's added when there is one), % of one
+    /// core, when sampled: with the stack's and the generator's, what the box's parts took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_cpu_pct: Option<f64>,
 }
 
 impl ProbeVerdict {
@@ -188,6 +192,10 @@ impl ProbeVerdict {
             round: 0,
             top_cause: s.attribution.as_ref().and_then(|a| a.top()).map(|t| t.kind),
             disturbed: None,
+            postgres_cpu_pct: s
+                .postgres
+                .as_ref()
+                .map(|w| w.cpu_pct_mean + s.pgbouncer.as_ref().map_or(0.0, |b| b.cpu_pct_mean)),
         }
     }
     /// Whether the pooled fit uses this probe: not a check, not invalid, not disturbed.

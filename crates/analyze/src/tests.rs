@@ -1249,3 +1249,152 @@ fn a_stack_that_exits_is_the_first_cause_of_the_shelf_it_cut_short() {
         "hold 200 passed before the exit"
     );
 }
+
+/// A failed probe at `rate` whose parts took `stack`, `pg` and `generator` % of one core.
+fn failed_probe_with_load(rate: f64, stack: f64, pg: f64, generator: f64) -> ProbeVerdict {
+    let pp = probe_plan(&open_plan(""), 2000.0);
+    let mut acc = RunAccumulator::new(&pp, "s");
+    for t in 0..60 {
+        acc.push_second(&build(
+            t,
+            Phase::Measure,
+            0,
+            &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)]),
+        ));
+    }
+    let a = acc.finish();
+    let mut v = ProbeVerdict::from_shelf(&a.shelves[0], &a.criteria);
+    assert!(v.failed(), "{}", v.summary());
+    v.rate = rate;
+    v.stack_cpu_pct = Some(stack);
+    v.postgres_cpu_pct = Some(pg);
+    v.generator_cpu_pct = generator;
+    v
+}
+
+#[test]
+fn a_ceiling_is_called_box_bound_only_when_the_shared_box_was_full() {
+    // A 2-core box: where the stack failed, stack 110% + PostgreSQL 55% + generator 23% = 188%
+    // of 200% — the box, not the stack's 2-core quota, was the limit.
+    let full = vec![
+        failed_probe_with_load(9600.0, 112.0, 54.0, 22.0),
+        failed_probe_with_load(10400.0, 108.0, 56.0, 24.0),
+        // far above the ceiling: not among the nearest failures
+        failed_probe_with_load(40000.0, 10.0, 5.0, 5.0),
+    ];
+    let load = box_load(&full, 9300.0, 2).unwrap();
+    assert_eq!(load.probes, 3);
+    let near = box_load(&full[..2], 9300.0, 2).unwrap();
+    assert!((near.total_pct() - 188.0).abs() < 1e-9, "{near:?}");
+    let said = box_bound(&full[..2], 9300.0, 2, true, Some(2.0), Some(118.0)).unwrap();
+    assert!(said.starts_with("BOX-BOUND"), "{said}");
+    assert!(
+        said.contains("188% of 200%") && said.contains("118 µs"),
+        "{said}"
+    );
+
+    // The same figures with CPUs of their own: the ceiling is the stack's.
+    assert!(box_bound(&full[..2], 9300.0, 2, false, Some(2.0), None).is_none());
+    // A stack at its own 1-core quota on the shared box: its own limit binds.
+    let own = vec![failed_probe_with_load(5000.0, 97.0, 60.0, 25.0)];
+    assert!(box_bound(&own, 4800.0, 2, true, Some(1.0), None).is_none());
+    // The box far from full where the stack failed (a lock, a pool): not the box.
+    let idle = vec![failed_probe_with_load(5000.0, 60.0, 30.0, 10.0)];
+    assert!(box_bound(&idle, 4800.0, 2, true, Some(2.0), None).is_none());
+    // No failed probe above the ceiling (a lower bound): nothing to say.
+    assert!(box_bound(&full, 50000.0, 2, true, Some(2.0), None).is_none());
+    // A disturbed probe is not the stack's failure.
+    let mut disturbed = full[..2].to_vec();
+    for p in &mut disturbed {
+        p.disturbed = Some("host stall".into());
+    }
+    assert!(box_load(&disturbed, 9300.0, 2).is_none());
+}
+
+#[test]
+fn a_stepped_runs_failed_shelf_on_a_full_shared_box_is_box_bound() {
+    let pp = probe_plan(&open_plan(""), 2000.0);
+    let mut acc = RunAccumulator::new(&pp, "s");
+    for t in 0..60 {
+        acc.push_second(&build(
+            t,
+            Phase::Measure,
+            0,
+            &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)]),
+        ));
+    }
+    let mut shelf = acc.finish().shelves.remove(0);
+    assert_eq!(shelf.verdict, Verdict::Failed);
+    let window = |cpu: f64| ResourceWindow {
+        samples: 30,
+        cpu_pct_mean: cpu,
+        cpu_pct_max: cpu,
+        rss_mb_mean: 100.0,
+        rss_mb_max: 100.0,
+        cgroup_mb_mean: None,
+    };
+    shelf.stack = Some(window(110.0));
+    shelf.postgres = Some(window(58.0));
+    shelf.generator = Some(window(21.0));
+    let said = box_bound_shelf(&shelf, 2, true, Some(2.0), None).unwrap();
+    assert!(
+        said.contains("189% of 200%") && said.contains("1 failed shelf"),
+        "{said}"
+    );
+    // its own CPUs: not the box
+    assert!(box_bound_shelf(&shelf, 2, false, Some(2.0), None).is_none());
+    // PostgreSQL not sampled: nothing is said
+    shelf.postgres = None;
+    assert!(box_bound_shelf(&shelf, 2, true, Some(2.0), None).is_none());
+}
+
+#[test]
+fn a_lower_bound_above_a_neighbours_whole_interval_is_ranked_higher() {
+    // a probe that passed at `rate`
+    let passed = |rate: f64| {
+        let pp = probe_plan(&open_plan(""), 2000.0);
+        let mut acc = RunAccumulator::new(&pp, "s");
+        for t in 0..60 {
+            acc.push_second(&build(
+                t,
+                Phase::Measure,
+                0,
+                &sec(2000, vec![tag(2000, 1.0), tag(0, 1.0)]),
+            ));
+        }
+        let a = acc.finish();
+        let mut v = ProbeVerdict::from_shelf(&a.shelves[0], &a.criteria);
+        assert!(v.passed(), "{}", v.summary());
+        v.rate = rate;
+        v
+    };
+    // ktor: generator-bound above 5657, so only "≥ 5657"; mvc: 3837 (3600–3920)
+    let stacks: Vec<Searched> = vec![
+        (
+            "mvc".into(),
+            vec![passed(3600.0)],
+            Some((3837.0, 3600.0, 3920.0)),
+        ),
+        ("ktor".into(), vec![passed(4000.0), passed(5657.0)], None),
+    ];
+    let r = rank(&stacks, 0.05);
+    assert_eq!((r[0].a.as_str(), r[0].b.as_str()), ("ktor", "mvc"));
+    assert_eq!(r[0].order, Order::Higher, "{}", r[0].describe());
+    assert!((r[0].lo.unwrap() - 5657.0 / 3920.0).abs() < 1e-9);
+    assert!(
+        r[0].describe().contains("lower bound"),
+        "{}",
+        r[0].describe()
+    );
+    // a lower bound inside the neighbour's interval decides nothing
+    let stacks: Vec<Searched> = vec![
+        (
+            "mvc".into(),
+            vec![passed(3600.0)],
+            Some((3837.0, 3600.0, 3920.0)),
+        ),
+        ("ktor".into(), vec![passed(3850.0)], None),
+    ];
+    let r = rank(&stacks, 0.05);
+    assert_eq!(r[0].order, Order::NotComparable, "{}", r[0].describe());
+}

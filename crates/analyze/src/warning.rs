@@ -56,6 +56,9 @@ pub enum WarningKind {
     Files,
     /// The bank's money was not conserved under this stack (a lost or half-applied transfer).
     MoneyNotConserved,
+    /// The generator, the stack and PostgreSQL shared the machine's CPUs and together used nearly
+    /// all of them where the stack failed: the ceiling is the box's, not the stack's alone.
+    BoxBound,
     /// Run level: a stack of the plan was not measured or searched (its build, start or verify
     /// failed); the message says why.
     StackNotMeasured,

@@ -33,6 +33,11 @@ pub struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// CI gate: exit 3 when a figure of B is worse than A's by more than this (`5%`) and the
+    /// difference is significant (the ratio's 95% interval excludes 1); 4 when one is worse by
+    /// more with no test possible (one value each).
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_on_regression: Option<String>,
 }
 
 fn read_run(dir: &Path) -> anyhow::Result<RunReport> {
@@ -171,5 +176,26 @@ pub fn run(a: CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", render::runs_text(&cmp, a.markdown));
     }
-    Ok(ExitCode::SUCCESS)
+    match &a.fail_on_regression {
+        Some(t) => {
+            let threshold = regression_threshold(t)?;
+            let results = ceiling_compare::gate::regressions(&cmp, threshold);
+            Ok(crate::gates::finish(&results, 0))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `--fail-on-regression`'s value: `5%` or a fraction `0.05`, between 0 and 100%.
+fn regression_threshold(t: &str) -> anyhow::Result<f64> {
+    let v = match t.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|x| x / 100.0),
+        None => t.trim().parse::<f64>().ok(),
+    };
+    match v {
+        Some(x) if (0.0..1.0).contains(&x) => Ok(x),
+        _ => bail!(
+            "--fail-on-regression `{t}`: give a percentage below 100 (`5%`) or a fraction (`0.05`)"
+        ),
+    }
 }

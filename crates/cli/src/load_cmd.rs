@@ -28,6 +28,14 @@ pub struct LoadArgs {
     /// Target URL (overrides the plan's target.url). Must be loopback unless --allow-remote.
     #[arg(long)]
     pub url: Option<String>,
+    #[arg(long = "assert", value_name = "GATE", help = crate::gates::HELP)]
+    #[serde(default)]
+    pub asserts: Vec<String>,
+    /// Serve the per-second figures in Prometheus' text format at http://ADDR/metrics while it
+    /// runs (e.g. 127.0.0.1:9464; docs/grafana-dashboard.json reads them from Prometheus).
+    #[arg(long, value_name = "ADDR")]
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
     /// Open model: hold this rate (requests/s) for --duration.
     #[arg(long, conflicts_with = "connections")]
     pub rate: Option<f64>,
@@ -245,6 +253,8 @@ pub(crate) fn build_plan_from(a: &LoadArgs, text: Option<(&str, &Path)>) -> anyh
 
 /// Runs `ceiling load`.
 pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
+    let gates = crate::gates::parse(&a.asserts)?;
+    crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
     let plan = build_plan(&a)?;
     let url = a
         .url
@@ -332,11 +342,24 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         .agents
         .as_ref()
         .is_some_and(|g| g.iter().any(|x| x.lost.is_some()));
-    Ok(if report.no_connection || lost {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let code = u8::from(report.no_connection || lost);
+    if gates.is_empty() {
+        return Ok(ExitCode::from(code));
+    }
+    let figures = ceiling_compare::gate::LoadFigures {
+        p50_ms: report.latency.p50_ms,
+        p90_ms: report.latency.p90_ms,
+        p95_ms: report.latency.p95_ms,
+        p99_ms: report.latency.p99_ms,
+        p999_ms: report.latency.p999_ms,
+        error_rate: report.error_rate,
+        achieved_rps: report.achieved_rps,
+        generator_bound: report.generator_bound,
+    };
+    Ok(crate::gates::finish(
+        &ceiling_compare::gate::judge_load(&gates, &figures),
+        code,
+    ))
 }
 
 fn describe(plan: &Plan, url: &str, threads: usize) -> String {

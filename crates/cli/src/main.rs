@@ -6,7 +6,9 @@
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 mod agents;
+mod claims_cmd;
 mod compare_cmd;
+mod gates;
 mod k8s_cmd;
 mod load_cmd;
 mod merge_cmd;
@@ -14,6 +16,7 @@ mod pgbench_cmd;
 mod report_cmd;
 mod run_cmd;
 mod search_cmd;
+mod up_cmd;
 mod verify_cmd;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +56,10 @@ enum Cmd {
     /// Set a run beside its source's published tables (--source), or compare two runs or two
     /// stacks of one run with significance (Welch's t on repetitions, intervals for searches).
     Compare(compare_cmd::CompareArgs),
+    /// Every source's claims (plans/published/claims/) judged against the latest runs in
+    /// results/: holds, does not hold, not decided, or not testable here (why); --write
+    /// regenerates docs/claims.md.
+    Claims(claims_cmd::ClaimsArgs),
     /// Check that a stack does the contract's work: every positive and negative case, payloads
     /// against the database, statements counted in pg_stat_statements, money conserved.
     Verify(verify_cmd::VerifyArgs),
@@ -62,6 +69,10 @@ enum Cmd {
     /// Serve as a generator agent: a coordinator's `ceiling load --agents` hands this process a
     /// share of its schedule, and the recorded seconds stream back to it.
     Agent(agents::AgentArgs),
+    /// Keep a verified reference stack running on the embedded stand (PostgreSQL with the plan's
+    /// settings, the stack under its limits) to point your own tools at; stops by itself after
+    /// --for, on Ctrl-C, or when the stack dies.
+    Up(up_cmd::UpArgs),
     /// Render a plan as Kubernetes manifests (PostgreSQL, each stack with requests = limits,
     /// generator agents as an Indexed Job, roles on different nodes), a Dockerfile per stack and a
     /// run script. Renders only; nothing is applied to a cluster.
@@ -87,9 +98,11 @@ fn main() -> ExitCode {
         Cmd::Search(a) => search_cmd::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Compare(a) => compare_cmd::run(a),
+        Cmd::Claims(a) => claims_cmd::run(a),
         Cmd::Merge(a) => merge_cmd::run(a),
         Cmd::Verify(a) => verify_cmd::run(a),
         Cmd::Pgbench(a) => pgbench_cmd::run(a),
+        Cmd::Up(a) => up_cmd::run(a),
         Cmd::ControlServer => {
             // runs until the parent stops reading (or kills us by pid)
             let _ = ceiling_stand::control::serve_and_probe(

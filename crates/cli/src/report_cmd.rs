@@ -36,6 +36,11 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     for st in &mut report.stacks {
         st.refresh_derived_warnings();
     }
+    // …and the ranking of a search's stacks, from their stored probes
+    if !report.ranking.is_empty() {
+        let tolerance = report.ranking[0].tolerance;
+        report.ranking = crate::search_cmd::ranking(&report.stacks, tolerance);
+    }
     let files = crate::compare_cmd::write_reports(&a.dir, &report, &series)?;
     if a.markdown {
         println!("{}", ceiling_report::render_summary_md(&report));

@@ -58,6 +58,12 @@ pub struct RunArgs {
     /// unless --allow-remote). With --db-url, that database's wait events are sampled too.
     #[arg(long, conflicts_with = "stacks")]
     pub url: Option<String>,
+    #[arg(long = "assert", value_name = "GATE", help = crate::gates::HELP)]
+    pub asserts: Vec<String>,
+    /// Serve the per-second figures in Prometheus' text format at http://ADDR/metrics while it
+    /// runs (e.g. 127.0.0.1:9464; docs/grafana-dashboard.json reads them from Prometheus).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// Data directory for the plan's `@data/` sources with --url.
     #[arg(long, requires = "url")]
     pub data_dir: Option<PathBuf>,
@@ -148,6 +154,8 @@ pub fn file_list(files: &[PathBuf]) -> String {
 
 /// Runs `ceiling run`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let gates = crate::gates::parse(&a.asserts)?;
+    crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
     let root = repo_root()?;
     let mut plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
     if a.quick {
@@ -158,7 +166,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
     if let Some(url) = a.url.clone() {
-        return run_url(&a, &plan, &url);
+        return run_url(&a, &plan, &url, &gates);
     }
     if plan.target.stacks.is_empty() {
         bail!(
@@ -243,6 +251,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(l) = stand.postgres_limits() {
         report.limits.insert("postgres".into(), l.clone());
     }
+    if let Some(l) = stand.generator_limits() {
+        report.limits.insert("generator".into(), l.clone());
+    }
+    report.placement = Some(stand.placement().clone());
+    eprintln!("stand: placement: {}", stand.placement().describe());
     if let Some(b) = stand.pgbouncer() {
         eprintln!(
             "stand: PgBouncer {} on 127.0.0.1:{} ({} pooling, default_pool_size {}); the stacks connect through it",
@@ -256,7 +269,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             .insert(Role::Pgbouncer.as_str().into(), b.limits_applied().clone());
     }
     let mut series = Series::new();
-    let mut exit = ExitCode::SUCCESS;
+    let mut exit: u8 = 0;
     // Each stack's analyses so far (one per round when interleaved), by the stack's place in the
     // list (a list may name a stack twice when not interleaved).
     let mut parts: BTreeMap<usize, Vec<StackAnalysis>> = BTreeMap::new();
@@ -331,10 +344,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 parts.entry(turn.index).or_default().push(m.analysis);
                 if let Some(Halt::StackDied(_)) = m.halt {
                     // its analysis says so; the run goes on with the next stack
-                    exit = ExitCode::from(1);
+                    exit = 1;
                 }
                 if let Some(Halt::PartExited(e)) = m.halt {
-                    exit = ExitCode::from(1);
+                    exit = 1;
                     let what = format!(
                         "{} while `{name}` was measured{}",
                         e.describe(),
@@ -411,11 +424,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     .warnings
                     .push(Warning::new(WarningKind::StackNotMeasured, msg));
                 not_measured.insert(turn.index);
-                exit = ExitCode::from(1);
+                exit = 1;
             }
         }
         // Flush what we have after every turn, so an interrupted run keeps its results.
         report.stacks = combined(&parts);
+        let placement = stand.placement().clone();
+        for st in &mut report.stacks {
+            // a ceiling the shared box set is called that, with the stack's quota as recorded
+            let quota = report.limits.get(&st.stack).and_then(|l| l.cpus);
+            st.note_placement(&placement, quota);
+        }
         crate::compare_cmd::write_reports(&dir, &report, &series)?;
     }
     stand.stop();
@@ -423,13 +442,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
-    Ok(exit)
+    Ok(crate::gates::finish_report(&gates, &report, exit))
 }
 
 /// `ceiling run PLAN --url URL`: the plan's load and analysis against a service that is already
 /// running (on this host, or with --allow-remote on another), with its resources from a
 /// `--stack-agent` beside it when given. One "stack", named `url`.
-fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<ExitCode> {
+fn run_url(
+    a: &RunArgs,
+    plan: &ceiling_plan::Plan,
+    url: &str,
+    gates: &[ceiling_compare::gate::Gate],
+) -> anyhow::Result<ExitCode> {
     ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
     let agents = a.agent.agents()?;
     let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
@@ -492,7 +516,7 @@ fn run_url(a: &RunArgs, plan: &ceiling_plan::Plan, url: &str) -> anyhow::Result<
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::gates::finish_report(gates, &report, 0))
 }
 
 /// The lines a run prints about how its load is made: scaled, and from which agents.

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
 use ceiling_lab::{measure_watched, now_iso, repo_root, run_id, Halt, MeasureSpec};
-use ceiling_plan::{parse_duration, PercentileLimit, Plan};
+use ceiling_plan::{parse_duration, HttpUrl, PercentileLimit, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
@@ -46,9 +46,17 @@ pub struct SearchArgs {
     /// Stacks to search on the embedded stand, comma separated (default: the plan's target.stacks).
     #[arg(long, value_delimiter = ',', conflicts_with = "url")]
     pub stacks: Vec<String>,
-    /// Search a service that is already running instead (loopback unless --allow-remote).
+    /// Search a service that is already running instead (loopback unless --allow-remote); several,
+    /// comma separated and optionally named (`go=http://127.0.0.1:8080,mvc=http://127.0.0.1:8081`),
+    /// are searched in interleaved rounds and ranked by the ratio of their ceilings.
     #[arg(long)]
     pub url: Option<String>,
+    #[arg(long = "assert", value_name = "GATE", help = crate::gates::HELP)]
+    pub asserts: Vec<String>,
+    /// Serve the per-second figures in Prometheus' text format at http://ADDR/metrics while it
+    /// runs (e.g. 127.0.0.1:9464; docs/grafana-dashboard.json reads them from Prometheus).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// Data directory for `@data/` sources with --url.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -288,9 +296,23 @@ struct JsonOut<'a> {
 
 /// Runs `ceiling search`.
 pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
-    let mut plan = match (&a.plan, &a.url) {
+    let gates = crate::gates::parse(&a.asserts)?;
+    crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
+    let urls = a.url.as_deref().map(url_list).transpose()?;
+    let mut plan = match (&a.plan, &urls) {
         (Some(p), _) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
-        (None, Some(u)) => bare_plan(&a, u)?,
+        (None, Some(u)) => {
+            // one request for every service: their paths must agree
+            let paths: Vec<String> = u
+                .iter()
+                .map(|(_, x)| HttpUrl::parse(x).map(|h| h.path))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("--url: {e}"))?;
+            if paths.iter().any(|p| *p != paths[0]) {
+                bail!("--url: without a plan every service gets the same request, but the paths differ ({}); give the same path, or a plan with the requests and base URLs", paths.join(", "));
+            }
+            bare_plan(&a, &u[0].1)?
+        }
         (None, None) => bail!("give a plan file, or --url with --slo"),
     };
     if a.quick {
@@ -405,7 +427,29 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
 
-    if let Some(url) = &a.url {
+    if let Some(urls) = urls.as_ref().filter(|u| u.len() > 1) {
+        if a.stack_agent.is_some() {
+            bail!("--stack-agent samples one service; with several --url, leave it out");
+        }
+        for (_, u) in urls {
+            ceiling_load::parse_target(u, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        report.environment = Some(ceiling_stand::fingerprint(
+            None,
+            &ceiling_stand::CgroupSystem::detect(),
+        ));
+        search_urls(
+            &plan,
+            &a,
+            urls,
+            &dir,
+            &stop,
+            &opts,
+            &mut report,
+            &mut series,
+            &mut log,
+        )?;
+    } else if let Some((_, url)) = urls.as_ref().and_then(|u| u.first()) {
         let name = "url".to_string();
         ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = Some(ceiling_stand::fingerprint(
@@ -459,6 +503,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         if let Some(l) = stand.pgbouncer_limits() {
             report.limits.insert("pgbouncer".into(), l.clone());
         }
+        if let Some(l) = stand.generator_limits() {
+            report.limits.insert("generator".into(), l.clone());
+        }
+        report.placement = Some(stand.placement().clone());
+        eprintln!("stand: placement: {}", stand.placement().describe());
         let data_dir = stand.data_dir().map(Path::to_path_buf);
         let names = plan.target.stacks.clone();
         // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
@@ -530,6 +579,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             }
             // Results so far, after every round: an interrupted search keeps what it measured.
             report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
+            for st in &mut report.stacks {
+                // a ceiling the shared box set is called that, with the stack's quota as recorded
+                let quota = report.limits.get(&st.stack).and_then(|l| l.cpus);
+                st.note_placement(stand.placement(), quota);
+            }
             report.ranking = ranking(&report.stacks, plan.search.tolerance);
             report.warnings = jobs
                 .iter()
@@ -579,20 +633,199 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     } else {
         write_and_print(&dir, &report, &series)?;
     }
-    Ok(if stop.load(Ordering::Relaxed) {
-        ExitCode::from(130)
-    } else if report.stacks.is_empty() || halted {
-        // (a stack or a part of the stand that died under a probe: the results are there, but
-        // not whole)
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if stop.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(130));
+    }
+    // a stack or a part of the stand that died under a probe: the results are there, but not
+    // whole
+    let code = u8::from(report.stacks.is_empty() || halted);
+    Ok(crate::gates::finish_report(&gates, &report, code))
+}
+
+/// `--url`'s list: `URL` or `NAME=URL`, comma separated. A comma that does not start a new
+/// `http://…` (one inside a query) stays in its URL. Unnamed services are called by `host:port`.
+fn url_list(text: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let starts = |piece: &str| {
+        let url = piece.split_once('=').map_or(piece, |(n, u)| {
+            if n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+            {
+                u
+            } else {
+                piece
+            }
+        });
+        url.trim_start().starts_with("http://") || url.trim_start().starts_with("https://")
+    };
+    let mut items: Vec<String> = Vec::new();
+    for piece in text.split(',') {
+        match items.last_mut() {
+            Some(last) if !starts(piece) => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => items.push(piece.to_string()),
+        }
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for item in items {
+        let item = item.trim();
+        let (name, url) = match item.split_once('=') {
+            Some((n, u)) if !n.contains("://") && starts(item) && !n.is_empty() => {
+                (n.trim().to_string(), u.trim().to_string())
+            }
+            _ => {
+                let u = HttpUrl::parse(item).map_err(|e| anyhow::anyhow!("--url: {e}"))?;
+                (format!("{}:{}", u.host, u.port), item.to_string())
+            }
+        };
+        if out.iter().any(|(n, _)| *n == name) {
+            bail!(
+                "--url: `{name}` is given twice; name the services apart (`a=http://…,b=http://…`)"
+            );
+        }
+        out.push((name, url));
+    }
+    if out.is_empty() {
+        bail!("--url: no URL given");
+    }
+    Ok(out)
+}
+
+/// `--url A,B,…`: services already running, searched in interleaved rounds (A B A B …, `--round`
+/// probes each) so the machine's drift over the search falls on all alike, and ranked by the
+/// paired ratio of their ceilings. Nothing is restarted between rounds (ceiling did not start
+/// them); the plan's warm-up runs once per service, before its first round.
+#[allow(clippy::too_many_arguments)]
+fn search_urls(
+    plan: &Plan,
+    a: &SearchArgs,
+    urls: &[(String, String)],
+    dir: &Path,
+    stop: &Arc<AtomicBool>,
+    opts: &SearchOptions,
+    report: &mut RunReport,
+    series: &mut Series,
+    log: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let per_round = match a.round {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => Some(4),
+    };
+    eprintln!(
+        "services interleaved: {}",
+        match per_round {
+            Some(n) => format!("rounds of {n} probes per service (A B A B …)"),
+            None => "no (--round 0): each service searched to the end in turn".into(),
+        }
+    );
+    let t0 = Instant::now();
+    let mut jobs: Vec<(StackJob, String)> = urls
+        .iter()
+        .map(|(name, url)| {
+            (
+                StackJob {
+                    name: name.clone(),
+                    search: Search::new(plan, opts),
+                    rows: Vec::new(),
+                    warnings: Vec::new(),
+                    error: None,
+                    rounds: 0,
+                    halted: false,
+                    stop_all: false,
+                    footprint: None,
+                },
+                url.clone(),
+            )
+        })
+        .collect();
+    loop {
+        let mut ran = false;
+        for (job, url) in jobs.iter_mut() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if job.search.finished() || job.error.is_some() {
+                continue;
+            }
+            ran = true;
+            let mut runner = Runner {
+                url: url.clone(),
+                stack: job.name.clone(),
+                data_dir: a.data_dir.clone(),
+                dir: dir.join(&job.name),
+                targets: Box::new(|| {
+                    vec![SampleTarget::process(
+                        ceiling_metrics::Role::Generator,
+                        std::process::id(),
+                    )]
+                }),
+                stop: stop.clone(),
+                watch: Box::new(|| None),
+                halted: None,
+                last_rows: Vec::new(),
+                t0,
+                agents: a.agent.agents()?,
+                stack_agent: None,
+            };
+            job.rounds += 1;
+            log(&format!("[{}] round {} ({url})…", job.name, job.rounds));
+            let warm = if job.rounds == 1 {
+                warm_up(plan, &mut runner, job.rounds, log)
+            } else {
+                None
+            };
+            match warm {
+                Some(e) => job.error = Some(format!("warm-up failed: {e}")),
+                None => {
+                    job.search.run_round(&mut runner, per_round, log);
+                }
+            }
+            job.rows.extend(std::mem::take(&mut runner.last_rows));
+        }
+        // Results so far, after every round: an interrupted search keeps what it measured.
+        report.stacks = jobs.iter().filter_map(|(j, _)| j.analysis()).collect();
+        report.ranking = ranking(&report.stacks, plan.search.tolerance);
+        for (j, _) in &jobs {
+            series.insert(j.name.clone(), j.rows.clone());
+        }
+        crate::compare_cmd::write_reports(dir, report, series)?;
+        if !ran || stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+    }
+}
+
+/// The plan's warm-up (JIT, pools, caches), recorded under checks/ and never judged; the error
+/// when it could not run. Nothing when the plan has none.
+fn warm_up(
+    plan: &Plan,
+    runner: &mut Runner<'_>,
+    round: u32,
+    log: &mut dyn FnMut(&str),
+) -> Option<String> {
+    if plan.warmup.is_empty() {
+        return None;
+    }
+    let mut wp = plan.clone();
+    wp.stages = wp.warmup.clone();
+    wp.warmup.clear();
+    let spec = ProbeSpec {
+        label: format!("warmup-{round}"),
+        threads: plan.load.threads.max(1),
+        kind: ProbeKind::Check,
+    };
+    log(&format!(
+        "  warm-up: {}",
+        ceiling_plan::format_duration(wp.total_duration())
+    ));
+    runner.run(&wp, &spec).err()
 }
 
 /// The ranking of several searched stacks (empty for one): the ratio of each adjacent pair's
 /// ceilings, paired by rounds.
-fn ranking(stacks: &[StackAnalysis], tolerance: f64) -> Vec<ceiling_analyze::PairRatio> {
+pub(crate) fn ranking(stacks: &[StackAnalysis], tolerance: f64) -> Vec<ceiling_analyze::PairRatio> {
     let searched: Vec<ceiling_analyze::Searched> = stacks
         .iter()
         .filter_map(|a| {
@@ -707,26 +940,8 @@ fn stack_round(
         stack_agent: None,
     };
     log(&format!("[{name}] round {}…", job.rounds));
-    let mut warmup_failed = None;
-    if !plan.warmup.is_empty() {
-        // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does;
-        // recorded under checks/, never judged.
-        let mut wp = plan.clone();
-        wp.stages = wp.warmup.clone();
-        wp.warmup.clear();
-        let spec = ProbeSpec {
-            label: format!("warmup-{}", job.rounds),
-            threads: plan.load.threads.max(1),
-            kind: ProbeKind::Check,
-        };
-        log(&format!(
-            "  warm-up: {}",
-            ceiling_plan::format_duration(wp.total_duration())
-        ));
-        if let Err(e) = runner.run(&wp, &spec) {
-            warmup_failed = Some(e);
-        }
-    }
+    // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does.
+    let warmup_failed = warm_up(plan, &mut runner, job.rounds, log);
     if warmup_failed.is_none() {
         job.search.run_round(&mut runner, max_steps, log);
     }
@@ -802,4 +1017,29 @@ fn part_exited(
         ceiling_analyze::WarningKind::PartExited,
         msg,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_list;
+
+    #[test]
+    fn a_url_list_takes_names_and_keeps_commas_inside_a_query() {
+        let one = url_list("http://127.0.0.1:8080/status?ids=1,2,3").unwrap();
+        assert_eq!(
+            one,
+            vec![(
+                "127.0.0.1:8080".to_string(),
+                "http://127.0.0.1:8080/status?ids=1,2,3".to_string()
+            )]
+        );
+        let two = url_list("go=http://127.0.0.1:8080/, mvc=http://127.0.0.1:8081/").unwrap();
+        assert_eq!(two[0], ("go".into(), "http://127.0.0.1:8080/".into()));
+        assert_eq!(two[1], ("mvc".into(), "http://127.0.0.1:8081/".into()));
+        let unnamed = url_list("http://127.0.0.1:1/,http://127.0.0.1:2/").unwrap();
+        assert_eq!(unnamed[1].0, "127.0.0.1:2");
+        let e = url_list("http://127.0.0.1:1/,http://127.0.0.1:1/x").unwrap_err();
+        assert!(e.to_string().contains("given twice"), "{e}");
+        assert!(url_list("ftp://x").is_err());
+    }
 }

@@ -6,12 +6,18 @@
 //!   whether the stacks' order agrees, the conditions that differ, and the causes ceiling found.
 //! - [`runs`]: two runs (or two stacks of one run) compared per stack and shelf, with Welch's
 //!   t-interval on repetitions, interval overlap for searches, and a plain verdict.
+//! - [`claims`]: every source claim as a check (`plans/published/claims/*.toml`), judged against
+//!   the latest runs: holds, does not hold, not decided, or not testable here (why).
+//! - [`gate`]: CI gates — `--assert` conditions on a run, search or load, and the regression
+//!   gate of `compare --fail-on-regression` — judged pass, fail or inconclusive.
 //! - [`render`]: terminal, Markdown and HTML renderings; JSON is the types' serde form.
 //!
 //! Everything here is a pure function of stored records: nothing is measured.
 
 #![warn(missing_docs)]
 
+pub mod claims;
+pub mod gate;
 pub mod published;
 pub mod render;
 pub mod runs;

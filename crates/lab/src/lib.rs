@@ -8,6 +8,7 @@
 //! samplers), the load engine, the analysis, the conformance suite.
 
 pub mod ids;
+pub mod live;
 pub mod measure;
 pub mod record;
 pub mod settle;

@@ -34,7 +34,14 @@ pub struct Recorder {
     append: bool,
     /// The clock's offset (seconds) of the seconds this recorder is given, for the progress bar.
     bar_offset: u32,
+    /// What is measured (a stack, `load`), for the live metrics ([`crate::live`]).
+    label: String,
+    /// stderr is a terminal: the progress bar is drawn; else plain lines are printed.
+    terminal: bool,
 }
+
+/// Without a terminal, a plain progress line every this many seconds.
+const PLAIN_EVERY_S: u32 = 10;
 
 /// Opens `path` for writing: appended to when `append` and it already holds something (the
 /// header is there), else created afresh. Returns the file and whether it was appended to.
@@ -136,6 +143,8 @@ impl Recorder {
             signal_rows: Vec::new(),
             append,
             bar_offset: continuing.unwrap_or(0),
+            label: label.to_string(),
+            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         })
     }
 
@@ -205,12 +214,30 @@ impl Recorder {
         }
         if let Some(b) = &self.bar {
             let errs = row.achieved_rps - row.ok;
-            b.set_position((s.t + 1).saturating_sub(self.bar_offset) as u64);
-            b.set_message(format!(
-                "{} | {:>7} rps | p99 {:>8.2} ms | errors {} | stage {}",
-                row.phase, row.achieved_rps, row.p99_ms, errs, row.stage
-            ));
+            let elapsed = (s.t + 1).saturating_sub(self.bar_offset);
+            // the live line: what was offered and done, the latency, and whether the generator
+            // itself kept up (its lag and CPU) — a slow generator must never look like a slow stack
+            let line = format!(
+                "{} {} | {:>6} → {:>6} rps | p50 {:>7.2} p99 {:>8.2} ms | errors {} | gen lag p99 {:.2} ms, CPU {:.0}%",
+                row.phase,
+                row.stage,
+                row.offered_rps,
+                row.achieved_rps,
+                row.p50_ms,
+                row.p99_ms,
+                errs,
+                row.lag_p99_ms,
+                row.generator_cpu_pct
+            );
+            if self.terminal {
+                b.set_position(elapsed as u64);
+                b.set_message(line);
+            } else if elapsed.is_multiple_of(PLAIN_EVERY_S) {
+                // not a terminal (a CI log): a plain line every few seconds instead of a bar
+                eprintln!("[{}] {elapsed}s {line}", self.label);
+            }
         }
+        crate::live::publish(&self.label, &row);
         self.rows.push(row);
     }
 

@@ -11,6 +11,7 @@ mod fairness;
 mod footprint;
 mod hlog;
 mod parts;
+mod placement;
 mod signals;
 mod timeseries;
 
@@ -20,6 +21,7 @@ pub use fairness::Fairness;
 pub use footprint::Footprint;
 pub use hlog::{read_hlog, visit_hlog, HlogInterval, HlogWriter};
 pub use parts::{Limits, LimitsApplied, Role};
+pub use placement::{cpu_list, Placement};
 pub use signals::{read_signals, HeapKind, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
 

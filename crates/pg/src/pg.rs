@@ -524,7 +524,8 @@ impl EmbeddedPostgres {
                 });
             }
         }
-        let (cgroup, limits) = cgroups.create(Role::Postgres, "postgres", &opts.limits);
+        let (cgroup, mut limits) = cgroups.create(Role::Postgres, "postgres", &opts.limits);
+        let affinity = ceiling_supervise::affinity_fallback(&opts.limits, &mut limits);
         let mut last_err = None;
         for attempt in 0..3 {
             let port = match opts.port {
@@ -558,6 +559,7 @@ impl EmbeddedPostgres {
                 env_remove: vec!["PGDATA".into(), "PGPORT".into()],
                 log: log.clone(),
                 cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+                affinity: affinity.clone(),
                 user: user.as_ref().map(|u| (u.uid, u.gid)),
                 term_signal: libc::SIGINT,
                 term_group: false,

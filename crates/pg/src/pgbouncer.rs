@@ -239,7 +239,8 @@ impl PgBouncer {
         )?;
         let config = root.join("pgbouncer.ini");
         let log = root.join("pgbouncer.log");
-        let (cgroup, limits) = cgroups.create(Role::Pgbouncer, "pgbouncer", &opts.limits);
+        let (cgroup, mut limits) = cgroups.create(Role::Pgbouncer, "pgbouncer", &opts.limits);
+        let affinity = ceiling_supervise::affinity_fallback(&opts.limits, &mut limits);
         let mut last_err = None;
         for attempt in 0..3 {
             let port = match opts.port {
@@ -276,6 +277,7 @@ impl PgBouncer {
                 env_remove: Vec::new(),
                 log: log.clone(),
                 cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+                affinity: affinity.clone(),
                 user: user.as_ref().map(|u| (u.uid, u.gid)),
                 term_signal: libc::SIGTERM,
                 term_group: false,

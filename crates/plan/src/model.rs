@@ -299,6 +299,33 @@ pub struct StandSettings {
     /// `[stand.pgbouncer]`: PgBouncer between the stacks and PostgreSQL (`None`: direct).
     #[serde(default)]
     pub pgbouncer: Option<PgBouncerSettings>,
+    /// `stand.placement`: whether the generator, the stack and PostgreSQL get CPUs of their own.
+    #[serde(default)]
+    pub placement: PlacementMode,
+}
+
+/// `stand.placement`: where the lab's parts run. A part that shares cores with the stack takes
+/// CPU from it, so on a small machine the ceiling found is the box's (generator + stack +
+/// PostgreSQL), not the stack's; with disjoint CPU sets each part's cost stays its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementMode {
+    /// Disjoint CPU sets for the generator, the stack and PostgreSQL when the machine has at
+    /// least three times the stack's CPUs; shared (and said so) when it does not. The default.
+    #[default]
+    Auto,
+    /// Every part may run on every CPU, as the sources ran them on one host.
+    Shared,
+}
+
+impl PlacementMode {
+    /// The plan's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlacementMode::Auto => "auto",
+            PlacementMode::Shared => "shared",
+        }
+    }
 }
 
 /// The environment the stand sets for every stack (the env contract, `contract/API.md`); neither a

@@ -151,6 +151,7 @@ struct RawStand {
     cooldown: Option<S<String>>,
     verify: Option<bool>,
     on_part_exit: Option<S<String>>,
+    placement: Option<S<String>>,
     #[serde(default)]
     env: BTreeMap<String, S<toml::Value>>,
     pgbouncer: Option<S<RawPgBouncer>>,
@@ -837,6 +838,17 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
                 ))
             }
         },
+        placement: match rs.placement.as_ref().map(|s| (s.get_ref().as_str(), s.span())) {
+            None | Some(("auto", _)) => PlacementMode::Auto,
+            Some(("shared", _)) => PlacementMode::Shared,
+            Some((other, span)) => {
+                return Err(cx.err(
+                    Some(span),
+                    "stand.placement",
+                    format!("`{other}` is not a placement: use \"auto\" (the generator, the stack and PostgreSQL on CPUs of their own where the machine has them) or \"shared\" (every part on every CPU)"),
+                ))
+            }
+        },
     };
 
     // search
@@ -1184,6 +1196,31 @@ errors = "1%"
         assert_eq!(e.line, Some(5), "{e}");
         assert!(
             e.field == "stand.memory_uncapped" && e.message.contains("stand.memory_mb"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn placement_is_auto_unless_the_plan_shares() {
+        let with = |stand: &str| {
+            let text = GOOD.replace(
+                "name = \"t\"\n",
+                &format!("name = \"t\"\n[stand]\n{stand}\n"),
+            );
+            parse_plan(&text, Path::new("plans/t.toml"))
+        };
+        assert_eq!(
+            with("seed = 1").unwrap().stand.placement,
+            PlacementMode::Auto
+        );
+        assert_eq!(
+            with("placement = \"shared\"").unwrap().stand.placement,
+            PlacementMode::Shared
+        );
+        let e = with("seed = 1\nplacement = \"pinned\"").unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(
+            e.field == "stand.placement" && e.message.contains("\"shared\""),
             "{e}"
         );
     }

@@ -257,6 +257,10 @@ pub struct RunReport {
     /// is shown prominently ([`RunReport::limits_not_applied`]).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub limits: BTreeMap<String, LimitsApplied>,
+    /// Where the generator, the stacks and PostgreSQL ran: CPU sets of their own, or shared (and
+    /// then a ceiling is the box's); absent for a `--url` service and in older run.json files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<ceiling_metrics::Placement>,
     /// Each measured stack's `[fairness]` table as its stack.toml declared it for this run
     /// (pool opening, keep-alive limit, DB timeout, request timing, JSON, runtime, GC and heap,
     /// log level); absent for a `--url` service, a partial-contract baseline, and in older
@@ -289,6 +293,7 @@ impl RunReport {
             environment: None,
             plan: PlanSummary::from_plan(plan),
             limits: BTreeMap::new(),
+            placement: None,
             fairness: BTreeMap::new(),
             stacks: Vec::new(),
             ranking: Vec::new(),
@@ -659,6 +664,9 @@ pub fn render_terminal(r: &RunReport) -> String {
         interleaved_note(r),
         r.plan.criteria.describe()
     ));
+    if let Some(p) = &r.placement {
+        s.push_str(&format!("placement: {}\n\n", p.describe()));
+    }
     if !r.ranking.is_empty() {
         s.push_str(&format!("ranking: {}\n", ranking_line(r)));
         for p in &r.ranking {
@@ -761,6 +769,9 @@ pub fn render_summary_md(r: &RunReport) -> String {
         r.metric_name(),
         fmt::frac_pct(r.plan.criteria.working_load),
     ));
+    if let Some(p) = &r.placement {
+        s.push_str(&format!("**Placement:** {}\n\n", p.describe()));
+    }
     if !r.ranking.is_empty() {
         s.push_str(&format!("**Ranking:** {}\n\n", ranking_line(r)));
         for p in &r.ranking {

@@ -563,8 +563,21 @@ pub fn closed_table(a: &StackAnalysis) -> Table {
 pub fn search_table(a: &StackAnalysis) -> Table {
     let mut t = Table {
         header: h(&[
-            "#", "kind", "rate", "achieved", "p50", "p99", "errors", "margin", "binding",
-            "verdict", "recovery", "reasons",
+            "#",
+            "kind",
+            "rate",
+            "achieved",
+            "p50",
+            "p99",
+            "errors",
+            "margin",
+            "binding",
+            "verdict",
+            "stack CPU",
+            "PG CPU",
+            "gen CPU",
+            "recovery",
+            "reasons",
         ]),
         ..Default::default()
     };
@@ -599,6 +612,10 @@ pub fn search_table(a: &StackAnalysis) -> Table {
                 } else {
                     p.verdict.to_string()
                 },
+                // what each part took, so a box-bound result shows where the cores went
+                cpu(p.stack_cpu_pct),
+                cpu(p.postgres_cpu_pct),
+                cpu(Some(p.generator_cpu_pct)),
                 p.recovery
                     .as_ref()
                     .map(|r| {
@@ -644,7 +661,7 @@ pub fn search_table(a: &StackAnalysis) -> Table {
             t.notes
                 .push(format!("why the lowest failing rate failed: {c}"));
         }
-        t.notes.push("margin = measured / limit of each SLO term (p99 / limit, errors / max, throughput shortfall / stability); the ceiling is where the isotonic fit of the margins crosses 1; the interval is a bootstrap over the probes (docs/architecture.md)".into());
+        t.notes.push("margin = measured / limit of each SLO term (p99 / limit, errors / max, throughput shortfall / stability); probes at one rate pool into one window, and the ceiling is where the pooled margin crosses 1 — the SLO held over the long run; CPU columns: % of one core over the probe's window (docs/architecture.md)".into());
     }
     t
 }

@@ -42,6 +42,7 @@
 pub mod control;
 mod env;
 mod error;
+pub mod placement;
 mod sampler;
 pub mod signals;
 mod stack;
@@ -71,6 +72,7 @@ pub use stack::{
     RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
 };
 
+pub use ceiling_metrics::Placement;
 use ceiling_plan::StandSettings;
 
 use std::path::{Path, PathBuf};
@@ -128,6 +130,13 @@ pub struct Stand {
     pg_version: String,
     data: Option<DataSetup>,
     swept: Vec<String>,
+    /// Where the parts run (`stand.placement`).
+    placement: Placement,
+    /// The generator's (this process's) own CPU set, when the placement gives it one: kept while
+    /// the stand lives; dropping it moves this process back.
+    _generator_group: Option<Cgroup>,
+    /// What was applied for the generator, when the placement gave it a CPU set.
+    generator_limits: Option<LimitsApplied>,
 }
 
 impl Stand {
@@ -141,6 +150,14 @@ impl Stand {
         let swept = sweep_stale(&state);
         set_state_dir(&state);
         let cgroups = CgroupSystem::detect();
+        // The layout first: PostgreSQL and PgBouncer start on their CPU set, the generator (this
+        // process) moves to its own, each stack starts on its own (`start_stack`).
+        let placement = placement::place(
+            &ceiling_supervise::sys::this_process_cpus(),
+            settings.cpus,
+            settings.placement,
+            opts.db_url.is_none(),
+        );
         let pgb_bin = match &settings.pgbouncer {
             Some(s) => {
                 let bin = find_pgbouncer()?;
@@ -171,7 +188,10 @@ impl Stand {
                 po.limits = Limits {
                     cpus: settings.postgres_cpus,
                     memory_mb: None,
-                    cpuset: opts.postgres_cpuset.clone(),
+                    cpuset: opts
+                        .postgres_cpuset
+                        .clone()
+                        .or_else(|| placement.postgres.clone()),
                 };
                 let pg = EmbeddedPostgres::start(&bins, &po, &cgroups)?;
                 let admin = pg.admin();
@@ -182,19 +202,33 @@ impl Stand {
         };
         let pg_version = admin.server_version().unwrap_or_default();
         let pgb_launch = match (&settings.pgbouncer, pgb_bin) {
-            (Some(s), Some(bin)) => Some((
-                bin,
-                PgBouncerOptions::new(
+            (Some(s), Some(bin)) => {
+                let mut po = PgBouncerOptions::new(
                     &opts.cache_dir,
                     s.clone(),
                     (admin.config.host.clone(), admin.config.port),
-                ),
-            )),
+                );
+                // PgBouncer works for PostgreSQL: it runs on PostgreSQL's CPUs
+                po.limits.cpuset = placement.postgres.clone();
+                Some((bin, po))
+            }
             _ => None,
         };
         let pgbouncer = match &pgb_launch {
             Some((bin, po)) => Some(PgBouncer::start(bin, po, &cgroups)?),
             None => None,
+        };
+        let (generator_group, generator_limits) = match &placement.generator {
+            Some(cpus) => {
+                let want = Limits {
+                    cpus: None,
+                    memory_mb: None,
+                    cpuset: Some(cpus.clone()),
+                };
+                let (g, la) = limit_this_process(&cgroups, Role::Generator, &want);
+                (g, Some(la))
+            }
+            None => (None, None),
         };
         Ok(Stand {
             opts: opts.clone(),
@@ -207,7 +241,20 @@ impl Stand {
             pg_version,
             data: None,
             swept,
+            _generator_group: generator_group,
+            generator_limits,
+            placement,
         })
+    }
+
+    /// Where the parts run: CPU sets of their own, or shared (and why).
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+    /// What was applied to put the generator (this process) on its CPU set, when the placement
+    /// gave it one.
+    pub fn generator_limits(&self) -> Option<&LimitsApplied> {
+        self.generator_limits.as_ref()
     }
 
     /// PgBouncer, when the plan put it between the stacks and PostgreSQL.
@@ -398,12 +445,13 @@ impl Stand {
         settings: &StandSettings,
         db: DbConfig,
     ) -> Result<RunningStack> {
-        let launch = StackLaunch::new(
+        let mut launch = StackLaunch::new(
             spec,
             settings,
             self.stack_db(&db),
             self.opts.log_dir.join(format!("{}.log", spec.name)),
         );
+        launch.limits.cpuset = self.placement.stack.clone();
         start_stack(spec, &launch, &self.cgroups)
     }
     /// How a stack reaches `db`: through PgBouncer (its host and port; same role, password and

@@ -954,7 +954,8 @@ pub fn start_stack(
             env.push((k, v));
         }
     }
-    let (cgroup, limits) = cgroups.create(Role::Stack, &spec.name, &launch.limits);
+    let (cgroup, mut limits) = cgroups.create(Role::Stack, &spec.name, &launch.limits);
+    let affinity = ceiling_supervise::affinity_fallback(&launch.limits, &mut limits);
     if let Some(p) = launch.log.parent() {
         std::fs::create_dir_all(p).ctx(|| format!("creating {}", p.display()))?;
     }
@@ -988,6 +989,7 @@ pub fn start_stack(
         env_remove: Vec::new(),
         log: launch.log.clone(),
         cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+        affinity,
         user: None,
         term_signal: libc::SIGTERM,
         term_group: true,
@@ -1340,6 +1342,7 @@ log_level = "warn"
             cooldown: Duration::from_secs(0),
             verify: false,
             on_part_exit: Default::default(),
+            placement: Default::default(),
             env: Default::default(),
             pgbouncer: None,
         }

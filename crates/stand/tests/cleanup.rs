@@ -30,6 +30,7 @@ fn plan_defaults() -> ceiling_plan::StandSettings {
         cooldown: Duration::from_secs(0),
         verify: false,
         on_part_exit: Default::default(),
+        placement: Default::default(),
         env: Default::default(),
         pgbouncer: None,
     }

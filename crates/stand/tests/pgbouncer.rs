@@ -40,6 +40,7 @@ fn settings(pool_mode: PoolMode) -> ceiling_plan::StandSettings {
         cooldown: Duration::from_secs(0),
         verify: false,
         on_part_exit: Default::default(),
+        placement: Default::default(),
         env: [("DB_PREPARED".to_string(), "off".to_string())]
             .into_iter()
             .collect(),

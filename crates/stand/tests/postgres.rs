@@ -48,6 +48,7 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
         cooldown: Duration::from_secs(0),
         verify: false,
         on_part_exit: Default::default(),
+        placement: Default::default(),
         env: Default::default(),
         pgbouncer: None,
     }

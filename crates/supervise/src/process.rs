@@ -40,6 +40,9 @@ pub struct SpawnSpec {
     /// `cgroup.procs` files the child writes itself into before `exec`, so nothing it forks
     /// escapes its group.
     pub cgroup_procs: Vec<CString>,
+    /// CPUs the child is pinned to with `sched_setaffinity` before `exec` (inherited by all it
+    /// starts), where a cpuset could not be applied through cgroups; empty = not pinned.
+    pub affinity: Vec<u32>,
     /// `(uid, gid)` to run as (PostgreSQL refuses to run as root).
     pub user: Option<(u32, u32)>,
     /// Signal for a graceful stop and whether it goes to the whole group (stacks: SIGTERM to the
@@ -97,10 +100,13 @@ impl Managed {
         cmd.process_group(0);
         let files = spec.cgroup_procs.clone();
         let user = spec.user;
-        if !files.is_empty() || user.is_some() {
+        // The CPU mask is built before fork: the child only makes the system call.
+        let affinity = crate::sys::cpu_mask(&spec.affinity);
+        if !files.is_empty() || user.is_some() || affinity.is_some() {
             // SAFETY: the closure only calls async-signal-safe functions (open, write, close,
-            // setgroups, setgid, setuid) on C strings allocated before fork. It joins the cgroups
-            // first (writing to cgroup.procs needs root) and drops privileges afterwards.
+            // sched_setaffinity, setgroups, setgid, setuid) on C strings and a CPU mask made
+            // before fork. It joins the cgroups first (writing to cgroup.procs needs root) and
+            // drops privileges afterwards.
             unsafe {
                 cmd.pre_exec(move || {
                     for f in &files {
@@ -114,6 +120,9 @@ impl Managed {
                         if r != 1 {
                             return Err(err);
                         }
+                    }
+                    if let Some(mask) = &affinity {
+                        rustix::thread::sched_setaffinity(None, mask)?;
                     }
                     if let Some((uid, gid)) = user {
                         if libc::setgroups(0, std::ptr::null()) != 0
@@ -632,6 +641,36 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         assert_eq!(log_tail(&p, 2), "line 998\nline 999");
         assert_eq!(log_tail(&d.join("missing"), 5), "");
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_child_is_pinned_to_its_cpus_before_exec() {
+        let d = tmp("affinity");
+        let cpu = *crate::sys::this_process_cpus().last().unwrap();
+        let spec = SpawnSpec {
+            label: "sh".into(),
+            program: "sh".into(),
+            // the child and what it starts (grep) inherit the mask
+            args: vec![
+                "-c".into(),
+                "grep Cpus_allowed_list /proc/self/status".into(),
+            ],
+            log: d.join("sh.log"),
+            affinity: vec![cpu],
+            term_signal: libc::SIGTERM,
+            ..Default::default()
+        };
+        let mut m = Managed::spawn(&spec).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while m.is_alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let log = std::fs::read_to_string(d.join("sh.log")).unwrap();
+        assert!(
+            log.contains(&format!("Cpus_allowed_list:\t{cpu}\n")),
+            "{log}"
+        );
         let _ = std::fs::remove_dir_all(d);
     }
 

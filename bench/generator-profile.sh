@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Where the generator's CPU goes, at the rates the lab uses (issue 36 item 1): `ceiling load`
+# with plan 000's mix (its four requests, a synthetic status_ids.csv) against one local nginx
+# worker on core 0, the generator alone on core 1, under `perf stat`. Per request (requests as
+# nginx counted them): CPU µs, context switches (≈ wake-ups), system calls; and the fixed cost per
+# second from a run at 10 RPS. With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
+# in the kernel, in ceiling and in libc. Usage: bench/generator-profile.sh [seconds]
+set -euo pipefail
+secs=${1:-10}
+. "$(dirname "$0")/lib.sh"
+require nginx taskset curl perf "$bin"
+start_nginx "${PORT:-18301}"
+seq 1 100000 | awk 'BEGIN{print "id"}{printf "%08d-0000-4000-8000-%012d\n", $1, $1}' >"$tmp/status_ids.csv"
+echo "# generator-profile: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), plan 000's mix, ${secs}s each"
+echo "| load | requests | CPU µs/request | context switches/request | syscalls/request |"
+echo "|---|---|---|---|---|"
+row() {
+  local label=$1; shift
+  local a b n
+  a=$(count)
+  taskset -c 1 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -o "$tmp/stat" \
+    "$bin" load plans/000-status-mixed.toml --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json "$@" >"$tmp/out.json" 2>"$tmp/err" || true
+  b=$(count)
+  n=$((b - a - 1))
+  awk -F, -v n="$n" -v label="$label" '
+    $3=="task-clock"{cpu=$1} $3=="context-switches"{cs=$1} $3=="raw_syscalls:sys_enter"{sc=$1}
+    END{ if (n>0) printf "| %s | %d | %.1f | %.2f | %.2f |\n", label, n, cpu*1000/n, cs/n, sc/n;
+         else printf "| %s | 0 | – | – | – |\n", label }' "$tmp/stat"
+  # the CPU ms of the whole run, for the fixed cost
+  awk -F, '$3=="task-clock"{print $1}' "$tmp/stat" >"$tmp/cpu.$label"
+}
+row "open 10 RPS" --rate 10 --duration "${secs}s"
+for r in 1000 1500 3000 10000; do row "open $r RPS" --rate "$r" --duration "${secs}s" --max-connections 2000; done
+row "closed 64 conns" --connections 64 --duration "${secs}s"
+row "closed 1000 conns" --connections 1000 --duration "${secs}s"
+fixed=$(awk -v s="$secs" '{printf "%.1f", $1/s}' "$tmp/cpu.open 10 RPS")
+echo
+echo "fixed cost (10 RPS run, whole process including start-up): ${fixed} ms of CPU per second"
+if [ "${PROFILE:-0}" = 1 ]; then
+  taskset -c 1 perf record -q -g -o "$tmp/perf.data" "$bin" load plans/000-status-mixed.toml \
+    --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json --rate 10000 --duration "${secs}s" >/dev/null 2>&1 || true
+  echo
+  echo "perf record at 10,000 RPS, share of samples by object:"
+  perf report -i "$tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -8
+  echo
+  echo "top symbols:"
+  perf report -i "$tmp/perf.data" --no-children --sort sym --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -25
+fi

@@ -1,0 +1,112 @@
+//! `ceiling up go-pgx`: the stand starts PostgreSQL and a verified go-pgx, prints where it is,
+//! keeps it answering for `--for`, then stops everything by itself (exit 0) — the stack's port
+//! answers while it is up and no longer afterwards.
+//!
+//! Needs PostgreSQL server binaries and Go (to build go-pgx); skipped with a message without them.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn which(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+        .unwrap_or(false)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The status code of `GET path` on 127.0.0.1:port, or `None` when nothing answers.
+fn get(port: u16, path: &str) -> Option<u16> {
+    let mut s =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+#[test]
+fn a_stack_stays_up_until_its_time_is_over_then_everything_stops() {
+    let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
+        .iter()
+        .any(|d| Path::new(d).exists())
+        || which("postgres");
+    if !have_pg || !which("go") {
+        eprintln!("skipping: needs PostgreSQL server binaries and Go");
+        return;
+    }
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("up");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let plan = tmp.join("up.toml");
+    std::fs::write(
+        &plan,
+        "name = \"up\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n[stand]\ncpus = 1.0\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        .current_dir(repo_root())
+        .args(["up", "go-pgx", "--for", "8s", "--plan"])
+        .arg(&plan)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    let mut port = None;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while port.is_none() && Instant::now() < deadline {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        printed.push_str(&line);
+        if let Some(url) = line.split(" is up at ").nth(1) {
+            port = url
+                .trim()
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse::<u16>().ok());
+        }
+    }
+    let Some(port) = port else {
+        let _ = child.kill();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).ok();
+        panic!("no `is up at` line: {printed}\n{err}");
+    };
+    assert_eq!(get(port, "/health"), Some(200), "{printed}");
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    printed.push_str(&rest);
+    assert!(
+        printed.contains("its database: postgres://bench:bench@127.0.0.1:"),
+        "{printed}"
+    );
+    assert!(printed.contains("stops by itself in 8s"), "{printed}");
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).ok();
+    assert!(status.success(), "{status:?}\n{err}");
+    assert!(err.contains("verify: all"), "the stack was verified: {err}");
+    assert!(err.contains("(--for)"), "{err}");
+    assert_eq!(
+        get(port, "/health"),
+        None,
+        "the stack still answers after `up` ended"
+    );
+}

@@ -1,0 +1,584 @@
+//! Every claim of every source, with a verdict.
+//!
+//! A source's claims are data (`plans/published/claims/<source>.toml`): the author's statement,
+//! the seed line it comes from, the plan whose runs can answer it, and the check it becomes — a
+//! threshold on one stack's figure, a ratio of two stacks' figures, or an order of stacks.
+//! [`evaluate`] judges each against the latest run of its plan that has the stacks it names:
+//! **holds**, **does not hold**, **not decided** (the figures' uncertainty straddles the claim) or
+//! **not testable here** (no run, no such shelf — said why, never guessed). A figure with a 95%
+//! interval (a search's ceiling) is judged by its whole interval; a single value by itself, and
+//! the verdict says "one run".
+
+use crate::published::PublishedError;
+use ceiling_analyze::StackAnalysis;
+use ceiling_report::RunReport;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One source's claims file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimsFile {
+    /// The source (`000`).
+    pub source: String,
+    /// The seed text the lines refer to.
+    pub seed: String,
+    /// The claims that become checks.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+    /// Statements with no measurable content here, and why.
+    #[serde(default)]
+    pub untestable: Vec<Untestable>,
+}
+
+/// A claim that cannot be checked here.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Untestable {
+    /// The statement.
+    pub text: String,
+    /// Its seed line.
+    pub line: u32,
+    /// Why it is not testable here.
+    pub why: String,
+}
+
+/// What a claim checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// One stack's figure against a value.
+    Threshold,
+    /// Stack `a`'s figure over stack `b`'s against a value.
+    Ratio,
+    /// Stacks from the highest figure to the lowest.
+    Order,
+}
+
+/// One claim.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// Unique id (`000-mvc-zero`).
+    pub id: String,
+    /// The claim, close to the author's words.
+    pub text: String,
+    /// The seed line.
+    pub line: u32,
+    /// The author's words, copied.
+    #[serde(default)]
+    pub quote: String,
+    /// The plan whose runs answer it (none: not testable).
+    pub plan: Option<String>,
+    /// The check.
+    pub kind: ClaimKind,
+    /// Threshold: the stack.
+    pub stack: Option<String>,
+    /// Ratio: the numerator's stack.
+    pub a: Option<String>,
+    /// Ratio: the denominator's stack.
+    pub b: Option<String>,
+    /// Order: the stacks, highest first.
+    #[serde(default)]
+    pub stacks: Vec<String>,
+    /// The figure: `ceiling`, `rps`, `p99_ms`, `p50_ms`, `mean_ms`, `errors_pct`, `cpu_pct`,
+    /// `rss_mib` (all but `ceiling` at `point`).
+    #[serde(default = "ceiling_metric")]
+    pub metric: String,
+    /// The shelf or level (`hold 3000`, `c=100`).
+    pub point: Option<String>,
+    /// `<`, `<=`, `>`, `>=` or `~`.
+    pub op: Option<String>,
+    /// The value compared with.
+    pub value: Option<f64>,
+    /// With `~`: the relative tolerance (default 10%).
+    pub within: Option<f64>,
+    /// How the claim became this check.
+    pub note: Option<String>,
+}
+
+fn ceiling_metric() -> String {
+    "ceiling".into()
+}
+
+/// A claim's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimVerdict {
+    /// The figures show it.
+    Holds,
+    /// The figures show the opposite.
+    DoesNotHold,
+    /// The figures' uncertainty straddles the claim.
+    NotDecided,
+    /// No run here can answer it (the reason is given).
+    NotTestable,
+}
+
+impl ClaimVerdict {
+    /// For tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClaimVerdict::Holds => "holds",
+            ClaimVerdict::DoesNotHold => "does not hold",
+            ClaimVerdict::NotDecided => "not decided",
+            ClaimVerdict::NotTestable => "not testable here",
+        }
+    }
+}
+
+/// One claim judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimResult {
+    /// The claim's id.
+    pub id: String,
+    /// The claim.
+    pub text: String,
+    /// Its seed line.
+    pub line: u32,
+    /// The verdict.
+    pub verdict: ClaimVerdict,
+    /// What ceiling measured (`go-pgx 9249 RPS (95% CI 8800–9700)`), or why nothing.
+    pub ours: String,
+    /// The run that answered it.
+    pub run: Option<String>,
+    /// What differs or what the reader must know (a scaled run, one run, the claim's note).
+    pub notes: Vec<String>,
+}
+
+/// Reads a claims file, with errors that name the file and line.
+pub fn load_claims(path: &Path) -> Result<ClaimsFile, PublishedError> {
+    let text = std::fs::read_to_string(path).map_err(|err| PublishedError::Read {
+        path: path.to_path_buf(),
+        err,
+    })?;
+    toml::from_str(&text).map_err(|e| PublishedError::Invalid {
+        path: path.to_path_buf(),
+        line: e.span().map_or(1, |s| {
+            text[..s.start.min(text.len())].matches('\n').count() + 1
+        }),
+        msg: e.message().to_string(),
+    })
+}
+
+/// A figure with its 95% interval when it has one.
+#[derive(Debug, Clone, Copy)]
+struct Fig {
+    value: f64,
+    ci: Option<(f64, f64)>,
+    /// Only a lower bound is known (nothing above it failed).
+    lower_bound: bool,
+}
+
+impl Fig {
+    fn show(&self, stack: &str, unit: &str) -> String {
+        let v = if self.lower_bound {
+            format!("≥ {:.0}", self.value)
+        } else if self.value.abs() >= 100.0 {
+            format!("{:.0}", self.value)
+        } else {
+            format!("{:.2}", self.value)
+        };
+        match self.ci {
+            Some((lo, hi)) => format!("{stack} {v}{unit} (95% CI {lo:.0}–{hi:.0})"),
+            None => format!("{stack} {v}{unit}"),
+        }
+    }
+}
+
+fn figure(
+    a: &StackAnalysis,
+    metric: &str,
+    point: Option<&str>,
+) -> Result<(Fig, &'static str), String> {
+    if metric == "ceiling" {
+        return Ok(match &a.search {
+            Some(s) => (
+                Fig {
+                    value: s.ceiling_rps,
+                    ci: s.interval.as_ref().map(|i| (i.lo, i.hi)),
+                    lower_bound: s.status.is_lower_bound(),
+                },
+                " RPS",
+            ),
+            None => (
+                Fig {
+                    value: a.ceiling.rps,
+                    ci: None,
+                    lower_bound: !a.ceiling.bracketed && a.ceiling.rps > 0.0,
+                },
+                " RPS",
+            ),
+        });
+    }
+    let point =
+        point.ok_or_else(|| format!("`{metric}` needs a point (a shelf or level label)"))?;
+    let shelves: Vec<_> = a.shelves.iter().filter(|s| s.label == point).collect();
+    if shelves.is_empty() {
+        let mut labels: Vec<&str> = a.shelves.iter().map(|s| s.label.as_str()).collect();
+        labels.dedup();
+        return Err(format!(
+            "{} has no shelf `{point}` (it has: {})",
+            a.stack,
+            labels.join(", ")
+        ));
+    }
+    let (unit, vals): (&'static str, Vec<Option<f64>>) = match metric {
+        "rps" => (
+            " RPS",
+            shelves.iter().map(|s| Some(s.achieved_rps)).collect(),
+        ),
+        "p99_ms" => (
+            " ms",
+            shelves.iter().map(|s| Some(s.latency.p99_ms)).collect(),
+        ),
+        "p50_ms" => (
+            " ms",
+            shelves.iter().map(|s| Some(s.latency.p50_ms)).collect(),
+        ),
+        "mean_ms" => (
+            " ms",
+            shelves.iter().map(|s| Some(s.latency.mean_ms)).collect(),
+        ),
+        "errors_pct" => (
+            "%",
+            shelves.iter().map(|s| Some(s.error_rate * 100.0)).collect(),
+        ),
+        "cpu_pct" => (
+            "% CPU",
+            shelves
+                .iter()
+                .map(|s| s.stack.as_ref().map(|w| w.cpu_pct_mean))
+                .collect(),
+        ),
+        "rss_mib" => (
+            " MiB",
+            shelves
+                .iter()
+                .map(|s| s.stack.as_ref().map(|w| w.rss_mb_mean))
+                .collect(),
+        ),
+        other => return Err(format!("`{other}` is not a metric a claim can name")),
+    };
+    let vals: Vec<f64> = vals
+        .into_iter()
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{} at `{point}`: `{metric}` was not sampled", a.stack))?;
+    let n = vals.len() as f64;
+    let mean = vals.iter().sum::<f64>() / n;
+    // repetitions of a level: a Student-t interval of their mean
+    let ci = (vals.len() >= 2).then(|| {
+        let sd = (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let h = ceiling_analyze::t_975(vals.len() - 1) * sd / n.sqrt();
+        (mean - h, mean + h)
+    });
+    Ok((
+        Fig {
+            value: mean,
+            ci,
+            lower_bound: false,
+        },
+        unit,
+    ))
+}
+
+/// Whether `x op value` holds (with `~`: within `within` relative).
+fn holds(op: &str, x: f64, value: f64, within: f64) -> Option<bool> {
+    Some(match op {
+        "<" => x < value,
+        "<=" => x <= value,
+        ">" => x > value,
+        ">=" => x >= value,
+        "~" => (x - value).abs() <= within * value.abs().max(f64::EPSILON),
+        _ => return None,
+    })
+}
+
+/// Judges `op value` on a range of the figure (its interval, or the point): holds when every
+/// end holds, does not when none does, not decided otherwise. A lower bound proves only what is
+/// below it.
+fn judge_range(op: &str, f: &Fig, value: f64, within: f64) -> Result<ClaimVerdict, String> {
+    let check =
+        |x: f64| holds(op, x, value, within).ok_or_else(|| format!("`{op}` is not a comparison"));
+    if f.lower_bound {
+        // the true value is somewhere at or above f.value
+        let at = check(f.value)?;
+        return Ok(match (op, at) {
+            (">" | ">=", true) => ClaimVerdict::Holds,
+            ("<" | "<=", false) => ClaimVerdict::DoesNotHold,
+            _ => ClaimVerdict::NotDecided,
+        });
+    }
+    let (lo, hi) = f.ci.unwrap_or((f.value, f.value));
+    if op == "~" {
+        // approximately equal: the interval inside the band holds; disjoint from it does not
+        let band = (value - within * value.abs(), value + within * value.abs());
+        return Ok(if lo >= band.0 && hi <= band.1 {
+            ClaimVerdict::Holds
+        } else if hi < band.0 || lo > band.1 {
+            ClaimVerdict::DoesNotHold
+        } else {
+            ClaimVerdict::NotDecided
+        });
+    }
+    Ok(match (check(lo)?, check(hi)?) {
+        (true, true) => ClaimVerdict::Holds,
+        (false, false) => ClaimVerdict::DoesNotHold,
+        _ => ClaimVerdict::NotDecided,
+    })
+}
+
+/// The stacks a claim needs.
+fn stacks_of(c: &Claim) -> Vec<String> {
+    match c.kind {
+        ClaimKind::Threshold => c.stack.iter().cloned().collect(),
+        ClaimKind::Ratio => c.a.iter().chain(c.b.iter()).cloned().collect(),
+        ClaimKind::Order => c.stacks.clone(),
+    }
+}
+
+/// The latest run of the claim's plan holding every stack it needs: unscaled ones first.
+fn run_for<'a>(c: &Claim, runs: &'a [RunReport]) -> Option<&'a RunReport> {
+    let plan = c.plan.as_deref()?;
+    let need = stacks_of(c);
+    // a figure at a point needs a run that measured that shelf or level (a search has none)
+    let has = |a: &StackAnalysis| {
+        c.metric == "ceiling"
+            || c.point
+                .as_deref()
+                .is_none_or(|p| a.shelves.iter().any(|s| s.label == p))
+    };
+    let fits = |r: &RunReport, strict: bool| {
+        r.plan.name == plan
+            && need.iter().all(|n| {
+                r.stacks
+                    .iter()
+                    .any(|a| &a.stack == n && (!strict || has(a)))
+            })
+    };
+    let latest = |scaled: bool, strict: bool| {
+        runs.iter()
+            .filter(|r| fits(r, strict) && r.plan.is_scaled() == scaled)
+            .max_by(|x, y| x.run_id.cmp(&y.run_id))
+    };
+    // without a run that measured the point, the latest run of the plan says which points it has
+    latest(false, true)
+        .or_else(|| latest(true, true))
+        .or_else(|| latest(false, false))
+        .or_else(|| latest(true, false))
+}
+
+/// Judges every claim of `file` against `runs` (any number, any plans: each claim picks the
+/// latest run of its own plan that has its stacks).
+pub fn evaluate(file: &ClaimsFile, runs: &[RunReport]) -> Vec<ClaimResult> {
+    file.claims.iter().map(|c| evaluate_one(c, runs)).collect()
+}
+
+fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
+    let mut r = ClaimResult {
+        id: c.id.clone(),
+        text: c.text.clone(),
+        line: c.line,
+        verdict: ClaimVerdict::NotTestable,
+        ours: String::new(),
+        run: None,
+        notes: c.note.iter().cloned().collect(),
+    };
+    let Some(plan) = &c.plan else {
+        r.ours = "no plan reproduces this".into();
+        return r;
+    };
+    let Some(run) = run_for(c, runs) else {
+        r.ours = format!(
+            "no run of plan `{plan}` with {} here",
+            stacks_of(c).join(", ")
+        );
+        return r;
+    };
+    r.run = Some(run.run_id.clone());
+    if run.plan.is_scaled() {
+        r.notes.push(format!(
+            "a SCALED run (durations ×{}): indicative only",
+            run.plan.scaled_by
+        ));
+    }
+    let stack = |n: &str| {
+        run.stacks
+            .iter()
+            .find(|a| a.stack == n)
+            .expect("run_for checked")
+    };
+    if c.metric == "ceiling" && stacks_of(c).iter().any(|n| stack(n).search.is_some()) {
+        r.notes.push(
+            "ceilings from `ceiling search` (where the SLO holds over the long run), not the plan's stepped profile".into(),
+        );
+    }
+    let within = c.within.unwrap_or(0.1);
+    let outcome: Result<(ClaimVerdict, String), String> = (|| match c.kind {
+        ClaimKind::Threshold => {
+            let name = c
+                .stack
+                .as_deref()
+                .ok_or("a threshold claim names a `stack`")?;
+            let (f, unit) = figure(stack(name), &c.metric, c.point.as_deref())?;
+            let (op, value) = (
+                c.op.as_deref().unwrap_or(">="),
+                c.value.ok_or("no `value`")?,
+            );
+            Ok((judge_range(op, &f, value, within)?, f.show(name, unit)))
+        }
+        ClaimKind::Ratio => {
+            let (an, bn) = (
+                c.a.as_deref().ok_or("a ratio claim names `a`")?,
+                c.b.as_deref().ok_or("a ratio claim names `b`")?,
+            );
+            let (fa, unit) = figure(stack(an), &c.metric, c.point.as_deref())?;
+            let (fb, _) = figure(stack(bn), &c.metric, c.point.as_deref())?;
+            if fb.value <= 0.0 {
+                return Err(format!("{bn}'s figure is {} — no ratio", fb.value));
+            }
+            let ratio = fa.value / fb.value;
+            // the two relative half-widths in quadrature (a normal approximation of each)
+            let rel = |f: &Fig| {
+                f.ci.map_or(0.0, |(lo, hi)| {
+                    (hi - lo) / 2.0 / f.value.abs().max(f64::EPSILON)
+                })
+            };
+            let h = ratio * (rel(&fa).powi(2) + rel(&fb).powi(2)).sqrt();
+            let fr = Fig {
+                value: ratio,
+                ci: (h > 0.0).then_some((ratio - h, ratio + h)),
+                lower_bound: false,
+            };
+            let (op, value) = (
+                c.op.as_deref().unwrap_or(">="),
+                c.value.ok_or("no `value`")?,
+            );
+            let mut v = judge_range(op, &fr, value, within)?;
+            // a lower bound in the numerator only proves "at least"; in the denominator "at most"
+            if (fa.lower_bound || fb.lower_bound) && v != ClaimVerdict::NotDecided {
+                let provable = match op {
+                    ">" | ">=" => fa.lower_bound && !fb.lower_bound && v == ClaimVerdict::Holds,
+                    "<" | "<=" => fb.lower_bound && !fa.lower_bound && v == ClaimVerdict::Holds,
+                    _ => false,
+                };
+                if !provable {
+                    v = ClaimVerdict::NotDecided;
+                }
+            }
+            Ok((
+                v,
+                format!(
+                    "{an}/{bn} = {ratio:.2}{} ({}, {})",
+                    fr.ci
+                        .map(|(lo, hi)| format!(" (95% CI {lo:.2}–{hi:.2})"))
+                        .unwrap_or_default(),
+                    fa.show(an, unit),
+                    fb.show(bn, unit)
+                ),
+            ))
+        }
+        ClaimKind::Order => {
+            if c.stacks.len() < 2 {
+                return Err("an order claim lists at least two `stacks`".into());
+            }
+            let figs: Vec<(String, Fig, &str)> = c
+                .stacks
+                .iter()
+                .map(|n| {
+                    figure(stack(n), &c.metric, c.point.as_deref()).map(|(f, u)| (n.clone(), f, u))
+                })
+                .collect::<Result<_, _>>()?;
+            let mut v = ClaimVerdict::Holds;
+            for w in figs.windows(2) {
+                let (hi, lo) = (&w[0].1, &w[1].1);
+                let hi_range = hi.ci.unwrap_or((
+                    hi.value,
+                    if hi.lower_bound {
+                        f64::INFINITY
+                    } else {
+                        hi.value
+                    },
+                ));
+                let lo_range = lo.ci.unwrap_or((
+                    lo.value,
+                    if lo.lower_bound {
+                        f64::INFINITY
+                    } else {
+                        lo.value
+                    },
+                ));
+                if hi_range.0 > lo_range.1 {
+                    continue; // apart, in the claimed order
+                }
+                if hi_range.1 < lo_range.0 {
+                    v = ClaimVerdict::DoesNotHold;
+                    break;
+                }
+                v = ClaimVerdict::NotDecided;
+            }
+            let shown: Vec<String> = figs.iter().map(|(n, f, u)| f.show(n, u)).collect();
+            Ok((v, shown.join("; ")))
+        }
+    })();
+    match outcome {
+        Ok((v, ours)) => {
+            r.verdict = v;
+            r.ours = ours;
+            let interval = r.ours.contains("95% CI");
+            if !interval && !run.plan.is_scaled() {
+                r.notes
+                    .push("one run, no interval: judged on the point value".into());
+            }
+        }
+        Err(why) => {
+            r.verdict = ClaimVerdict::NotTestable;
+            r.ours = why;
+        }
+    }
+    r
+}
+
+/// `docs/claims.md`: every source's claims with their verdicts, and the untestable ones.
+pub fn render_markdown(files: &[(ClaimsFile, Vec<ClaimResult>)]) -> String {
+    let mut s = String::from(
+        "# The sources' claims, checked\n\nGenerated by `ceiling claims --write docs/claims.md` from `plans/published/claims/*.toml` and the runs in `results/`; never edited by hand. A claim **holds** or **does not hold** when the figure's whole 95% interval (a search's ceiling, repetitions of a level) is on one side; **not decided** when the interval straddles it; a single value is judged by itself and says \"one run\". **Not testable here** says why.\n",
+    );
+    for (f, results) in files {
+        let count = |v: ClaimVerdict| results.iter().filter(|r| r.verdict == v).count();
+        s.push_str(&format!(
+            "\n## Source {} — {} claims: {} hold, {} do not, {} not decided, {} not testable here\n\n",
+            f.source,
+            results.len(),
+            count(ClaimVerdict::Holds),
+            count(ClaimVerdict::DoesNotHold),
+            count(ClaimVerdict::NotDecided),
+            count(ClaimVerdict::NotTestable),
+        ));
+        s.push_str("| claim (seed line) | verdict | ceiling measured | run | notes |\n|---|---|---|---|---|\n");
+        let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
+        for r in results {
+            s.push_str(&format!(
+                "| {} (L{}) | **{}** | {} | {} | {} |\n",
+                cell(&r.text),
+                r.line,
+                r.verdict.label(),
+                cell(&r.ours),
+                r.run.as_deref().unwrap_or("–"),
+                cell(&r.notes.join("; "))
+            ));
+        }
+        if !f.untestable.is_empty() {
+            s.push_str("\nNot testable as stated:\n\n");
+            for u in &f.untestable {
+                s.push_str(&format!(
+                    "- {} (L{}) — {}\n",
+                    cell(&u.text),
+                    u.line,
+                    cell(&u.why)
+                ));
+            }
+        }
+    }
+    s
+}

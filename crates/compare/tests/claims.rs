@@ -1,0 +1,260 @@
+//! The claims ledger on simulated runs whose figures are known in advance: each kind of check
+//! (threshold, ratio, order) holds, does not hold or is not decided exactly where the truth says,
+//! and a claim whose run or shelf is missing says so instead of guessing.
+
+use ceiling_compare::claims::{evaluate, render_markdown, ClaimVerdict, ClaimsFile};
+use ceiling_metrics::{ResourceSample, Role, Second};
+use ceiling_report::RunReport;
+use std::path::Path;
+
+fn plan() -> ceiling_plan::Plan {
+    let text = r#"
+name = "gates"
+[[stages]]
+hold = 1500
+duration = "40s"
+[[stages]]
+hold = 3000
+duration = "40s"
+[[requests]]
+name = "ping"
+path = "/ping"
+[slo]
+p99 = "100ms"
+errors = "1%"
+[analysis]
+trim_head = "5s"
+trim_tail = "0s"
+min_window = "30s"
+"#;
+    ceiling_plan::parse_plan(text, Path::new("plans/gates.toml")).unwrap()
+}
+
+/// A stack whose every request at rate r takes `lat_ms(r)` ms.
+fn simulate(
+    p: &ceiling_plan::Plan,
+    stack: &str,
+    lat_ms: impl Fn(f64) -> f64,
+) -> ceiling_analyze::StackAnalysis {
+    let mut acc = ceiling_analyze::RunAccumulator::new(p, stack);
+    for sp in ceiling_analyze::stage_spans(p, 1) {
+        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
+        let rate = match &p.stages[sp.level] {
+            ceiling_plan::Stage::Hold { rate, .. } => *rate,
+            _ => unreachable!(),
+        };
+        for t in a..b {
+            let mut s = Second::new(t, sp.phase, sp.index, 1);
+            s.offered = rate as u64;
+            s.sent = rate as u64;
+            let v = (lat_ms(rate) * 1000.0) as u64;
+            for _ in 0..rate as u64 {
+                ceiling_metrics::record_us(&mut s.tags[0].latency, v);
+                ceiling_metrics::record_us(&mut s.tags[0].service, v);
+                s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
+            }
+            ceiling_metrics::record_us(&mut s.lag, 100);
+            s.generator_cpu = 10.0;
+            acc.push_second(&s);
+            acc.extend_resources(vec![ResourceSample {
+                t: t as f64 + 1.0,
+                who: Role::Stack,
+                cpu_pct: 50.0,
+                rss_bytes: 1 << 26,
+                cgroup_memory_bytes: None,
+            }]);
+        }
+    }
+    acc.finish()
+}
+
+/// A search outcome as run.json holds it: a lower bound, or a bounded interval.
+fn searched(
+    status: &str,
+    rps: f64,
+    interval: Option<(f64, f64)>,
+) -> ceiling_analyze::SearchOutcome {
+    let iv = match interval {
+        Some((lo, hi)) => format!(
+            r#"{{"estimate": {rps}, "lo": {lo}, "hi": {hi}, "bracket_lo": {lo}, "bracket_hi": {hi}, "margins": [0.5, 1.5], "knee": "smooth", "replicates": 2000}}"#
+        ),
+        None => "null".into(),
+    };
+    serde_json::from_str(&format!(
+        r#"{{"probes": [], "baseline": null, "status": "{status}", "ceiling_rps": {rps}, "interval": {iv}, "binding": null, "tolerance": 0.05, "stop": {{"kind": "budget"}}, "elapsed_s": 600.0}}"#
+    ))
+    .unwrap()
+}
+
+const CLAIMS: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "slow-fails-3000"
+text = "slow cannot hold 3000 RPS: its p99 goes over a second there"
+line = 10
+plan = "gates"
+kind = "threshold"
+stack = "slow"
+metric = "p99_ms"
+point = "hold 3000"
+op = ">="
+value = 1000
+
+[[claims]]
+id = "fast-holds-3000"
+text = "fast serves 3000 RPS within 10 ms"
+line = 11
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "p99_ms"
+point = "hold 3000"
+op = "<="
+value = 10
+
+[[claims]]
+id = "fast-twice-slow"
+text = "fast sustains 1.5x what slow does"
+line = 12
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "slow"
+op = ">="
+value = 1.5
+
+[[claims]]
+id = "fast-first"
+text = "fast > slow"
+line = 13
+plan = "gates"
+kind = "order"
+stacks = ["fast", "slow"]
+
+[[claims]]
+id = "no-such-shelf"
+text = "slow at 2500"
+line = 14
+plan = "gates"
+kind = "threshold"
+stack = "slow"
+metric = "p99_ms"
+point = "hold 2500"
+op = "<="
+value = 10
+
+[[claims]]
+id = "other-plan"
+text = "needs a plan nobody ran"
+line = 15
+plan = "never-run"
+kind = "threshold"
+stack = "slow"
+op = ">="
+value = 1
+
+[[untestable]]
+text = "the author's opinion"
+line = 20
+why = "no measurable content"
+"#;
+
+fn verdicts(file: &ClaimsFile, runs: &[RunReport]) -> Vec<(String, ClaimVerdict)> {
+    evaluate(file, runs)
+        .into_iter()
+        .map(|r| (r.id, r.verdict))
+        .collect()
+}
+
+#[test]
+fn each_kind_of_claim_is_judged_where_the_truth_says() {
+    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let p = plan();
+    let mut r = RunReport::new(&p, "20261127-000000-gates");
+    // fast holds both shelves at 5 ms; slow takes 1.2 s at 3000 RPS
+    r.stacks.push(simulate(&p, "fast", |_| 5.0));
+    r.stacks.push(simulate(&p, "slow", |rate| {
+        if rate > 2000.0 {
+            1200.0
+        } else {
+            8.0
+        }
+    }));
+    // searched ceilings: fast 3000–3200, slow 1500–1600: fast/slow ≈ 1.94 (1.8–2.1)
+    r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
+    r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
+    let v = verdicts(&file, std::slice::from_ref(&r));
+    assert_eq!(
+        v,
+        [
+            ("slow-fails-3000".to_string(), ClaimVerdict::Holds),
+            ("fast-holds-3000".to_string(), ClaimVerdict::Holds),
+            ("fast-twice-slow".to_string(), ClaimVerdict::Holds),
+            ("fast-first".to_string(), ClaimVerdict::Holds),
+            ("no-such-shelf".to_string(), ClaimVerdict::NotTestable),
+            ("other-plan".to_string(), ClaimVerdict::NotTestable),
+        ]
+    );
+    let res = evaluate(&file, std::slice::from_ref(&r));
+    assert!(
+        res[4].ours.contains("hold 1500, hold 3000"),
+        "{}",
+        res[4].ours
+    );
+    assert!(
+        res[5].ours.contains("no run of plan `never-run`"),
+        "{}",
+        res[5].ours
+    );
+    assert_eq!(res[0].run.as_deref(), Some("20261127-000000-gates"));
+
+    // the ratio's interval straddling the claimed 1.5: not decided; below it: does not hold
+    r.stacks[0].search = Some(searched("bracketed", 2400.0, Some((1900.0, 2900.0))));
+    let v = verdicts(&file, std::slice::from_ref(&r));
+    assert_eq!(v[2].1, ClaimVerdict::NotDecided, "{v:?}");
+    r.stacks[0].search = Some(searched("narrowed", 1600.0, Some((1550.0, 1650.0))));
+    let v = verdicts(&file, std::slice::from_ref(&r));
+    assert_eq!(v[2].1, ClaimVerdict::DoesNotHold, "{v:?}");
+    // overlapping ceilings: the order is not decided; reversed and apart: it does not hold
+    assert_eq!(v[3].1, ClaimVerdict::NotDecided, "{v:?}");
+    r.stacks[0].search = Some(searched("narrowed", 1000.0, Some((950.0, 1050.0))));
+    let v = verdicts(&file, std::slice::from_ref(&r));
+    assert_eq!(v[3].1, ClaimVerdict::DoesNotHold, "{v:?}");
+
+    // the ledger says every verdict and the untestable statement
+    let md = render_markdown(&[(file.clone(), evaluate(&file, &[r]))]);
+    assert!(md.contains("## Source 999 — 6 claims"), "{md}");
+    assert!(
+        md.contains("**not testable here**") && md.contains("the author's opinion (L20)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_latest_unscaled_run_of_the_plan_answers() {
+    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let p = plan();
+    let mut old = RunReport::new(&p, "20261101-000000-gates");
+    old.stacks.push(simulate(&p, "fast", |_| 50.0));
+    old.stacks.push(simulate(&p, "slow", |_| 8.0));
+    let mut new = RunReport::new(&p, "20261127-000000-gates");
+    new.stacks.push(simulate(&p, "fast", |_| 5.0));
+    new.stacks.push(simulate(&p, "slow", |_| 8.0));
+    let res = evaluate(&file, &[old.clone(), new.clone()]);
+    assert_eq!(res[1].run.as_deref(), Some("20261127-000000-gates"));
+    assert_eq!(res[1].verdict, ClaimVerdict::Holds);
+    // a scaled run answers only when no full-length one does, and says so
+    let scaled_plan = p.scaled(0.5);
+    let mut scaled = RunReport::new(&scaled_plan, "20261128-000000-gates");
+    scaled.stacks = new.stacks.clone();
+    let res = evaluate(&file, &[old, scaled.clone()]);
+    assert_eq!(res[1].run.as_deref(), Some("20261101-000000-gates"));
+    let res = evaluate(&file, &[scaled]);
+    assert!(
+        res[1].notes.iter().any(|n| n.contains("SCALED")),
+        "{:?}",
+        res[1].notes
+    );
+}
