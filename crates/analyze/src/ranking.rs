@@ -50,7 +50,8 @@ pub struct PairRatio {
     pub a: String,
     /// The second stack.
     pub b: String,
-    /// Ceiling of `a` over ceiling of `b`.
+    /// Ceiling of `a` over ceiling of `b` (NaN, null in JSON, when not comparable).
+    #[serde(with = "nan_as_null")]
     pub ratio: f64,
     /// 95% interval of the ratio (`None` when not comparable).
     pub lo: Option<f64>,
@@ -94,9 +95,15 @@ impl PairRatio {
         let what = match self.order {
             Order::Tied => format!(", tied within ±{:.0}%", self.tolerance * 100.0),
             Order::Unresolved => ", not decided".into(),
-            Order::NotComparable => ", not comparable (a ceiling without an interval)".into(),
+            Order::NotComparable => {
+                ", not comparable (a ceiling that is only a lower bound, or none)".into()
+            }
             _ => String::new(),
         };
+        if self.ratio.is_nan() {
+            // nothing to divide: one side has no ceiling to set against the other
+            return format!("{} {op} {}{}", self.a, self.b, what.replacen(",", ":", 1));
+        }
         format!("{} {op} {}: ×{:.2}{iv}{what}", self.a, self.b, self.ratio)
     }
 }
@@ -262,4 +269,44 @@ pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
             p
         })
         .collect()
+}
+
+/// A ratio that may be NaN (not comparable): written as null, read back as NaN — JSON has no NaN,
+/// and a run.json that cannot be read back would lose the search.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_nan() {
+            s.serialize_none()
+        } else {
+            v.serialize(s)
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_that_is_not_comparable_survives_run_json() {
+        let p = PairRatio {
+            a: "webflux".into(),
+            b: "ktor".into(),
+            ratio: f64::NAN,
+            lo: None,
+            hi: None,
+            paired: false,
+            rounds: 2,
+            order: Order::NotComparable,
+            tolerance: 0.05,
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains("\"ratio\":null"), "{text}");
+        let back: PairRatio = serde_json::from_str(&text).unwrap();
+        assert!(back.ratio.is_nan() && back.order == Order::NotComparable);
+    }
 }

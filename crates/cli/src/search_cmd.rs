@@ -530,17 +530,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         let t0 = Instant::now();
         let mut jobs: Vec<StackJob> = names
             .iter()
-            .map(|n| StackJob {
-                name: n.clone(),
-                search: Search::new(&plan, &opts),
-                rows: Vec::new(),
-                warnings: Vec::new(),
-                error: None,
-                rounds: 0,
-                halted: false,
-                stop_all: false,
-                footprint: None,
-            })
+            .map(|n| StackJob::new(n, &plan, &opts))
             .collect();
         let mut stop_all = false;
         loop {
@@ -646,6 +636,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
 /// `http://…` (one inside a query) stays in its URL. Unnamed services are called by `host:port`.
 fn url_list(text: &str) -> anyhow::Result<Vec<(String, String)>> {
     let starts = |piece: &str| {
+        let piece = piece.trim();
         let url = piece.split_once('=').map_or(piece, |(n, u)| {
             if n.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
@@ -723,22 +714,7 @@ fn search_urls(
     let t0 = Instant::now();
     let mut jobs: Vec<(StackJob, String)> = urls
         .iter()
-        .map(|(name, url)| {
-            (
-                StackJob {
-                    name: name.clone(),
-                    search: Search::new(plan, opts),
-                    rows: Vec::new(),
-                    warnings: Vec::new(),
-                    error: None,
-                    rounds: 0,
-                    halted: false,
-                    stop_all: false,
-                    footprint: None,
-                },
-                url.clone(),
-            )
-        })
+        .map(|(name, url)| (StackJob::new(name, plan, opts), url.clone()))
         .collect();
     loop {
         let mut ran = false;
@@ -863,6 +839,21 @@ struct StackJob {
 }
 
 impl StackJob {
+    /// A search of `name` that has run no round yet.
+    fn new(name: &str, plan: &Plan, opts: &SearchOptions) -> StackJob {
+        StackJob {
+            name: name.to_string(),
+            search: Search::new(plan, opts),
+            rows: Vec::new(),
+            warnings: Vec::new(),
+            error: None,
+            rounds: 0,
+            halted: false,
+            stop_all: false,
+            footprint: None,
+        }
+    }
+
     /// The analysis so far (None when no round ran).
     fn analysis(&self) -> Option<StackAnalysis> {
         if self.rounds == 0 {

@@ -555,7 +555,7 @@ pub fn render_markdown(files: &[(ClaimsFile, Vec<ClaimResult>)]) -> String {
             count(ClaimVerdict::NotDecided),
             count(ClaimVerdict::NotTestable),
         ));
-        s.push_str("| claim (seed line) | verdict | ceiling measured | run | notes |\n|---|---|---|---|---|\n");
+        s.push_str("| claim (seed line) | verdict | measured here | run | notes |\n|---|---|---|---|---|\n");
         let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
         for r in results {
             s.push_str(&format!(
@@ -565,7 +565,7 @@ pub fn render_markdown(files: &[(ClaimsFile, Vec<ClaimResult>)]) -> String {
                 r.verdict.label(),
                 cell(&r.ours),
                 r.run.as_deref().unwrap_or("–"),
-                cell(&r.notes.join("; "))
+                cell(&r.notes.join(" · "))
             ));
         }
         if !f.untestable.is_empty() {

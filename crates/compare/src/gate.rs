@@ -290,6 +290,11 @@ fn point(g: &Gate, target: &str, x: f64, what: String) -> GateResult {
     }
 }
 
+/// `r` with the verdict `v` (the figure proved it, whatever the point alone says).
+fn decided(v: GateVerdict, r: GateResult) -> GateResult {
+    GateResult { verdict: v, ..r }
+}
+
 fn inconclusive(g: &Gate, target: &str, observed: Option<f64>, why: String) -> GateResult {
     GateResult {
         gate: g.text.clone(),
@@ -376,15 +381,9 @@ fn judge_ceiling(g: &Gate, a: &StackAnalysis) -> GateResult {
             !g.op.holds(i.lo, g.value) && !g.op.holds(i.hi, g.value),
         );
         return if all {
-            GateResult {
-                verdict: GateVerdict::Pass,
-                ..point(g, who, est, what)
-            }
+            decided(GateVerdict::Pass, point(g, who, est, what))
         } else if none {
-            GateResult {
-                verdict: GateVerdict::Fail,
-                ..point(g, who, est, what)
-            }
+            decided(GateVerdict::Fail, point(g, who, est, what))
         } else {
             inconclusive(
                 g,
@@ -398,15 +397,9 @@ fn judge_ceiling(g: &Gate, a: &StackAnalysis) -> GateResult {
         // ≥ est is all that is known: it proves a bar at or below it, nothing above
         let what = format!("≥ {est:.0} RPS (a lower bound: nothing above it failed)");
         return if g.op.wants_high() && g.op.holds(est, g.value) {
-            GateResult {
-                verdict: GateVerdict::Pass,
-                ..point(g, who, est, what)
-            }
+            decided(GateVerdict::Pass, point(g, who, est, what))
         } else if !g.op.wants_high() && !g.op.holds(est, g.value) {
-            GateResult {
-                verdict: GateVerdict::Fail,
-                ..point(g, who, est, what)
-            }
+            decided(GateVerdict::Fail, point(g, who, est, what))
         } else {
             inconclusive(g, who, Some(est), what)
         };
@@ -552,15 +545,9 @@ fn judge_probes(
         xs.iter().copied().fold(f64::NEG_INFINITY, f64::max)
     };
     if held == xs.len() {
-        GateResult {
-            verdict: GateVerdict::Pass,
-            ..point(g, who, worst, what)
-        }
+        decided(GateVerdict::Pass, point(g, who, worst, what))
     } else if held == 0 {
-        GateResult {
-            verdict: GateVerdict::Fail,
-            ..point(g, who, worst, what)
-        }
+        decided(GateVerdict::Fail, point(g, who, worst, what))
     } else {
         inconclusive(
             g,

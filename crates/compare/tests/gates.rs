@@ -6,88 +6,10 @@ use ceiling_compare::gate::{
     exit_code, judge_report, regressions, Gate, GateVerdict, EXIT_GATE_FAILED,
     EXIT_GATE_INCONCLUSIVE,
 };
-use ceiling_metrics::{ResourceSample, Role, Second};
 use ceiling_report::RunReport;
-use std::path::Path;
+use common::{plan, searched, simulate};
 
-fn plan() -> ceiling_plan::Plan {
-    let text = r#"
-name = "gates"
-[[stages]]
-hold = 1500
-duration = "40s"
-[[stages]]
-hold = 3000
-duration = "40s"
-[[requests]]
-name = "ping"
-path = "/ping"
-[slo]
-p99 = "100ms"
-errors = "1%"
-[analysis]
-trim_head = "5s"
-trim_tail = "0s"
-min_window = "30s"
-"#;
-    ceiling_plan::parse_plan(text, Path::new("plans/gates.toml")).unwrap()
-}
-
-/// A stack whose every request at rate r takes `lat_ms(r)` ms.
-fn simulate(
-    p: &ceiling_plan::Plan,
-    stack: &str,
-    lat_ms: impl Fn(f64) -> f64,
-) -> ceiling_analyze::StackAnalysis {
-    let mut acc = ceiling_analyze::RunAccumulator::new(p, stack);
-    for sp in ceiling_analyze::stage_spans(p, 1) {
-        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
-        let rate = match &p.stages[sp.level] {
-            ceiling_plan::Stage::Hold { rate, .. } => *rate,
-            _ => unreachable!(),
-        };
-        for t in a..b {
-            let mut s = Second::new(t, sp.phase, sp.index, 1);
-            s.offered = rate as u64;
-            s.sent = rate as u64;
-            let v = (lat_ms(rate) * 1000.0) as u64;
-            for _ in 0..rate as u64 {
-                ceiling_metrics::record_us(&mut s.tags[0].latency, v);
-                ceiling_metrics::record_us(&mut s.tags[0].service, v);
-                s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
-            }
-            ceiling_metrics::record_us(&mut s.lag, 100);
-            s.generator_cpu = 10.0;
-            acc.push_second(&s);
-            acc.extend_resources(vec![ResourceSample {
-                t: t as f64 + 1.0,
-                who: Role::Stack,
-                cpu_pct: 50.0,
-                rss_bytes: 1 << 26,
-                cgroup_memory_bytes: None,
-            }]);
-        }
-    }
-    acc.finish()
-}
-
-/// A search outcome as run.json holds it: a lower bound, or a bounded interval.
-fn searched(
-    status: &str,
-    rps: f64,
-    interval: Option<(f64, f64)>,
-) -> ceiling_analyze::SearchOutcome {
-    let iv = match interval {
-        Some((lo, hi)) => format!(
-            r#"{{"estimate": {rps}, "lo": {lo}, "hi": {hi}, "bracket_lo": {lo}, "bracket_hi": {hi}, "margins": [0.5, 1.5], "knee": "smooth", "replicates": 2000}}"#
-        ),
-        None => "null".into(),
-    };
-    serde_json::from_str(&format!(
-        r#"{{"probes": [], "baseline": null, "status": "{status}", "ceiling_rps": {rps}, "interval": {iv}, "binding": null, "tolerance": 0.05, "stop": {{"kind": "budget"}}, "elapsed_s": 600.0}}"#
-    ))
-    .unwrap()
-}
+mod common;
 
 fn gates(list: &[&str]) -> Vec<Gate> {
     list.iter().map(|g| g.parse().unwrap()).collect()
