@@ -1250,8 +1250,8 @@ fn a_stack_that_exits_is_the_first_cause_of_the_shelf_it_cut_short() {
     );
 }
 
-/// A failed probe at `rate` whose parts took `stack`, `pg` and `generator` % of one core.
-fn failed_probe_with_load(rate: f64, stack: f64, pg: f64, generator: f64) -> ProbeVerdict {
+/// A one-minute probe shelf at 2000 RPS whose every request takes `lat_ms`, with its criteria.
+fn probe_shelf(lat_ms: f64) -> (ShelfResult, ShelfCriteria) {
     let pp = probe_plan(&open_plan(""), 2000.0);
     let mut acc = RunAccumulator::new(&pp, "s");
     for t in 0..60 {
@@ -1259,11 +1259,17 @@ fn failed_probe_with_load(rate: f64, stack: f64, pg: f64, generator: f64) -> Pro
             t,
             Phase::Measure,
             0,
-            &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)]),
+            &sec(2000, vec![tag(2000, lat_ms), tag(0, 1.0)]),
         ));
     }
-    let a = acc.finish();
-    let mut v = ProbeVerdict::from_shelf(&a.shelves[0], &a.criteria);
+    let mut a = acc.finish();
+    (a.shelves.remove(0), a.criteria)
+}
+
+/// A failed probe at `rate` whose parts took `stack`, `pg` and `generator` % of one core.
+fn failed_probe_with_load(rate: f64, stack: f64, pg: f64, generator: f64) -> ProbeVerdict {
+    let (shelf, criteria) = probe_shelf(400.0);
+    let mut v = ProbeVerdict::from_shelf(&shelf, &criteria);
     assert!(v.failed(), "{}", v.summary());
     v.rate = rate;
     v.stack_cpu_pct = Some(stack);
@@ -1313,17 +1319,7 @@ fn a_ceiling_is_called_box_bound_only_when_the_shared_box_was_full() {
 
 #[test]
 fn a_stepped_runs_failed_shelf_on_a_full_shared_box_is_box_bound() {
-    let pp = probe_plan(&open_plan(""), 2000.0);
-    let mut acc = RunAccumulator::new(&pp, "s");
-    for t in 0..60 {
-        acc.push_second(&build(
-            t,
-            Phase::Measure,
-            0,
-            &sec(2000, vec![tag(2000, 400.0), tag(0, 1.0)]),
-        ));
-    }
-    let mut shelf = acc.finish().shelves.remove(0);
+    let (mut shelf, _) = probe_shelf(400.0);
     assert_eq!(shelf.verdict, Verdict::Failed);
     let window = |cpu: f64| ResourceWindow {
         samples: 30,
@@ -1352,18 +1348,8 @@ fn a_stepped_runs_failed_shelf_on_a_full_shared_box_is_box_bound() {
 fn a_lower_bound_above_a_neighbours_whole_interval_is_ranked_higher() {
     // a probe that passed at `rate`
     let passed = |rate: f64| {
-        let pp = probe_plan(&open_plan(""), 2000.0);
-        let mut acc = RunAccumulator::new(&pp, "s");
-        for t in 0..60 {
-            acc.push_second(&build(
-                t,
-                Phase::Measure,
-                0,
-                &sec(2000, vec![tag(2000, 1.0), tag(0, 1.0)]),
-            ));
-        }
-        let a = acc.finish();
-        let mut v = ProbeVerdict::from_shelf(&a.shelves[0], &a.criteria);
+        let (shelf, criteria) = probe_shelf(1.0);
+        let mut v = ProbeVerdict::from_shelf(&shelf, &criteria);
         assert!(v.passed(), "{}", v.summary());
         v.rate = rate;
         v

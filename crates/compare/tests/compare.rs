@@ -3,9 +3,11 @@
 use ceiling_compare::published::parse_published;
 use ceiling_compare::source::RowStatus;
 use ceiling_compare::{compare_runs, compare_stacks, compare_with_source, render, Metric};
-use ceiling_metrics::{ResourceSample, Role, Second};
 use ceiling_report::RunReport;
+use common::simulate_with as simulate;
 use std::path::Path;
+
+mod common;
 
 fn plan(p99: &str) -> ceiling_plan::Plan {
     let text = format!(
@@ -34,48 +36,6 @@ min_window = "30s"
     ceiling_plan::parse_plan(&text, Path::new("plans/000-status-mixed.toml")).unwrap()
 }
 
-/// One stack whose every request at rate r takes `lat_ms(r)` ms, with `cpu` % of a core and
-/// `rss` MiB.
-fn simulate(
-    plan: &ceiling_plan::Plan,
-    stack: &str,
-    lat_ms: impl Fn(f64) -> f64,
-    cpu: f64,
-    rss: f64,
-) -> ceiling_analyze::StackAnalysis {
-    let mut acc = ceiling_analyze::RunAccumulator::new(plan, stack);
-    for sp in ceiling_analyze::stage_spans(plan, 1) {
-        let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
-        let rate = match &plan.stages[sp.level] {
-            ceiling_plan::Stage::Hold { rate, .. } => *rate,
-            _ => unreachable!(),
-        };
-        for t in a..b {
-            let mut s = Second::new(t, sp.phase, sp.index, 1);
-            s.offered = rate as u64;
-            s.sent = rate as u64;
-            let v = (lat_ms(rate) * 1000.0) as u64;
-            for _ in 0..rate as u64 {
-                ceiling_metrics::record_us(&mut s.tags[0].latency, v);
-                ceiling_metrics::record_us(&mut s.tags[0].service, v);
-                s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
-            }
-            ceiling_metrics::record_us(&mut s.lag, 100);
-            s.generator_cpu = 10.0;
-            acc.push_second(&s);
-            acc.extend_resources(vec![ResourceSample {
-                t: t as f64 + 1.0,
-                who: Role::Stack,
-                cpu_pct: cpu,
-                rss_bytes: (rss * 1048576.0) as u64,
-                cgroup_memory_bytes: None,
-            }]);
-        }
-    }
-    acc.finish()
-}
-
-/// go-pgx holds both shelves at 5 ms; ktor-jdbc fails 3000 (400 ms), so its ceiling is 1500.
 fn run(p99: &str, go_ms: f64) -> RunReport {
     let p = plan(p99);
     let mut r = RunReport::new(&p, "sim");

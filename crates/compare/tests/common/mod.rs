@@ -1,5 +1,7 @@
-//! What the gates and claims tests share: a two-shelf plan, a simulated stack of known latency,
-//! and a search outcome as run.json holds it.
+//! What the comparison, gates and claims tests share (each uses part of it): a two-shelf plan, a
+//! simulated stack of known latency, and a search outcome as run.json holds it.
+
+#![allow(dead_code)]
 
 use ceiling_metrics::{ResourceSample, Role, Second};
 use std::path::Path;
@@ -27,16 +29,19 @@ min_window = "30s"
     ceiling_plan::parse_plan(text, Path::new("plans/gates.toml")).unwrap()
 }
 
-/// A stack whose every request at rate r takes `lat_ms(r)` ms.
-pub fn simulate(
-    p: &ceiling_plan::Plan,
+/// One stack whose every request at rate r takes `lat_ms(r)` ms, with `cpu` % of a core and
+/// `rss` MiB.
+pub fn simulate_with(
+    plan: &ceiling_plan::Plan,
     stack: &str,
     lat_ms: impl Fn(f64) -> f64,
+    cpu: f64,
+    rss: f64,
 ) -> ceiling_analyze::StackAnalysis {
-    let mut acc = ceiling_analyze::RunAccumulator::new(p, stack);
-    for sp in ceiling_analyze::stage_spans(p, 1) {
+    let mut acc = ceiling_analyze::RunAccumulator::new(plan, stack);
+    for sp in ceiling_analyze::stage_spans(plan, 1) {
         let (a, b) = (sp.start_s.unwrap() as u32, sp.end_s.unwrap() as u32);
-        let rate = match &p.stages[sp.level] {
+        let rate = match &plan.stages[sp.level] {
             ceiling_plan::Stage::Hold { rate, .. } => *rate,
             _ => unreachable!(),
         };
@@ -56,13 +61,23 @@ pub fn simulate(
             acc.extend_resources(vec![ResourceSample {
                 t: t as f64 + 1.0,
                 who: Role::Stack,
-                cpu_pct: 50.0,
-                rss_bytes: 1 << 26,
+                cpu_pct: cpu,
+                rss_bytes: (rss * 1048576.0) as u64,
                 cgroup_memory_bytes: None,
             }]);
         }
     }
     acc.finish()
+}
+
+/// go-pgx holds both shelves at 5 ms; ktor-jdbc fails 3000 (400 ms), so its ceiling is 1500.
+/// [`simulate_with`] at 50% of a core and 64 MiB.
+pub fn simulate(
+    p: &ceiling_plan::Plan,
+    stack: &str,
+    lat_ms: impl Fn(f64) -> f64,
+) -> ceiling_analyze::StackAnalysis {
+    simulate_with(p, stack, lat_ms, 50.0, 64.0)
 }
 
 /// A search outcome as run.json holds it: a lower bound, or a bounded interval.
