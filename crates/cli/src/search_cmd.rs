@@ -176,6 +176,40 @@ struct Runner<'a> {
     stack_agent: Option<crate::agents::Agents>,
 }
 
+impl Runner<'static> {
+    /// The runner for a service that is already running at `url`: no stand to watch, the
+    /// generator's own process sampled (and the service's, through `stack_agent`, when given).
+    fn for_url(
+        url: &str,
+        name: &str,
+        a: &SearchArgs,
+        dir: &Path,
+        stop: &Arc<AtomicBool>,
+        t0: Instant,
+        stack_agent: Option<crate::agents::Agents>,
+    ) -> anyhow::Result<Runner<'static>> {
+        Ok(Runner {
+            url: url.to_string(),
+            stack: name.to_string(),
+            data_dir: a.data_dir.clone(),
+            dir: dir.join(name),
+            targets: Box::new(|| {
+                vec![SampleTarget::process(
+                    ceiling_metrics::Role::Generator,
+                    std::process::id(),
+                )]
+            }),
+            stop: stop.clone(),
+            watch: Box::new(|| None),
+            halted: None,
+            last_rows: Vec::new(),
+            t0,
+            agents: a.agent.agents()?,
+            stack_agent,
+        })
+    }
+}
+
 /// One sentence for a halt, as a probe's error.
 fn halt_text(h: &Halt) -> String {
     match h {
@@ -456,25 +490,8 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             None,
             &ceiling_stand::CgroupSystem::detect(),
         ));
-        let mut runner = Runner {
-            url: url.clone(),
-            stack: name.clone(),
-            data_dir: a.data_dir.clone(),
-            dir: dir.join(&name),
-            targets: Box::new(|| {
-                vec![SampleTarget::process(
-                    ceiling_metrics::Role::Generator,
-                    std::process::id(),
-                )]
-            }),
-            stop: stop.clone(),
-            watch: Box::new(|| None),
-            halted: None,
-            last_rows: Vec::new(),
-            t0: Instant::now(),
-            agents: a.agent.agents()?,
-            stack_agent: a.agent.stack_agent(a.stack_agent.as_deref())?,
-        };
+        let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
+        let mut runner = Runner::for_url(url, &name, &a, &dir, &stop, Instant::now(), stack_agent)?;
         let out = search(&plan, &mut runner, &opts, &mut log);
         series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
         report.stacks.push(StackAnalysis::from_search(
@@ -726,25 +743,7 @@ fn search_urls(
                 continue;
             }
             ran = true;
-            let mut runner = Runner {
-                url: url.clone(),
-                stack: job.name.clone(),
-                data_dir: a.data_dir.clone(),
-                dir: dir.join(&job.name),
-                targets: Box::new(|| {
-                    vec![SampleTarget::process(
-                        ceiling_metrics::Role::Generator,
-                        std::process::id(),
-                    )]
-                }),
-                stop: stop.clone(),
-                watch: Box::new(|| None),
-                halted: None,
-                last_rows: Vec::new(),
-                t0,
-                agents: a.agent.agents()?,
-                stack_agent: None,
-            };
+            let mut runner = Runner::for_url(url, &job.name, a, dir, stop, t0, None)?;
             job.rounds += 1;
             log(&format!("[{}] round {} ({url})…", job.name, job.rounds));
             let warm = if job.rounds == 1 {
