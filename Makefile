@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/ceiling
+# `make test` builds with the `ci` profile (Cargo.toml: release optimisation, no LTO, no debug
+# info) and checks the conformance suite with that binary; users' commands use the release one.
+TEST_BIN := target/ci/ceiling
 
 JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webflux-jdbc ktor-jdbc helidon-nima \
   spring-mvc-jpa spring-webflux-jpa spring-mvc-data-jdbc spring-mvc-jdbi spring-webflux-data-r2dbc \
@@ -11,7 +14,7 @@ JVM_STACKS := spring-mvc-jdbc spring-webflux-r2dbc spring-mvc-r2dbc spring-webfl
 # static-JSON baseline (checked on /ping only).
 SCRIPT_STACKS := fastapi-asyncpg fastify-pg cpp-epoll-libpq nginx-static go-mux-pq-as-published
 
-.PHONY: all setup build demo test test-rust lint-rust test-stacks test-jvm test-conformance bench clean
+.PHONY: all setup build build-test demo test test-rust lint-rust test-stacks test-jvm test-conformance bench clean
 
 all: build
 
@@ -37,14 +40,14 @@ test: setup test-rust test-stacks test-conformance
 
 # Lints first (seconds), then every Rust test. Formatting, clippy and rustdoc all deny warnings.
 test-rust: lint-rust
-	@t0=$$(date +%s); CEILING_REQUIRE_BROWSER=1 $(CARGO) test --release --locked --workspace; rc=$$?; \
+	@t0=$$(date +%s); CEILING_REQUIRE_BROWSER=1 $(CARGO) test --profile ci --locked --workspace; rc=$$?; \
 	  echo "== test-rust: $$(( $$(date +%s) - t0 )) s (build and run)"; exit $$rc
 
 lint-rust:
 	@t0=$$(date +%s); set -e; \
 	  $(CARGO) fmt --all --check; \
-	  $(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings; \
-	  RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --locked --no-deps --workspace; \
+	  $(CARGO) clippy --profile ci --locked --workspace --all-targets -- -D warnings; \
+	  RUSTDOCFLAGS="-D warnings" $(CARGO) doc --profile ci --locked --no-deps --workspace; \
 	  echo "== lint-rust: $$(( $$(date +%s) - t0 )) s"
 
 test-stacks:
@@ -52,12 +55,16 @@ test-stacks:
 	cd stacks/go-mux-pq-as-published && go vet ./...
 
 # `ceiling verify` on every stack but go-pgx (which test-rust verifies): N passed, M failed each.
-test-conformance: build
+test-conformance: build-test
 	@t0=$$(date +%s); set -e; \
 	  scripts/setup.sh jvm; scripts/setup.sh stacks; \
 	  (cd stacks/fastapi-asyncpg && ./build.sh && .venv/bin/python -m unittest discover -s tests); \
-	  $(MAKE) --no-print-directory verify-stacks STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"; \
+	  $(MAKE) --no-print-directory verify-stacks BIN=$(TEST_BIN) STACKS="$(JVM_STACKS) $(SCRIPT_STACKS)"; \
 	  echo "== test-conformance: $$(( $$(date +%s) - t0 )) s"
+
+# The binary the tests use (already built by test-rust's `cargo test`; this only makes sure).
+build-test: setup
+	$(CARGO) build --profile ci --locked -p ceiling-cli
 
 test-jvm: build
 	@scripts/setup.sh jvm

@@ -534,7 +534,13 @@ fn job_config(
         }
     }
     let parsed = HttpUrl::parse(&job.url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
-    let target = target_of(&parsed, &job.url, allow_remote).map_err(|e| {
+    let target = target_of(
+        &parsed,
+        &job.url,
+        allow_remote,
+        &ceiling_load::tls_defaults(),
+    )
+    .map_err(|e| {
         anyhow::anyhow!(
             "{e} (this agent's rule: start it with --allow-remote to allow this target)"
         )
@@ -569,11 +575,12 @@ fn agent_config(
         parsed.path = "/".into();
     }
     // The agent's own rule: loopback unless this agent was started with --allow-remote.
-    let target = target_of(&parsed, &url, allow_remote).map_err(|e| {
-        anyhow::anyhow!(
-            "{e} (this agent's rule: start it with --allow-remote to allow this target)"
-        )
-    })?;
+    let target =
+        target_of(&parsed, &url, allow_remote, &ceiling_load::tls_defaults()).map_err(|e| {
+            anyhow::anyhow!(
+                "{e} (this agent's rule: start it with --allow-remote to allow this target)"
+            )
+        })?;
     let mut cfg = LoadConfig::from_plan(plan, target, args.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = plan.load.threads.clamp(1, 64);

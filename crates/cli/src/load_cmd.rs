@@ -266,7 +266,12 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         // The whole URL path is the request path (see build_plan); the base is just the origin.
         parsed.path = "/".into();
     }
-    let target = target_of(&parsed, &url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let tls = ceiling_load::tls_defaults();
+    if !parsed.tls && tls.is_set() {
+        bail!("`{url}` is cleartext http: --cacert and --insecure apply to https:// URLs only");
+    }
+    let target =
+        target_of(&parsed, &url, a.allow_remote, &tls).map_err(|e| anyhow::anyhow!("{e}"))?;
     if plan.settle.is_some() && !a.quiet {
         eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
     }
@@ -485,12 +490,67 @@ pub struct LoadReport {
     /// (absent when there were neither).
     #[serde(skip_serializing_if = "Option::is_none")]
     connection_resets: Option<String>,
+    /// The TLS handshakes of an https run (absent for cleartext).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls: Option<TlsReport>,
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     verdict: String,
     stopped_early: bool,
     /// Per generator agent, when the load came from agents (`--agents`).
     #[serde(skip_serializing_if = "Option::is_none")]
     agents: Option<Vec<AgentReport>>,
+}
+
+/// The TLS handshakes of an https run: timed from the TCP connection to the end of the handshake,
+/// apart from the requests' latency (a request that needed a new connection has its handshake in
+/// its latency too).
+#[derive(serde::Serialize)]
+pub struct TlsReport {
+    /// Protocol version (`TLSv1_3`) and ALPN protocol, as negotiated.
+    version: Option<String>,
+    alpn: Option<String>,
+    handshakes: u64,
+    /// Of which resumed an earlier session.
+    resumed: u64,
+    handshake_p50_ms: f64,
+    handshake_p99_ms: f64,
+    handshake_max_ms: f64,
+    /// What the client trusted: the system's roots, a CA file, or nothing (`--insecure`).
+    trust: String,
+}
+
+impl TlsReport {
+    fn new(t: &ceiling_load::TlsTally) -> TlsReport {
+        let ms = |q: f64| t.handshake_us.value_at_quantile(q) as f64 / 1000.0;
+        TlsReport {
+            version: t.version.clone(),
+            alpn: t.alpn.clone(),
+            handshakes: t.handshakes,
+            resumed: t.resumed,
+            handshake_p50_ms: ms(0.5),
+            handshake_p99_ms: ms(0.99),
+            handshake_max_ms: t.handshake_us.max() as f64 / 1000.0,
+            trust: t.trust.clone(),
+        }
+    }
+
+    /// One line for the terminal.
+    fn line(&self) -> String {
+        format!(
+            "{}{}, {} handshakes ({} resumed), p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {}",
+            self.version.as_deref().unwrap_or("TLS"),
+            self.alpn
+                .as_deref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default(),
+            self.handshakes,
+            self.resumed,
+            self.handshake_p50_ms,
+            self.handshake_p99_ms,
+            self.handshake_max_ms,
+            self.trust
+        )
+    }
 }
 
 /// One generator agent's part of a run with `--agents`.
@@ -650,6 +710,7 @@ impl LoadReport {
             connect_error,
             no_connection,
             connection_resets: s.resets.describe(),
+            tls: s.tls.as_ref().map(TlsReport::new),
             verdict,
             stopped_early: s.stopped_early,
             agents: None,
@@ -781,6 +842,9 @@ fn print_report(r: &LoadReport) {
     }
     if let Some(line) = &r.connection_resets {
         println!("  Resets        {line}");
+    }
+    if let Some(t) = &r.tls {
+        println!("  TLS           {}", t.line());
     }
     println!();
     println!(

@@ -33,6 +33,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// For https:// targets: trust only the CA certificates in this PEM file (instead of the
+    /// system's roots). An agent takes its own.
+    #[arg(long, global = true, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// For https:// targets: do not check the server's certificate chain or name (a test
+    /// service's self-signed certificate). An agent takes its own.
+    #[arg(long, global = true)]
+    insecure: bool,
 }
 
 #[derive(Subcommand)]
@@ -85,6 +93,10 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    ceiling_load::set_tls_defaults(ceiling_load::TlsOptions {
+        cacert: cli.cacert.clone(),
+        insecure: cli.insecure,
+    });
     // The one place signals are handled: the first Ctrl-C cancels whatever runs (each command
     // writes what it has), the second stops everything ceiling started and exits.
     if let Err(e) = ceiling_stand::install_signal_cleanup(std::time::Duration::from_millis(500)) {

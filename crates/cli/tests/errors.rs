@@ -1,5 +1,5 @@
 //! User-facing errors of the `ceiling` binary, run as a user runs it: the verdict when nothing
-//! listens, the offered rate, an https URL, an unknown stack. Each of these once said something
+//! listens, the offered rate, TLS options that cannot apply, an unknown stack. Each of these once said something
 //! misleading (see the assertions' messages).
 
 use std::path::{Path, PathBuf};
@@ -98,12 +98,15 @@ fn offered_rate_is_over_the_planned_duration() {
 }
 
 #[test]
-fn https_is_refused_with_what_to_do() {
+fn tls_options_are_checked_before_any_load() {
+    // A CA file that is not there: named, before a connection is made.
     let o = ceiling()
         .args([
             "load",
             "--url",
             "https://127.0.0.1:8443/",
+            "--cacert",
+            "/nonexistent/ca.pem",
             "--rate",
             "100",
             "-d",
@@ -113,12 +116,25 @@ fn https_is_refused_with_what_to_do() {
         .unwrap();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert!(
-        err.contains("https is not supported") && err.contains("HTTP/1.1 over cleartext"),
-        "{err}"
-    );
-    assert!(!err.contains("cannot resolve"), "{err}");
-    // verify --url goes through the same parser
+    assert!(err.contains("--cacert /nonexistent/ca.pem"), "{err}");
+    // TLS options on a cleartext URL would silently do nothing: refused.
+    let o = ceiling()
+        .args([
+            "load",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--insecure",
+            "--rate",
+            "10",
+            "-d",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("https:// URLs only"), "{err}");
+    // The conformance suite speaks cleartext only, and says so.
     let o = ceiling()
         .args([
             "verify",
@@ -130,7 +146,7 @@ fn https_is_refused_with_what_to_do() {
         .output()
         .unwrap();
     let (_, err) = text(&o);
-    assert!(err.contains("https is not supported"), "{err}");
+    assert!(err.contains("cleartext HTTP only"), "{err}");
 }
 
 #[test]

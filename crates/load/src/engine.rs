@@ -12,6 +12,7 @@ use crate::request::{load_table, Mix, Table, Wire};
 use crate::schedule::{timed_stages, Schedule, TimedStage};
 use crate::summary::{ResetExample, ResetKind, ResetTally};
 use crate::timer::PreciseTimer;
+use crate::tls::TlsTally;
 use crate::{LoadConfig, LoadError, Summary};
 use ceiling_metrics::{record_us, Outcome, Phase, Second, TagSecond};
 use ceiling_plan::{Model, RequestSpec, Stage};
@@ -144,6 +145,8 @@ struct ConnectFailures {
     first: std::sync::OnceLock<String>,
     /// The resets and idle-close retries of every worker (rare: locked only when one happens).
     resets: std::sync::Mutex<ResetTally>,
+    /// The TLS handshakes of every worker (locked once per new connection, https targets only).
+    tls: std::sync::Mutex<Option<TlsTally>>,
 }
 
 impl ConnectFailures {
@@ -172,6 +175,17 @@ struct Ctx {
 }
 
 impl Ctx {
+    /// Opens a connection to the target (TCP, and TLS for https), recording its handshake.
+    async fn connect(&self) -> std::io::Result<Conn> {
+        let mut c = Conn::connect(&self.cfg.target).await?;
+        if let (Some(h), Some(tls)) = (c.handshake.take(), &self.cfg.target.tls) {
+            if let Ok(mut t) = self.connect_failures.tls.lock() {
+                t.get_or_insert_with(|| TlsTally::new(tls.trust())).note(&h);
+            }
+        }
+        Ok(c)
+    }
+
     fn outcome(
         &self,
         tag: usize,
@@ -210,7 +224,7 @@ impl Ctx {
         let mut sent = started;
         if conn.is_none() {
             let addr = self.cfg.target.addr;
-            match tokio::time::timeout(timeout, Conn::connect(addr)).await {
+            match tokio::time::timeout(timeout, self.connect()).await {
                 Ok(Ok(c)) => {
                     *conn = Some(c);
                     self.conns.set(self.conns.get() + 1);
@@ -267,7 +281,7 @@ impl Ctx {
                 let left =
                     timeout.saturating_sub(Duration::from_nanos(now_ns().saturating_sub(sent)));
                 res = tokio::time::timeout(left, async {
-                    *c = Conn::connect(self.cfg.target.addr).await.map_err(|e| {
+                    *c = self.connect().await.map_err(|e| {
                         retry_connect = Some(format!("the retry's connect: {e}"));
                         ExchangeError::Reset
                     })?;
@@ -399,9 +413,7 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
         Some(j) => j,
         None => {
             // Pre-opened before the schedule starts: connect, then wait for work.
-            if let Ok(Ok(mut c)) =
-                tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await
-            {
+            if let Ok(Ok(mut c)) = tokio::time::timeout(ctx.cfg.timeout, ctx.connect()).await {
                 // idle from now until the dispatcher hands it a request
                 c.idle_since_ns = now_ns();
                 conn = Some(c);
@@ -423,9 +435,7 @@ async fn open_conn_task(ctx: Rc<Ctx>, d: Rc<Dispatch>, first: Option<Job>) {
     };
     if !first_done {
         // A new connection for a waiting request: it counts as "opening" only until connected.
-        if let Ok(Ok(c)) =
-            tokio::time::timeout(ctx.cfg.timeout, Conn::connect(ctx.cfg.target.addr)).await
-        {
+        if let Ok(Ok(c)) = tokio::time::timeout(ctx.cfg.timeout, ctx.connect()).await {
             conn = Some(c);
             ctx.conns.set(ctx.conns.get() + 1);
         }
@@ -939,6 +949,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     summary.connect_error = connect_failures.first.get().cloned();
     if let Ok(t) = connect_failures.resets.lock() {
         summary.resets = t.clone();
+    }
+    if let Ok(mut t) = connect_failures.tls.lock() {
+        summary.tls = t.take();
     }
     Ok(summary)
 }

@@ -1,9 +1,12 @@
-//! A minimal HTTP/1.1 client exchange: write a request, read exactly one response.
+//! A minimal HTTP/1.1 client exchange: write a request, read exactly one response, over TCP or
+//! TLS (rustls).
 //!
 //! Headers are parsed by `httparse`; bodies are framed by Content-Length, chunked encoding, or the
 //! connection closing, and are read and discarded. This is all a load generator needs, and it keeps
 //! the per-request cost near wrk's (no allocation per request in the steady state).
 
+use crate::tls::Handshake;
+use crate::Target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -52,22 +55,76 @@ pub struct Conn {
     pub got: usize,
     /// How the last failed read or write ended: `closed` (EOF) or the OS error.
     pub last_error: Option<String>,
-    stream: TcpStream,
+    /// The TLS handshake that opened this connection, until the engine records it.
+    pub handshake: Option<Handshake>,
+    stream: Io,
     buf: Vec<u8>,
     /// Bytes of `buf` that hold data not yet consumed.
     filled: usize,
 }
 
+/// The byte stream under a connection.
+enum Io {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Io {
+    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Tcp(s) => s.read(buf).await,
+            Io::Tls(s) => s.read(buf).await,
+        }
+    }
+
+    async fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Io::Tcp(s) => s.write_all(b).await,
+            Io::Tls(s) => {
+                s.write_all(b).await?;
+                // rustls buffers the records it made; send them now
+                s.flush().await
+            }
+        }
+    }
+}
+
 impl Conn {
-    /// Connects with TCP_NODELAY.
-    pub async fn connect(addr: std::net::SocketAddr) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
+    /// Connects with TCP_NODELAY, and for an `https` target does the TLS handshake (its duration
+    /// and kind kept in [`Conn::handshake`]).
+    pub async fn connect(target: &Target) -> std::io::Result<Conn> {
+        let tcp = TcpStream::connect(target.addr).await?;
+        tcp.set_nodelay(true)?;
+        let (stream, handshake) = match &target.tls {
+            None => (Io::Tcp(tcp), None),
+            Some(tls) => {
+                let t0 = crate::now_ns();
+                let s = tls
+                    .connector
+                    .connect(tls.server_name.clone(), tcp)
+                    .await
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+                let (_, session) = s.get_ref();
+                let h = Handshake {
+                    ns: crate::now_ns().saturating_sub(t0),
+                    resumed: matches!(
+                        session.handshake_kind(),
+                        Some(rustls::HandshakeKind::Resumed)
+                    ),
+                    version: session.protocol_version().map(|v| format!("{v:?}")),
+                    alpn: session
+                        .alpn_protocol()
+                        .map(|p| String::from_utf8_lossy(p).into_owned()),
+                };
+                (Io::Tls(Box::new(s)), Some(h))
+            }
+        };
         Ok(Conn {
             served: 0,
             idle_since_ns: 0,
             got: 0,
             last_error: None,
+            handshake,
             stream,
             buf: vec![0; 16 * 1024],
             filled: 0,
@@ -204,12 +261,12 @@ impl Conn {
     /// pipelined response) and counts it.
     fn finish(&mut self, status: u16, close: bool, bytes: usize, consumed: usize) -> Response {
         self.consume(consumed);
-        if self.filled == 0 {
+        if let (0, Io::Tcp(tcp)) = (self.filled, &self.stream) {
             // The response is complete and nothing else is buffered: the server sends nothing
             // more until our next request. Drop tokio's cached read readiness now, so the next
             // read waits for epoll instead of spending a recv() syscall that can only return
-            // EAGAIN (wrk does not pay it).
-            let _ = self.stream.try_io(tokio::io::Interest::READABLE, || {
+            // EAGAIN (wrk does not pay it). (Not under TLS: rustls may hold bytes of its own.)
+            let _ = tcp.try_io(tokio::io::Interest::READABLE, || {
                 Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
             });
         }
@@ -353,7 +410,13 @@ mod tests {
             }
             let _ = s.shutdown().await;
         });
-        Conn::connect(addr).await.unwrap()
+        let target = crate::Target {
+            addr,
+            host_header: addr.to_string(),
+            base_path: String::new(),
+            tls: None,
+        };
+        Conn::connect(&target).await.unwrap()
     }
 
     fn rt() -> tokio::runtime::Runtime {

@@ -19,12 +19,14 @@ mod schedule;
 mod summary;
 pub mod testing;
 mod timer;
+mod tls;
 
 pub use clock::{now_ns, process_cpu_ns};
 pub use engine::run;
 pub use request::{load_table, Table};
 pub use schedule::{timed_stages, Arrival, Schedule, TimedStage};
 pub use summary::{ResetExample, ResetKind, ResetTally, Summary, TagTotals};
+pub use tls::{TlsClient, TlsOptions, TlsTally};
 
 use ceiling_plan::{Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage};
 use std::collections::BTreeMap;
@@ -43,6 +45,19 @@ pub struct Target {
     pub host_header: String,
     /// Path prefix from the URL (no trailing slash), prepended to every request path.
     pub base_path: String,
+    /// TLS client for an `https` URL; `None` for cleartext.
+    pub tls: Option<TlsClient>,
+}
+
+impl Target {
+    /// The URL's scheme, `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 /// Errors from the engine, each saying what to do.
@@ -59,16 +74,38 @@ pub enum LoadError {
     Runtime(String),
 }
 
-/// Parses and resolves `http://host[:port][/base]` (the syntax is [`HttpUrl::parse`]'s, the one
-/// URL parser of the workspace). Non-loopback addresses are refused unless `allow_remote`. The path
-/// becomes the base prepended to every request path; a base with a query is refused.
-pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> {
-    let u = HttpUrl::parse(url).map_err(LoadError::Target)?;
-    target_of(&u, url, allow_remote)
+/// How this process checks https servers unless told otherwise: set once at start from the
+/// command line (`--cacert`, `--insecure`), read by every [`parse_target`].
+static TLS_DEFAULTS: std::sync::OnceLock<TlsOptions> = std::sync::OnceLock::new();
+
+/// Sets how this process checks https servers ([`parse_target`]'s options). The first call wins;
+/// later ones return `false`.
+pub fn set_tls_defaults(opts: TlsOptions) -> bool {
+    TLS_DEFAULTS.set(opts).is_ok()
 }
 
-/// Resolves a parsed URL (see [`parse_target`]); `shown` is the URL as the user wrote it.
-pub fn target_of(u: &HttpUrl, shown: &str, allow_remote: bool) -> Result<Target, LoadError> {
+/// The options [`set_tls_defaults`] set (system roots, full check if never set).
+pub fn tls_defaults() -> TlsOptions {
+    TLS_DEFAULTS.get().cloned().unwrap_or_default()
+}
+
+/// Parses and resolves `http[s]://host[:port][/base]` (the syntax is [`HttpUrl::parse`]'s, the
+/// one URL parser of the workspace). Non-loopback addresses are refused unless `allow_remote`. The
+/// path becomes the base prepended to every request path; a base with a query is refused. An
+/// https server is checked as [`tls_defaults`] says.
+pub fn parse_target(url: &str, allow_remote: bool) -> Result<Target, LoadError> {
+    let u = HttpUrl::parse(url).map_err(LoadError::Target)?;
+    target_of(&u, url, allow_remote, &tls_defaults())
+}
+
+/// Resolves a parsed URL (see [`parse_target`]); `shown` is the URL as the user wrote it; `tls`
+/// says how an https server is checked (ignored for http).
+pub fn target_of(
+    u: &HttpUrl,
+    shown: &str,
+    allow_remote: bool,
+    tls: &TlsOptions,
+) -> Result<Target, LoadError> {
     if u.path.contains('?') {
         return Err(LoadError::Target(format!(
             "`{shown}`: a base URL cannot carry a query; put it in the request paths"
@@ -90,10 +127,19 @@ pub fn target_of(u: &HttpUrl, shown: &str, allow_remote: bool) -> Result<Target,
             addr.ip()
         )));
     }
+    let tls = if u.tls {
+        Some(
+            TlsClient::new(&u.host, tls, &[b"http/1.1"])
+                .map_err(|e| LoadError::Target(format!("`{shown}`: {e}")))?,
+        )
+    } else {
+        None
+    };
     Ok(Target {
         addr,
         host_header: authority,
         base_path: u.base_path().to_string(),
+        tls,
     })
 }
 
@@ -215,10 +261,25 @@ mod tests {
             "{e}"
         );
         assert!(parse_target("http://10.1.2.3:80", true).is_ok());
-        let e = parse_target("https://127.0.0.1", false)
+        let insecure = TlsOptions {
+            insecure: true,
+            ..TlsOptions::default()
+        };
+        let u = HttpUrl::parse("https://127.0.0.1").unwrap();
+        let t = target_of(&u, "https://127.0.0.1", false, &insecure).unwrap();
+        assert_eq!((t.scheme(), t.addr.port()), ("https", 443));
+        let u = HttpUrl::parse("http://127.0.0.1:1").unwrap();
+        let t = target_of(&u, "http://127.0.0.1:1", false, &insecure).unwrap();
+        assert!(t.tls.is_none() && t.scheme() == "http");
+        let u = HttpUrl::parse("https://127.0.0.1:1").unwrap();
+        let missing = TlsOptions {
+            cacert: Some("/nonexistent/ca.pem".into()),
+            ..TlsOptions::default()
+        };
+        let e = target_of(&u, "https://127.0.0.1:1", false, &missing)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("https is not supported"), "{e}");
+        assert!(e.contains("--cacert /nonexistent/ca.pem"), "{e}");
         assert!(parse_target("ftp://x", false).is_err());
         assert!(parse_target("http://127.0.0.1:8080/?a=1", false).is_err());
         let t = parse_target("http://[::1]:8080", false).unwrap();

@@ -54,6 +54,8 @@ pub struct Summary {
     /// What the connections did when a request ended as `reset`, and the idle-close retries
     /// (a coordinator adds up its agents' tallies, [`ResetTally::merge`]).
     pub resets: ResetTally,
+    /// The TLS handshakes (https targets only; `None` for cleartext).
+    pub tls: Option<crate::TlsTally>,
 }
 
 /// The `reset` outcome taken apart by what the connection did, over a whole run, with the first
@@ -237,6 +239,7 @@ impl Summary {
             connect_failures: 0,
             connect_error: None,
             resets: ResetTally::default(),
+            tls: None,
         }
     }
 

@@ -1,10 +1,10 @@
-//! A tiny HTTP/1.1 keep-alive server for tests of the engine and of the search: it answers every
+//! A tiny HTTP/1.1 keep-alive server (cleartext or TLS) for tests of the engine and of the search: it answers every
 //! request with `200 ok` at the instant a caller-supplied function picks, so a test can model a
 //! service with known timing (periodic stalls, a fixed capacity) exactly.
 
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Starts the server on an ephemeral loopback port (its own thread and runtime) and returns the
 /// port. `respond_at(arrival)` returns when to send the response for a request that arrived at
@@ -35,7 +35,30 @@ pub fn spawn_fixed_capacity_server(workers: usize, service: std::time::Duration)
 pub fn spawn_server_with(
     respond: impl Fn(Instant) -> (Instant, u16) + Send + Sync + 'static,
 ) -> u16 {
-    let respond_at = Arc::new(respond);
+    spawn_listener(None, Arc::new(respond))
+}
+
+/// As [`spawn_server`], over TLS (HTTP/1.1 inside): `cert_chain` and `key` in DER, as a test's
+/// throwaway certificate gives them.
+pub fn spawn_tls_server(
+    cert_chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+    respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'static,
+) -> u16 {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(cert_chain, key)
+        .expect("the test certificate");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    spawn_listener(Some(acceptor), Arc::new(move |now| (respond_at(now), 200)))
+}
+
+type Respond = Arc<dyn Fn(Instant) -> (Instant, u16) + Send + Sync>;
+
+fn spawn_listener(tls: Option<tokio_rustls::TlsAcceptor>, respond_at: Respond) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
     listener
@@ -49,38 +72,19 @@ pub fn spawn_server_with(
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
             loop {
-                let Ok((mut s, _)) = listener.accept().await else {
+                let Ok((s, _)) = listener.accept().await else {
                     continue;
                 };
                 s.set_nodelay(true).ok();
                 let respond_at = respond_at.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut filled = 0;
-                    loop {
-                        // One request head per response (the engine does not pipeline).
-                        let end = loop {
-                            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n")
-                            {
-                                break i + 4;
+                    match tls {
+                        None => serve(s, respond_at).await,
+                        Some(acceptor) => {
+                            if let Ok(s) = acceptor.accept(s).await {
+                                serve(s, respond_at).await;
                             }
-                            match s.read(&mut buf[filled..]).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => filled += n,
-                            }
-                        };
-                        buf.copy_within(end..filled, 0);
-                        filled -= end;
-                        let (at, status) = respond_at(Instant::now());
-                        tokio::time::sleep_until(at.into()).await;
-                        let resp: &[u8] = match status {
-                            200 => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
-                            503 => b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
-                            _ => b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr",
-                        };
-                        if s.write_all(resp).await.is_err()
-                        {
-                            return;
                         }
                     }
                 });
@@ -88,4 +92,34 @@ pub fn spawn_server_with(
         });
     });
     port
+}
+
+/// Answers the requests of one connection, each when `respond_at` says.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, respond_at: Respond) {
+    let mut buf = vec![0u8; 4096];
+    let mut filled = 0;
+    loop {
+        // One request head per response (the engine does not pipeline).
+        let end = loop {
+            if let Some(i) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match s.read(&mut buf[filled..]).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => filled += n,
+            }
+        };
+        buf.copy_within(end..filled, 0);
+        filled -= end;
+        let (at, status) = respond_at(Instant::now());
+        tokio::time::sleep_until(at.into()).await;
+        let resp: &[u8] = match status {
+            200 => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            503 => b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+            _ => b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr",
+        };
+        if s.write_all(resp).await.is_err() || s.flush().await.is_err() {
+            return;
+        }
+    }
 }

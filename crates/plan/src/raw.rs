@@ -1377,11 +1377,11 @@ path = "/x"
 
         let bad = GOOD.replace(
             "name = \"t\"",
-            "name = \"t\"\n[target]\nurl = \"https://127.0.0.1:8443\"",
+            "name = \"t\"\n[target]\nurl = \"ftp://127.0.0.1:8443\"",
         );
         let e = parse_plan(&bad, Path::new("p.toml")).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (Some(4), "target.url"), "{e}");
-        assert!(e.message.contains("https is not supported"), "{e}");
+        assert!(e.message.contains("scheme `ftp`"), "{e}");
     }
 
     #[test]

@@ -2,41 +2,42 @@
 //! `ceiling verify --url`, and the stacks' own addresses. Syntax only; resolving the host and the
 //! loopback rule are the load engine's (`ceiling_load::parse_target`).
 //!
-//! ceiling's client speaks HTTP/1.1 over cleartext TCP only, so every other scheme — `https`
-//! above all — is refused with a sentence that says so and what to do instead.
+//! The load engine speaks HTTP/1.1 over TCP or TLS (`http://`, `https://`); other schemes are
+//! refused with a sentence that says what to write instead. Parts of ceiling that talk cleartext
+//! only (the conformance suite, the stand's stacks) refuse `https` themselves
+//! ([`HttpUrl::require_cleartext`]).
 
 use std::fmt;
 
-/// A parsed `http://host[:port][/path][?query]`.
+/// A parsed `http[s]://host[:port][/path][?query]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpUrl {
+    /// `https`: TLS over the TCP connection.
+    pub tls: bool,
     /// Host name or address as written (IPv6 without its brackets).
     pub host: String,
-    /// TCP port (80 when the URL has none).
+    /// TCP port (80, or 443 for https, when the URL has none).
     pub port: u16,
     /// Path and query as written, starting with `/`; `/` when the URL has none.
     pub path: String,
 }
 
 impl HttpUrl {
-    /// Parses `url`. Errors name the URL and the problem: another scheme (https is not supported:
-    /// HTTP/1.1 cleartext only), no host, a bad port, user info, a fragment.
+    /// Parses `url`. Errors name the URL and the problem: another scheme, no host, a bad port,
+    /// user info, a fragment.
     pub fn parse(url: &str) -> Result<HttpUrl, String> {
         let url = url.trim();
-        let Some(rest) = strip_scheme(url, "http") else {
-            return Err(match url.split_once("://") {
-                Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => format!(
-                    "`{url}`: https is not supported — ceiling's client speaks HTTP/1.1 over cleartext TCP only; \
-                     point it at the service's plain-HTTP port on loopback (e.g. http://127.0.0.1:8080/), \
-                     or put a TLS-terminating proxy in front and accept that its cost is in the numbers"
-                ),
+        let (tls, rest) = match (strip_scheme(url, "http"), strip_scheme(url, "https")) {
+            (Some(rest), _) => (false, rest),
+            (None, Some(rest)) => (true, rest),
+            (None, None) => return Err(match url.split_once("://") {
                 Some((scheme, _)) => format!(
-                    "`{url}`: the scheme `{scheme}` is not supported; write an http:// URL (HTTP/1.1 cleartext)"
+                    "`{url}`: the scheme `{scheme}` is not supported; write an http:// or https:// URL"
                 ),
                 None => format!(
                     "`{url}` is not a URL: write http://host:port/path (e.g. http://127.0.0.1:8080/)"
                 ),
-            });
+            }),
         };
         if rest.contains('#') {
             return Err(format!(
@@ -72,6 +73,7 @@ impl HttpUrl {
             return Err(format!("`{url}` has no host"));
         }
         let port = match port {
+            None if tls => 443,
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 => n,
@@ -90,6 +92,7 @@ impl HttpUrl {
             path.to_string()
         };
         Ok(HttpUrl {
+            tls,
             host: host.to_string(),
             port,
             path,
@@ -112,15 +115,36 @@ impl HttpUrl {
         p.trim_end_matches('/')
     }
 
-    /// The same URL without a path: `http://host:port`.
+    /// The same URL without a path: `http://host:port` (or `https://`).
     pub fn origin(&self) -> String {
-        format!("http://{}", self.authority())
+        format!("{}://{}", self.scheme(), self.authority())
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Refuses an https URL where `who` speaks cleartext HTTP only, saying what to do.
+    pub fn require_cleartext(&self, who: &str) -> Result<(), String> {
+        if self.tls {
+            return Err(format!(
+                "{}: {who} speaks cleartext HTTP only; give it the service's http:// address \
+                 (the load engine — load, run --url, search --url — speaks https)",
+                self.origin()
+            ));
+        }
+        Ok(())
     }
 }
 
 impl fmt::Display for HttpUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}{}", self.authority(), self.path)
+        write!(f, "{}://{}{}", self.scheme(), self.authority(), self.path)
     }
 }
 
@@ -160,14 +184,25 @@ mod tests {
     }
 
     #[test]
-    fn refuses_with_a_reason() {
-        let e = HttpUrl::parse("https://127.0.0.1:8443/").unwrap_err();
+    fn https_is_tls_on_443_unless_a_port_is_given() {
+        let u = ok("https://example.test/api");
+        assert!(u.tls);
+        assert_eq!(
+            (u.port, u.origin().as_str()),
+            (443, "https://example.test:443")
+        );
+        assert_eq!(ok("HTTPS://127.0.0.1:8443/").port, 8443);
+        assert!(!ok("http://127.0.0.1/").tls);
+        let e = u.require_cleartext("the conformance suite").unwrap_err();
         assert!(
-            e.contains("https is not supported")
-                && e.contains("HTTP/1.1")
-                && e.contains("http://127.0.0.1"),
+            e.contains("cleartext HTTP only") && e.contains("http://"),
             "{e}"
         );
+        assert!(ok("http://h/").require_cleartext("x").is_ok());
+    }
+
+    #[test]
+    fn refuses_with_a_reason() {
         for (u, want) in [
             ("ftp://x", "scheme `ftp`"),
             ("127.0.0.1:8080", "not a URL"),

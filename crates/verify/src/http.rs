@@ -27,6 +27,7 @@ impl BaseUrl {
     /// parser ([`ceiling_plan::HttpUrl`]); `https` is refused with what to do instead.
     pub fn parse(url: &str) -> Result<BaseUrl, String> {
         let u = ceiling_plan::HttpUrl::parse(url)?;
+        u.require_cleartext("the conformance suite")?;
         if u.path.contains('?') {
             return Err(format!("`{url}`: a base URL cannot carry a query"));
         }
