@@ -63,6 +63,14 @@ pub struct LoadArgs {
     /// Open a new TCP connection for every request.
     #[arg(long)]
     pub no_keep_alive: bool,
+    /// Speak HTTP/2 (ALPN `h2` over https, prior knowledge — h2c — over http), up to --streams
+    /// requests at once on each connection; --max-connections then caps requests in flight.
+    #[arg(long, conflicts_with = "no_keep_alive")]
+    pub http2: bool,
+    /// Concurrent streams per HTTP/2 connection (with --http2; default: the plan's
+    /// load.http2_streams, else 100).
+    #[arg(long, requires = "http2")]
+    pub streams: Option<usize>,
     /// Request timeout (default: the plan's, else 10s).
     #[arg(long)]
     pub timeout: Option<String>,
@@ -233,6 +241,9 @@ pub(crate) fn build_plan_from(a: &LoadArgs, text: Option<(&str, &Path)>) -> anyh
             _ => bail!("--arrivals: `{s}` is not uniform or poisson"),
         };
     }
+    if a.http2 {
+        plan.load.http2_streams = Some(a.streams.or(plan.load.http2_streams).unwrap_or(100).max(1));
+    }
     if a.no_keep_alive {
         plan.load.keep_alive = false;
     }
@@ -390,7 +401,7 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
         })
         .collect();
     format!(
-        "ceiling load → {url}  {} model{}, {}, keep-alive {}, {} thread{}",
+        "ceiling load → {url}  {} model{}, {}, {}, {} thread{}",
         plan.model_name(),
         if plan.is_open() {
             format!(" ({:?} arrivals)", plan.load.arrivals).to_lowercase()
@@ -398,7 +409,11 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
             String::new()
         },
         stages.join(", "),
-        if plan.load.keep_alive { "on" } else { "off" },
+        match plan.load.http2_streams {
+            Some(n) => format!("HTTP/2 ≤ {n} streams per connection"),
+            None if plan.load.keep_alive => "keep-alive on".to_string(),
+            None => "keep-alive off".to_string(),
+        },
         threads,
         if threads == 1 { "" } else { "s" }
     )
@@ -493,6 +508,9 @@ pub struct LoadReport {
     /// The TLS handshakes of an https run (absent for cleartext).
     #[serde(skip_serializing_if = "Option::is_none")]
     tls: Option<TlsReport>,
+    /// HTTP/2's connections (absent for HTTP/1.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http2: Option<H2Report>,
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     verdict: String,
     stopped_early: bool,
@@ -551,6 +569,14 @@ impl TlsReport {
             self.trust
         )
     }
+}
+
+/// What HTTP/2 multiplexing did: connections opened, the streams setting, the most in use on one.
+#[derive(serde::Serialize)]
+pub struct H2Report {
+    streams_per_connection: usize,
+    connections: u64,
+    max_streams_in_use: usize,
 }
 
 /// One generator agent's part of a run with `--agents`.
@@ -711,6 +737,11 @@ impl LoadReport {
             no_connection,
             connection_resets: s.resets.describe(),
             tls: s.tls.as_ref().map(TlsReport::new),
+            http2: s.h2.map(|h| H2Report {
+                streams_per_connection: h.streams,
+                connections: h.connections,
+                max_streams_in_use: h.max_streams_in_use,
+            }),
             verdict,
             stopped_early: s.stopped_early,
             agents: None,
@@ -845,6 +876,15 @@ fn print_report(r: &LoadReport) {
     }
     if let Some(t) = &r.tls {
         println!("  TLS           {}", t.line());
+    }
+    if let Some(h) = &r.http2 {
+        println!(
+            "  HTTP/2        {} connection{}, ≤ {} streams each (at most {} in use on one)",
+            h.connections,
+            if h.connections == 1 { "" } else { "s" },
+            h.streams_per_connection,
+            h.max_streams_in_use
+        );
     }
     println!();
     println!(

@@ -7,9 +7,11 @@
 //! time. Closed model: N connection loops send-wait-send.
 
 use crate::clock::{now_ns, thread_cpu_ns};
+use crate::h2link::H2Pool;
 use crate::http::{Conn, ExchangeError};
 use crate::request::{load_table, Mix, Table, Wire};
 use crate::schedule::{timed_stages, Schedule, TimedStage};
+use crate::summary::H2Tally;
 use crate::summary::{ResetExample, ResetKind, ResetTally};
 use crate::timer::PreciseTimer;
 use crate::tls::TlsTally;
@@ -147,6 +149,8 @@ struct ConnectFailures {
     resets: std::sync::Mutex<ResetTally>,
     /// The TLS handshakes of every worker (locked once per new connection, https targets only).
     tls: std::sync::Mutex<Option<TlsTally>>,
+    /// The HTTP/2 connections of every worker (added at each worker's end).
+    h2: std::sync::Mutex<Option<H2Tally>>,
 }
 
 impl ConnectFailures {
@@ -172,13 +176,26 @@ struct Ctx {
     stopping: Cell<bool>,
     conns: Cell<u64>,
     backlog: Cell<u64>,
+    /// HTTP/2's shared connections (`None`: HTTP/1.1, a connection per slot).
+    h2: Option<H2Pool>,
 }
 
 impl Ctx {
     /// Opens a connection to the target (TCP, and TLS for https), recording its handshake.
+    /// With HTTP/2 the "connection" is a stream slot on a shared connection ([`H2Pool`]).
     async fn connect(&self) -> std::io::Result<Conn> {
-        let mut c = Conn::connect(&self.cfg.target).await?;
-        if let (Some(h), Some(tls)) = (c.handshake.take(), &self.cfg.target.tls) {
+        let (c, handshake) = match &self.h2 {
+            Some(pool) => {
+                let (slot, h) = pool.attach(&self.cfg.target).await?;
+                (Conn::h2(slot), h)
+            }
+            None => {
+                let mut c = Conn::connect(&self.cfg.target).await?;
+                let h = c.handshake.take();
+                (c, h)
+            }
+        };
+        if let (Some(h), Some(tls)) = (handshake, &self.cfg.target.tls) {
             if let Ok(mut t) = self.connect_failures.tls.lock() {
                 t.get_or_insert_with(|| TlsTally::new(tls.trust())).note(&h);
             }
@@ -722,6 +739,13 @@ fn worker(
         Ok(m) => m,
         Err(e) => return fail(e),
     };
+    let h2 = match cfg.http2 {
+        Some(streams) => match H2Pool::new(&cfg.target, streams) {
+            Ok(p) => Some(p),
+            Err(e) => return fail(e),
+        },
+        None => None,
+    };
     let ntags = cfg.requests.len();
     let live = Rc::new(Cell::new((Phase::Measure, 0)));
     let (clock, open_stages) = match cfg.model {
@@ -777,6 +801,7 @@ fn worker(
         stopping: Cell::new(false),
         conns: Cell::new(0),
         backlog: Cell::new(0),
+        h2,
     });
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(&rt, async {
@@ -829,6 +854,15 @@ fn worker(
         rec.rotate(now_ns());
         rec.cur.connections = ctx.conns.get();
         rec.flush();
+    }
+    if let (Some(p), Ok(mut t)) = (&ctx.h2, ctx.connect_failures.h2.lock()) {
+        let t = t.get_or_insert(H2Tally {
+            streams: p.streams,
+            connections: 0,
+            max_streams_in_use: 0,
+        });
+        t.connections += p.opened.get();
+        t.max_streams_in_use = t.max_streams_in_use.max(p.max_attached.get());
     }
     match result {
         Ok(()) => {
@@ -952,6 +986,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     }
     if let Ok(mut t) = connect_failures.tls.lock() {
         summary.tls = t.take();
+    }
+    if let Ok(mut t) = connect_failures.h2.lock() {
+        summary.h2 = t.take();
     }
     Ok(summary)
 }

@@ -5,6 +5,7 @@
 //! connection closing, and are read and discarded. This is all a load generator needs, and it keeps
 //! the per-request cost near wrk's (no allocation per request in the steady state).
 
+use crate::h2link::H2Slot;
 use crate::tls::Handshake;
 use crate::Target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -67,6 +68,9 @@ pub struct Conn {
 enum Io {
     Tcp(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// A stream slot on an HTTP/2 connection (sends and receives through it, never the
+    /// byte-level reads below).
+    H2(H2Slot),
 }
 
 impl Io {
@@ -74,6 +78,7 @@ impl Io {
         match self {
             Io::Tcp(s) => s.read(buf).await,
             Io::Tls(s) => s.read(buf).await,
+            Io::H2(_) => Err(std::io::Error::other("HTTP/2 is read by streams")),
         }
     }
 
@@ -85,6 +90,7 @@ impl Io {
                 // rustls buffers the records it made; send them now
                 s.flush().await
             }
+            Io::H2(_) => Err(std::io::Error::other("HTTP/2 is written by streams")),
         }
     }
 }
@@ -98,24 +104,7 @@ impl Conn {
         let (stream, handshake) = match &target.tls {
             None => (Io::Tcp(tcp), None),
             Some(tls) => {
-                let t0 = crate::now_ns();
-                let s = tls
-                    .connector
-                    .connect(tls.server_name.clone(), tcp)
-                    .await
-                    .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
-                let (_, session) = s.get_ref();
-                let h = Handshake {
-                    ns: crate::now_ns().saturating_sub(t0),
-                    resumed: matches!(
-                        session.handshake_kind(),
-                        Some(rustls::HandshakeKind::Resumed)
-                    ),
-                    version: session.protocol_version().map(|v| format!("{v:?}")),
-                    alpn: session
-                        .alpn_protocol()
-                        .map(|p| String::from_utf8_lossy(p).into_owned()),
-                };
+                let (s, h) = tls.handshake(tcp).await?;
                 (Io::Tls(Box::new(s)), Some(h))
             }
         };
@@ -131,10 +120,30 @@ impl Conn {
         })
     }
 
+    /// A connection that is a stream slot on an HTTP/2 connection.
+    pub fn h2(slot: H2Slot) -> Conn {
+        Conn {
+            served: 0,
+            idle_since_ns: 0,
+            got: 0,
+            last_error: None,
+            handshake: None,
+            stream: Io::H2(slot),
+            buf: Vec::new(),
+            filled: 0,
+        }
+    }
+
     /// Writes the request. Returns an error on a broken connection.
     pub async fn send(&mut self, req: &[u8]) -> Result<(), ExchangeError> {
         // Nothing of a response can have arrived yet: a failed write is a close before the response.
         self.got = 0;
+        if let Io::H2(slot) = &mut self.stream {
+            return slot.send(req).await.map_err(|e| {
+                self.last_error = Some(e);
+                ExchangeError::Closed
+            });
+        }
         self.stream.write_all(req).await.map_err(|e| {
             self.last_error = Some(e.to_string());
             ExchangeError::Closed
@@ -143,6 +152,19 @@ impl Conn {
 
     /// Reads one response. `head_only` for HEAD requests (no body follows).
     pub async fn receive(&mut self, head_only: bool) -> Result<Response, ExchangeError> {
+        if let Io::H2(slot) = &mut self.stream {
+            return match slot.receive().await {
+                Ok(r) => {
+                    self.served += 1;
+                    self.got = r.bytes;
+                    Ok(r)
+                }
+                Err((kind, e)) => {
+                    self.last_error = Some(e);
+                    Err(kind)
+                }
+            };
+        }
         loop {
             // Parse what we have.
             if self.filled > 0 {

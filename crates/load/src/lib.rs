@@ -13,6 +13,7 @@
 
 mod clock;
 mod engine;
+mod h2link;
 mod http;
 mod request;
 mod schedule;
@@ -25,7 +26,7 @@ pub use clock::{now_ns, process_cpu_ns};
 pub use engine::run;
 pub use request::{load_table, Table};
 pub use schedule::{timed_stages, Arrival, Schedule, TimedStage};
-pub use summary::{ResetExample, ResetKind, ResetTally, Summary, TagTotals};
+pub use summary::{H2Tally, ResetExample, ResetKind, ResetTally, Summary, TagTotals};
 pub use tls::{TlsClient, TlsOptions, TlsTally};
 
 use ceiling_plan::{Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage};
@@ -161,8 +162,11 @@ pub struct LoadConfig {
     pub arrivals: Arrivals,
     /// Keep-alive on (reuse connections) or off (one connection per request).
     pub keep_alive: bool,
-    /// Connection cap (open model).
+    /// Connection cap (open model); with HTTP/2, the cap on requests in flight (stream slots).
     pub max_connections: usize,
+    /// HTTP/2 with this many concurrent streams per connection (h2c with prior knowledge over
+    /// cleartext, ALPN `h2` over TLS); `None`: HTTP/1.1.
+    pub http2: Option<usize>,
     /// Request timeout.
     pub timeout: Duration,
     /// Seed for the request stream and Poisson arrivals.
@@ -226,6 +230,7 @@ impl LoadConfig {
             arrivals: plan.load.arrivals,
             keep_alive: plan.load.keep_alive,
             max_connections: plan.load.max_connections,
+            http2: plan.load.http2_streams,
             timeout: plan.load.timeout,
             seed: plan.load.seed,
             max_backlog: plan.load.max_backlog,

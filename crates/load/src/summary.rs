@@ -56,6 +56,20 @@ pub struct Summary {
     pub resets: ResetTally,
     /// The TLS handshakes (https targets only; `None` for cleartext).
     pub tls: Option<crate::TlsTally>,
+    /// The HTTP/2 connections (`None` for HTTP/1.1).
+    pub h2: Option<H2Tally>,
+}
+
+/// What HTTP/2 multiplexing did over a run: the connections opened and how many streams shared
+/// one at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H2Tally {
+    /// Concurrent streams allowed per connection (the setting).
+    pub streams: usize,
+    /// HTTP/2 connections opened, every worker's together.
+    pub connections: u64,
+    /// The most requests one connection carried at once.
+    pub max_streams_in_use: usize,
 }
 
 /// The `reset` outcome taken apart by what the connection did, over a whole run, with the first
@@ -240,6 +254,7 @@ impl Summary {
             connect_error: None,
             resets: ResetTally::default(),
             tls: None,
+            h2: None,
         }
     }
 

@@ -123,3 +123,111 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, respond_at: Respond)
         }
     }
 }
+
+/// What an HTTP/2 test server saw: connections accepted, streams answered, and the most streams
+/// one connection had in flight at once.
+#[derive(Debug, Default)]
+pub struct H2ServerStats {
+    /// Connections accepted.
+    pub connections: std::sync::atomic::AtomicU64,
+    /// Streams (requests) answered.
+    pub requests: std::sync::atomic::AtomicU64,
+    /// The most streams one connection had in flight at once.
+    pub max_in_flight: std::sync::atomic::AtomicU64,
+}
+
+/// An HTTP/2 server answering `200 ok` to every stream when `respond_at(arrival)` says: h2c with
+/// prior knowledge, or over TLS with ALPN `h2` when given a certificate (DER chain and key).
+/// Returns the port and what it saw.
+pub fn spawn_h2_server(
+    tls: Option<(
+        Vec<rustls::pki_types::CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    )>,
+    respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'static,
+) -> (u16, Arc<H2ServerStats>) {
+    use std::sync::atomic::Ordering;
+    let acceptor = tls.map(|(chain, key)| {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("the test certificate");
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    });
+    let respond_at: Arc<dyn Fn(Instant) -> Instant + Send + Sync> = Arc::new(respond_at);
+    let stats = Arc::new(H2ServerStats::default());
+    let seen = stats.clone();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().expect("local address").port();
+    listener
+        .set_nonblocking(true)
+        .expect("non-blocking listener");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("test runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+            loop {
+                let Ok((s, _)) = listener.accept().await else {
+                    continue;
+                };
+                s.set_nodelay(true).ok();
+                seen.connections.fetch_add(1, Ordering::SeqCst);
+                let (respond_at, seen, acceptor) =
+                    (respond_at.clone(), seen.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor {
+                        None => serve_h2(s, respond_at, seen).await,
+                        Some(a) => {
+                            if let Ok(s) = a.accept(s).await {
+                                serve_h2(s, respond_at, seen).await;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (port, stats)
+}
+
+async fn serve_h2<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    s: S,
+    respond_at: Arc<dyn Fn(Instant) -> Instant + Send + Sync>,
+    seen: Arc<H2ServerStats>,
+) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Ok(mut conn) = h2::server::Builder::new()
+        .max_concurrent_streams(10_000)
+        .handshake::<_, bytes::Bytes>(s)
+        .await
+    else {
+        return;
+    };
+    let in_flight = Arc::new(AtomicU64::new(0));
+    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        seen.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let at = respond_at(Instant::now());
+        let (in_flight, seen) = (in_flight.clone(), seen.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            // counted before the answer leaves, so a client that has it sees the count
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            seen.requests.fetch_add(1, Ordering::SeqCst);
+            let resp = http::Response::builder()
+                .status(200)
+                .body(())
+                .expect("a response head");
+            if let Ok(mut body) = respond.send_response(resp, false) {
+                let _ = body.send_data(bytes::Bytes::from_static(b"ok"), true);
+            }
+        });
+    }
+}

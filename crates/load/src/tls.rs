@@ -33,9 +33,11 @@ impl TlsOptions {
 /// A TLS client for one server name: the connector and what it trusts.
 #[derive(Clone)]
 pub struct TlsClient {
-    pub(crate) connector: tokio_rustls::TlsConnector,
-    pub(crate) server_name: ServerName<'static>,
+    connector: tokio_rustls::TlsConnector,
+    server_name: ServerName<'static>,
     trust: String,
+    host: String,
+    opts: TlsOptions,
 }
 
 impl std::fmt::Debug for TlsClient {
@@ -117,7 +119,56 @@ impl TlsClient {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,
             trust,
+            host: host.to_string(),
+            opts: opts.clone(),
         })
+    }
+
+    /// The same client offering other ALPN protocols (`h2` for HTTP/2).
+    pub fn with_alpn(&self, alpn: &[&[u8]]) -> Result<TlsClient, String> {
+        TlsClient::new(&self.host, &self.opts, alpn)
+    }
+
+    /// The TLS handshake over `tcp`, timed, with what it negotiated.
+    pub(crate) async fn handshake(
+        &self,
+        tcp: tokio::net::TcpStream,
+    ) -> std::io::Result<(
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+        Handshake,
+    )> {
+        let t0 = crate::now_ns();
+        let s = self
+            .connector
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(|e| {
+                let text = e.to_string();
+                let hint = if text.contains("CaUsedAsEndEntity") {
+                    " (the server presents a CA certificate as its own — `openssl req -x509` makes \
+                     one by default; give the server a certificate signed by that CA, or pass --insecure)"
+                } else if text.contains("UnknownIssuer") {
+                    " (pass --cacert with the CA that signed the server's certificate, or --insecure)"
+                } else if text.contains("NotValidForName") {
+                    " (the certificate is not for the URL's host name: use the name it was made for)"
+                } else {
+                    ""
+                };
+                std::io::Error::new(e.kind(), format!("TLS handshake: {text}{hint}"))
+            })?;
+        let (_, session) = s.get_ref();
+        let h = Handshake {
+            ns: crate::now_ns().saturating_sub(t0),
+            resumed: matches!(
+                session.handshake_kind(),
+                Some(rustls::HandshakeKind::Resumed)
+            ),
+            version: session.protocol_version().map(|v| format!("{v:?}")),
+            alpn: session
+                .alpn_protocol()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+        };
+        Ok((s, h))
     }
 
     /// What the client trusts, as a sentence for the output.

@@ -98,6 +98,9 @@ pub struct LoadSettings {
     /// Generator threads (`[load] threads`; wrk's `-t`). `ceiling run/search/load --threads`
     /// overrides it.
     pub threads: usize,
+    /// HTTP/2 with this many concurrent streams per connection (`[load] http2_streams`; `ceiling
+    /// load --http2`); `None`: HTTP/1.1.
+    pub http2_streams: Option<usize>,
 }
 
 /// One stage of the load profile.

@@ -63,6 +63,7 @@ struct RawLoad {
     max_backlog: Option<S<i64>>,
     repetitions: Option<S<i64>>,
     threads: Option<S<i64>>,
+    http2_streams: Option<S<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -336,6 +337,9 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         .unwrap_or(1) as u32;
     let timeout = cx.pos_dur(&rl.timeout, "load.timeout", Duration::from_secs(10))?;
     let threads = cx.int(&rl.threads, "load.threads", 1, 256)?.unwrap_or(1) as usize;
+    let http2_streams = cx
+        .int(&rl.http2_streams, "load.http2_streams", 1, 100_000)?
+        .map(|n| n as usize);
 
     // stages
     let conv_stages = |list: &Vec<S<RawStage>>, what: &str| -> Result<Vec<Stage>, PlanError> {
@@ -948,6 +952,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             max_backlog,
             repetitions,
             threads,
+            http2_streams,
         },
         warmup,
         settle,

@@ -64,6 +64,7 @@ pub fn config(port: u16, model: Model, keep_alive: bool, stage: Stage) -> LoadCo
         arrivals: Arrivals::Uniform,
         keep_alive,
         max_connections: 1000,
+        http2: None,
         timeout: Duration::from_secs(5),
         seed: 1,
         max_backlog: 1_000_000,
