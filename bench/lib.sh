@@ -6,9 +6,10 @@
 bin=${CEILING_BIN:-target/release/ceiling}
 tmp=$(mktemp -d)
 
-# start_nginx PORT [TLS_PORT]: nginx (1 worker, core 0) on 127.0.0.1:PORT, and with TLS_PORT an
-# https listener there too (a throwaway self-signed certificate for localhost, made here with
-# openssl; TLS 1.3, sessions resumable as nginx's defaults allow); stopped (by PID) on exit.
+# start_nginx PORT [TLS_PORT [http2]]: nginx (1 worker, core 0) on 127.0.0.1:PORT, and with
+# TLS_PORT an https listener there too (a throwaway self-signed certificate for localhost, made
+# here with openssl; TLS 1.3, sessions resumable as nginx's defaults allow), speaking HTTP/2 as
+# well with `http2`; stopped (by PID) on exit.
 start_nginx() {
   port=$1
   local tls=""
@@ -17,7 +18,8 @@ start_nginx() {
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
       -subj /CN=localhost -addext subjectAltName=DNS:localhost \
       -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
-    tls="server { listen 127.0.0.1:$tls_port ssl backlog=4096; keepalive_requests 100000000;
+    tls="server { listen 127.0.0.1:$tls_port ssl ${3:-} backlog=4096; keepalive_requests 100000000;
+  http2_max_concurrent_streams 1024;
   ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem; ssl_protocols TLSv1.3;
   location / { default_type application/json; return 200 '{\"ok\":true,\"message\":\"OK\"}'; } }"
   fi

@@ -4,7 +4,7 @@
 #   core  — PostgreSQL server binaries (for the embedded stand), PgBouncer (plans with
 #           [stand.pgbouncer]), Chromium (report.html is tested in a real headless browser),
 #           Rust/Go toolchains checked
-#   bench — wrk, nginx and k6 (the generator benchmarks compare against them)
+#   bench — wrk, h2load, nginx, openssl and k6 (the generator benchmarks compare against them)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
 #   stacks — Python 3 with venv, Node.js with npm, nginx, g++/CMake with libpq-dev and
 #           libhttp-parser-dev (source 004's stacks and baseline)
@@ -23,6 +23,8 @@ case $what in core|all)
 ;; esac
 case $what in bench|all)
   have wrk || need_apt+=(wrk)
+  have h2load || need_apt+=(nghttp2-client)
+  have openssl || need_apt+=(openssl)
   have nginx || need_apt+=(nginx-light)
 ;; esac
 case $what in stacks|all)
