@@ -25,6 +25,11 @@ type Config struct {
 	// prepared once per connection, by name); "off" uses pgx's QueryExecModeCacheDescribe (no
 	// named server-side prepared statements), which is what PgBouncer's transaction pooling needs.
 	Prepared bool
+	// TLSPort, TLSCertFile, TLSKeyFile: HTTPS beside the plain port (the same handler), when the
+	// stand measures what TLS costs (plan `[stand] tls = true`); 0 = off.
+	TLSPort     int
+	TLSCertFile string
+	TLSKeyFile  string
 }
 
 // loadConfig reads the configuration from getenv (os.Getenv in production).
@@ -56,6 +61,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.QueryTimeout = time.Duration(ms) * time.Millisecond
+	if c.TLSPort, err = envInt(getenv, "TLS_PORT", 0, 0, 65535); err != nil {
+		return c, err
+	}
+	c.TLSCertFile, c.TLSKeyFile = getenv("TLS_CERT_FILE"), getenv("TLS_KEY_FILE")
+	if c.TLSPort > 0 && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		return c, fmt.Errorf("TLS_PORT=%d needs TLS_CERT_FILE and TLS_KEY_FILE", c.TLSPort)
+	}
 	switch v := envOr(getenv, "DB_PREPARED", "on"); v {
 	case "on":
 		c.Prepared = true

@@ -61,3 +61,17 @@ func TestDBPreparedOff(t *testing.T) {
 		t.Errorf("DB_PREPARED=off gave Prepared = true")
 	}
 }
+
+func TestTLSPortNeedsItsFiles(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if _, err := loadConfig(env(map[string]string{"TLS_PORT": "8443"})); err == nil {
+		t.Error("TLS_PORT without TLS_CERT_FILE/TLS_KEY_FILE was accepted")
+	}
+	c, err := loadConfig(env(map[string]string{"TLS_PORT": "8443", "TLS_CERT_FILE": "c.pem", "TLS_KEY_FILE": "k.pem"}))
+	if err != nil || c.TLSPort != 8443 || c.TLSCertFile != "c.pem" {
+		t.Errorf("TLS config: %+v, %v", c, err)
+	}
+	if c, _ := loadConfig(env(nil)); c.TLSPort != 0 {
+		t.Errorf("TLS is off by default, got port %d", c.TLSPort)
+	}
+}

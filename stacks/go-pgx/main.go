@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -50,12 +52,30 @@ func run(log *slog.Logger) error {
 		MaxHeaderBytes:    64 << 10,
 	}
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() {
 		log.Info("listening", "addr", srv.Addr, "pool_size", cfg.PoolSize,
 			"gomaxprocs", runtime.GOMAXPROCS(0), "workers_env", cfg.Workers, "go", runtime.Version())
 		errc <- srv.ListenAndServe()
 	}()
+	// HTTPS beside it on request (the same handler and timeouts; net/http's TLS defaults, HTTP/2
+	// by ALPN as Go serves it unless told otherwise).
+	var tlsSrv *http.Server
+	if cfg.TLSPort > 0 {
+		tlsSrv = &http.Server{
+			Addr:              net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.TLSPort)),
+			Handler:           srv.Handler,
+			ReadHeaderTimeout: srv.ReadHeaderTimeout,
+			ReadTimeout:       srv.ReadTimeout,
+			WriteTimeout:      srv.WriteTimeout,
+			IdleTimeout:       srv.IdleTimeout,
+			MaxHeaderBytes:    srv.MaxHeaderBytes,
+		}
+		go func() {
+			log.Info("listening with TLS", "addr", tlsSrv.Addr)
+			errc <- tlsSrv.ListenAndServeTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
+		}()
+	}
 
 	select {
 	case err := <-errc:
@@ -67,6 +87,14 @@ func run(log *slog.Logger) error {
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if tlsSrv != nil {
+		if err := tlsSrv.Shutdown(shutdownCtx); err != nil {
+			return err
+		}
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err
 	}

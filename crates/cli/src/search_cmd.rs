@@ -906,7 +906,12 @@ fn stack_round(
     }
     job.rounds += 1;
     let lim = stack.limits_applied().clone();
-    let url = stack.url();
+    // the load goes to the TLS port when the plan asks (`[stand] tls`), trusting the stand's
+    // certificate
+    if let Some(ca) = stack.tls_cert() {
+        ceiling_load::trust_also(ca);
+    }
+    let url = stack.load_url();
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let stand_cell = std::cell::RefCell::new(&mut *stand);
     let mut runner = Runner {

@@ -81,6 +81,13 @@ pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     };
     println!("{} is up at {}", a.stack, stack.url());
+    if let Some(ca) = stack.tls_cert() {
+        println!(
+            "  and with TLS at {} (certificate: {}; e.g. curl --cacert it)",
+            stack.load_url(),
+            ca.display()
+        );
+    }
     println!(
         "  its database: postgres://{BENCH}:{BENCH_PASSWORD}@{}:{}/{} (a fresh copy of the seed data)",
         env("DB_HOST"),

@@ -98,7 +98,12 @@ pub fn measure_stack(
     let _ = stand.stat_statements_reset();
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
-    let url = stack.url();
+    // the load goes to the TLS port when the plan asks (`[stand] tls`), trusting the stand's
+    // certificate
+    if let Some(ca) = stack.tls_cert() {
+        ceiling_load::trust_also(ca);
+    }
+    let url = stack.load_url();
     let spec = MeasureSpec {
         plan,
         stack: name,

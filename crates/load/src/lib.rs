@@ -85,6 +85,29 @@ pub fn set_tls_defaults(opts: TlsOptions) -> bool {
     TLS_DEFAULTS.set(opts).is_ok()
 }
 
+/// Certificates trusted besides the roots of [`TlsOptions`]: the stand's own throwaway
+/// certificate for the stacks' TLS ports ([`trust_also`]).
+static EXTRA_ROOTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Trusts the certificates in this PEM file too, for every https target this process opens
+/// from now on (the stand's certificate: `[stand] tls = true`). Idempotent.
+pub fn trust_also(pem: &std::path::Path) {
+    let mut v = EXTRA_ROOTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !v.iter().any(|p| p == pem) {
+        v.push(pem.to_path_buf());
+    }
+}
+
+/// The files [`trust_also`] added.
+pub(crate) fn extra_roots() -> Vec<PathBuf> {
+    EXTRA_ROOTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
 /// The options [`set_tls_defaults`] set (system roots, full check if never set).
 pub fn tls_defaults() -> TlsOptions {
     TLS_DEFAULTS.get().cloned().unwrap_or_default()

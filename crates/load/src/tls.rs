@@ -63,37 +63,21 @@ impl TlsClient {
                 .with_no_client_auth();
             (cfg, "certificate not checked (--insecure)".to_string())
         } else {
-            let (roots, trust) = match &opts.cacert {
+            let mut roots = RootCertStore::empty();
+            let mut trust = Vec::new();
+            for path in crate::extra_roots() {
+                let n = read_pem(&mut roots, &path, "the stand's certificate ")?;
+                trust.push(format!("the stand's certificate ({n})"));
+            }
+            match &opts.cacert {
                 Some(path) => {
-                    let mut roots = RootCertStore::empty();
-                    let certs = CertificateDer::pem_file_iter(path)
-                        .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
-                    for c in certs {
-                        let c = c.map_err(|e| format!("--cacert {}: {e}", path.display()))?;
-                        roots.add(c).map_err(|e| {
-                            format!(
-                                "--cacert {}: a certificate rustls refuses: {e}",
-                                path.display()
-                            )
-                        })?;
-                    }
-                    if roots.is_empty() {
-                        return Err(format!(
-                            "--cacert {}: no PEM certificate in the file",
-                            path.display()
-                        ));
-                    }
-                    let n = roots.len();
-                    (
-                        roots,
-                        format!("CA file {} ({n} certificates)", path.display()),
-                    )
+                    let n = read_pem(&mut roots, path, "--cacert ")?;
+                    trust.push(format!("CA file {} ({n} certificates)", path.display()));
                 }
                 None => {
                     let found = rustls_native_certs::load_native_certs();
-                    let mut roots = RootCertStore::empty();
                     let (added, _ignored) = roots.add_parsable_certificates(found.certs);
-                    if added == 0 {
+                    if roots.is_empty() {
                         let why = found
                             .errors
                             .first()
@@ -104,9 +88,10 @@ impl TlsClient {
                              with the server's CA, or --insecure to skip the check"
                         ));
                     }
-                    (roots, format!("system roots ({added} certificates)"))
+                    trust.push(format!("system roots ({added} certificates)"));
                 }
-            };
+            }
+            let trust = trust.join(" + ");
             (
                 builder.with_root_certificates(roots).with_no_client_auth(),
                 trust,
@@ -175,6 +160,35 @@ impl TlsClient {
     pub fn trust(&self) -> &str {
         &self.trust
     }
+}
+
+/// Adds the certificates of a PEM file to `roots`; `flag` names where the file came from in
+/// errors (`--cacert `). Returns how many it added.
+fn read_pem(
+    roots: &mut RootCertStore,
+    path: &std::path::Path,
+    flag: &str,
+) -> Result<usize, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("{flag}{}: {e}", path.display()))?;
+    let mut n = 0;
+    for c in certs {
+        let c = c.map_err(|e| format!("{flag}{}: {e}", path.display()))?;
+        roots.add(c).map_err(|e| {
+            format!(
+                "{flag}{}: a certificate rustls refuses: {e}",
+                path.display()
+            )
+        })?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(format!(
+            "{flag}{}: no PEM certificate in the file",
+            path.display()
+        ));
+    }
+    Ok(n)
 }
 
 /// The TLS handshakes of a run: how many, how long (µs, from the TCP connection to the end of the

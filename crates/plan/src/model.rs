@@ -305,6 +305,11 @@ pub struct StandSettings {
     /// `stand.placement`: whether the generator, the stack and PostgreSQL get CPUs of their own.
     #[serde(default)]
     pub placement: PlacementMode,
+    /// `stand.tls`: the load goes over HTTPS to a TLS port the stack opens beside its plain one,
+    /// with a throwaway certificate the stand makes (what TLS costs a stack). The stack must say
+    /// it can (`[run] tls = true` in its stack.toml).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// `stand.placement`: where the lab's parts run. A part that shares cores with the stack takes

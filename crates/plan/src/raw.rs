@@ -153,6 +153,7 @@ struct RawStand {
     verify: Option<bool>,
     on_part_exit: Option<S<String>>,
     placement: Option<S<String>>,
+    tls: Option<bool>,
     #[serde(default)]
     env: BTreeMap<String, S<toml::Value>>,
     pgbouncer: Option<S<RawPgBouncer>>,
@@ -831,6 +832,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         },
         cooldown: cx.dur(&rs.cooldown, "stand.cooldown", Duration::from_secs(30))?,
         verify: rs.verify.unwrap_or(true),
+        tls: rs.tls.unwrap_or(false),
         on_part_exit: match rs.on_part_exit.as_ref().map(|s| (s.get_ref().as_str(), s.span())) {
             None | Some(("restart", _)) => OnPartExit::Restart,
             Some(("stop", _)) => OnPartExit::Stop,
@@ -1228,6 +1230,10 @@ errors = "1%"
             e.field == "stand.placement" && e.message.contains("\"shared\""),
             "{e}"
         );
+        // TLS is off unless the plan asks
+        assert!(!with("seed = 1").unwrap().stand.tls);
+        assert!(with("tls = true").unwrap().stand.tls);
+        assert!(with("tls = \"yes\"").is_err());
     }
 
     #[test]

@@ -69,7 +69,8 @@ pub use signals::{SamplerCost, SignalConfig, SignalSampler};
 pub use stack::{
     build_stack, fairness_markdown, http_status, list_stacks, source_hash, start_stack,
     BuildOutcome, BuildSpec, Conformance, DatabaseSetup, Effective, Fairness, RunSpec,
-    RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec, CONTRACT_ENV, HASH_EXCLUDES,
+    RunningStack, StackLaunch, StackLimits, StackSettings, StackSpec, TlsFiles, CONTRACT_ENV,
+    HASH_EXCLUDES,
 };
 
 pub use ceiling_metrics::Placement;
@@ -137,6 +138,8 @@ pub struct Stand {
     _generator_group: Option<Cgroup>,
     /// What was applied for the generator, when the placement gave it a CPU set.
     generator_limits: Option<LimitsApplied>,
+    /// The throwaway certificate of the stacks' TLS ports (`stand.tls`), made on first need.
+    tls_files: std::sync::Mutex<Option<TlsFiles>>,
 }
 
 impl Stand {
@@ -244,6 +247,7 @@ impl Stand {
             _generator_group: generator_group,
             generator_limits,
             placement,
+            tls_files: Default::default(),
         })
     }
 
@@ -452,7 +456,24 @@ impl Stand {
             self.opts.log_dir.join(format!("{}.log", spec.name)),
         );
         launch.limits.cpuset = self.placement.stack.clone();
+        if settings.tls {
+            launch.tls = Some(self.tls_files()?);
+        }
         start_stack(spec, &launch, &self.cgroups)
+    }
+
+    /// The stand's TLS certificate for `localhost` (made once, in the log directory's `tls/`).
+    fn tls_files(&self) -> Result<TlsFiles> {
+        let mut made = self
+            .tls_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = made.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = TlsFiles::make(&self.opts.log_dir.join("tls"))?;
+        *made = Some(f.clone());
+        Ok(f)
     }
     /// How a stack reaches `db`: through PgBouncer (its host and port; same role, password and
     /// database) when the stand has one, else directly.

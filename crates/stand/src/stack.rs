@@ -177,6 +177,10 @@ pub struct RunSpec {
     /// Seconds to wait for health.
     #[serde(default = "default_startup")]
     pub startup_timeout_s: u64,
+    /// The stack can serve HTTPS beside its plain port: given `TLS_PORT`, `TLS_CERT_FILE` and
+    /// `TLS_KEY_FILE`, it listens there with the same handler (a plan's `[stand] tls = true`).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 fn default_health() -> String {
@@ -863,6 +867,36 @@ pub struct StackLaunch {
     pub startup_timeout: Option<Duration>,
     /// Grace between SIGTERM and SIGKILL at stop.
     pub stop_grace: Duration,
+    /// Serve HTTPS too, with this certificate (PEM files; `TLS_PORT` is a free port).
+    pub tls: Option<TlsFiles>,
+}
+
+/// A certificate and its key, PEM files, for a stack's TLS port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate (self-signed: it is also what the load generator trusts).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes a throwaway self-signed certificate for `localhost` in `dir` (cert.pem, key.pem).
+    pub fn make(dir: &Path) -> Result<TlsFiles> {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .map_err(std::io::Error::other)
+            .ctx(|| "making the stand's TLS certificate".to_string())?;
+        std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+        let files = TlsFiles {
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        };
+        std::fs::write(&files.cert, ck.cert.pem())
+            .ctx(|| format!("writing {}", files.cert.display()))?;
+        std::fs::write(&files.key, ck.key_pair.serialize_pem())
+            .ctx(|| format!("writing {}", files.key.display()))?;
+        Ok(files)
+    }
 }
 
 impl StackLaunch {
@@ -884,6 +918,7 @@ impl StackLaunch {
                 .collect(),
             startup_timeout: None,
             stop_grace: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -894,6 +929,8 @@ impl StackLaunch {
 pub struct RunningStack {
     name: String,
     port: u16,
+    /// The HTTPS port and its certificate, when the stack serves TLS too.
+    tls: Option<(u16, TlsFiles)>,
     health: String,
     proc: Managed,
     cgroup: Option<Cgroup>,
@@ -932,6 +969,20 @@ pub fn start_stack(
         Some(p) => p,
         None => free_port()?,
     };
+    let tls = match &launch.tls {
+        None => None,
+        Some(_) if !spec.run.tls => {
+            return Err(StandError::Start {
+                stack: spec.name.clone(),
+                message: "the plan asks for TLS (`[stand] tls = true`) but this stack does not \
+                          serve it: its stack.toml has no `[run] tls = true` (go-pgx does)"
+                    .into(),
+                log: launch.log.clone(),
+                log_tail: String::new(),
+            })
+        }
+        Some(files) => Some((free_port()?, files.clone())),
+    };
     let mut env: Vec<(String, String)> = vec![
         ("HTTP_PORT".into(), port.to_string()),
         ("DB_HOST".into(), launch.db.host.clone()),
@@ -942,6 +993,11 @@ pub fn start_stack(
         ("DB_POOL_SIZE".into(), launch.pool_size.to_string()),
         ("WORKERS".into(), launch.workers.to_string()),
     ];
+    if let Some((p, files)) = &tls {
+        env.push(("TLS_PORT".into(), p.to_string()));
+        env.push(("TLS_CERT_FILE".into(), files.cert.display().to_string()));
+        env.push(("TLS_KEY_FILE".into(), files.key.display().to_string()));
+    }
     for (k, v) in spec
         .run
         .env
@@ -1001,6 +1057,7 @@ pub fn start_stack(
     let mut rs = RunningStack {
         name: spec.name.clone(),
         port,
+        tls,
         health: spec.run.health.clone(),
         proc,
         cgroup,
@@ -1021,6 +1078,25 @@ pub fn start_stack(
     if let Err(e) = rs.wait_healthy(startup) {
         rs.stop();
         return Err(e);
+    }
+    if let Some(p) = rs.tls.as_ref().map(|(p, _)| *p) {
+        // healthy on the plain port; the TLS listener starts beside it — wait until it accepts
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, p));
+        let t0 = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                let name = rs.name.clone();
+                let log = launch.log.clone();
+                rs.stop();
+                return Err(StandError::Start {
+                    stack: name,
+                    message: format!("healthy, but nothing listens on its TLS_PORT {p} after 10 s"),
+                    log_tail: String::new(),
+                    log,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     Ok(rs)
 }
@@ -1107,9 +1183,21 @@ impl RunningStack {
     pub fn port(&self) -> u16 {
         self.port
     }
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`: the plain port (health, the conformance suite).
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+    /// Where the load goes: `https://localhost:<tls port>` when the stack serves TLS (its
+    /// certificate is for `localhost`), else [`RunningStack::url`].
+    pub fn load_url(&self) -> String {
+        match &self.tls {
+            Some((p, _)) => format!("https://localhost:{p}"),
+            None => self.url(),
+        }
+    }
+    /// The certificate of the stack's TLS port (what the generator must trust), if it has one.
+    pub fn tls_cert(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|(_, f)| f.cert.as_path())
     }
     /// Pid of the started command (root of the measured process tree; its process group id).
     pub fn pid(&self) -> u32 {
@@ -1343,6 +1431,7 @@ log_level = "warn"
             verify: false,
             on_part_exit: Default::default(),
             placement: Default::default(),
+            tls: false,
             env: Default::default(),
             pgbouncer: None,
         }

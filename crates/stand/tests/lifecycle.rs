@@ -49,6 +49,7 @@ fn plan_defaults() -> ceiling_plan::StandSettings {
         placement: Default::default(),
         env: Default::default(),
         pgbouncer: None,
+        tls: false,
     }
 }
 

@@ -41,6 +41,7 @@ fn settings(pool_mode: PoolMode) -> ceiling_plan::StandSettings {
         verify: false,
         on_part_exit: Default::default(),
         placement: Default::default(),
+        tls: false,
         env: [("DB_PREPARED".to_string(), "off".to_string())]
             .into_iter()
             .collect(),

@@ -51,6 +51,7 @@ fn settings(version: Option<u32>) -> ceiling_plan::StandSettings {
         placement: Default::default(),
         env: Default::default(),
         pgbouncer: None,
+        tls: false,
     }
 }
 
@@ -349,9 +350,8 @@ fn missing_binaries_error_is_clear() {
 /// the embedded PostgreSQL and checks one request end to end, including its statement count.
 #[test]
 fn real_stack_end_to_end() {
-    let Ok(name) = std::env::var("CEILING_TEST_REAL_STACK") else {
-        return;
-    };
+    // go-pgx unless another stack is named (CEILING_TEST_REAL_STACK=spring-mvc-jdbc, …)
+    let name = std::env::var("CEILING_TEST_REAL_STACK").unwrap_or_else(|_| "go-pgx".into());
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let copy_root = tmp.join(format!("real-stack-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy_root);
@@ -418,8 +418,89 @@ fn real_stack_end_to_end() {
     let rep = stack.stop();
     eprintln!("stop: {rep:?}");
     assert!(!rep.killed, "the stack should exit on SIGTERM: {rep:?}");
+
+    if !spec.run.tls {
+        stand.stop();
+        let _ = std::fs::remove_dir_all(&copy_root);
+        return;
+    }
+    // `[stand] tls = true`: the stand's throwaway certificate, HTTPS beside the plain port, and
+    // the engine, trusting that certificate, sends load over it.
+    let mut with_tls = settings(None);
+    with_tls.tls = true;
+    let db = stand.reset_db().unwrap();
+    let mut stack = stand.start_stack(&spec, &with_tls, db).unwrap();
+    let url = stack.load_url();
+    assert!(url.starts_with("https://localhost:"), "{url}");
+    ceiling_load::trust_also(stack.tls_cert().unwrap());
+    let s = https_health(&url);
+    let t = s.tls.as_ref().expect("a TLS tally");
+    eprintln!(
+        "over TLS: {:?}; {} handshakes, {:?}, {:?}, trust {}",
+        s.counts(),
+        t.handshakes,
+        t.version,
+        t.alpn,
+        t.trust
+    );
+    assert_eq!(s.counts().total(), 50);
+    assert_eq!(s.counts().errors(), 0, "{:?}", s.connect_error);
+    assert!(t.trust.contains("the stand's certificate"), "{}", t.trust);
+    // the plain port still answers (health, the conformance suite)
+    assert_eq!(
+        http_status(stack.port(), "/health", Duration::from_secs(5)),
+        Some(200)
+    );
+    stack.stop();
+    // a stack that does not say it serves TLS is refused with the reason, before it starts
+    let mut plain = spec.clone();
+    plain.run.tls = false;
+    let db = stand.reset_db().unwrap();
+    let e = stand
+        .start_stack(&plain, &with_tls, db)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[run] tls = true"), "{e}");
     stand.stop();
     let _ = std::fs::remove_dir_all(&copy_root);
+}
+
+/// 50 GETs of /health over `url` (https), closed model, 2 connections.
+fn https_health(url: &str) -> ceiling_load::Summary {
+    let u = ceiling_plan::HttpUrl::parse(url).unwrap();
+    let target = ceiling_load::target_of(&u, url, false, &Default::default()).unwrap();
+    let cfg = ceiling_load::LoadConfig {
+        target,
+        model: ceiling_plan::Model::Closed,
+        arrivals: ceiling_plan::Arrivals::Uniform,
+        keep_alive: true,
+        max_connections: 10,
+        http2: None,
+        timeout: Duration::from_secs(5),
+        seed: 1,
+        max_backlog: 1000,
+        warmup: vec![],
+        stages: vec![ceiling_plan::Stage::Closed {
+            connections: 2,
+            duration: None,
+            requests: Some(50),
+        }],
+        requests: vec![ceiling_plan::RequestSpec {
+            name: "health".into(),
+            weight: 1,
+            method: "GET".into(),
+            path: ceiling_plan::Template::parse("/health").unwrap(),
+            headers: vec![],
+            body: None,
+            expect: vec![],
+        }],
+        data: BTreeMap::new(),
+        threads: 1,
+        hard_limit: Duration::from_secs(60),
+        stop: Default::default(),
+        process_shard: (0, 1),
+    };
+    ceiling_load::run(cfg, |_| {}).unwrap()
 }
 
 /// PostgreSQL SIGKILLed by its pid (as an OOM killer or an operator would): the stand sees the
