@@ -881,12 +881,17 @@ pub struct TlsFiles {
 }
 
 impl TlsFiles {
-    /// Makes a throwaway self-signed certificate for `localhost` in `dir` (cert.pem, key.pem).
+    /// Makes a throwaway self-signed certificate for `localhost` in `dir` (cert.pem, key.pem);
+    /// the paths returned are absolute.
     pub fn make(dir: &Path) -> Result<TlsFiles> {
         let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
             .map_err(std::io::Error::other)
             .ctx(|| "making the stand's TLS certificate".to_string())?;
         std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+        // absolute: the stack runs in its own folder, where a relative path means something else
+        let dir = &dir
+            .canonicalize()
+            .ctx(|| format!("resolving {}", dir.display()))?;
         let files = TlsFiles {
             cert: dir.join("cert.pem"),
             key: dir.join("key.pem"),
@@ -1275,6 +1280,20 @@ impl Drop for RunningStack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_files_are_absolute_pem_files_for_localhost() {
+        // a relative directory, as a run's log directory is (results/<id>/logs): the stack runs
+        // in its own folder, so the paths it is given must not depend on the current directory
+        let rel = format!("target/tls-test-{}", std::process::id());
+        let f = TlsFiles::make(Path::new(&rel)).unwrap();
+        assert!(f.cert.is_absolute() && f.key.is_absolute(), "{f:?}");
+        let cert = std::fs::read_to_string(&f.cert).unwrap();
+        let key = std::fs::read_to_string(&f.key).unwrap();
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+        assert!(key.contains("PRIVATE KEY-----"));
+        let _ = std::fs::remove_dir_all(&rel);
+    }
 
     const GOOD: &str = r#"
 name = "demo"
