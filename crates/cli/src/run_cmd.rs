@@ -497,6 +497,7 @@ fn run_url(
             plan,
             stack: name,
             url,
+            metrics_url: None,
             data_dir: a.data_dir.as_deref(),
             out_dir: &dir.join(name),
             sampler_targets: targets,

@@ -159,6 +159,8 @@ pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
 /// Probes run through `measure` (sampling, hlog, CSV per probe).
 struct Runner<'a> {
     url: String,
+    /// The stack's plain-HTTP URL for its `/metrics` when `url` is its TLS port.
+    metrics_url: Option<String>,
     stack: String,
     data_dir: Option<PathBuf>,
     dir: PathBuf,
@@ -190,6 +192,7 @@ impl Runner<'static> {
     ) -> anyhow::Result<Runner<'static>> {
         Ok(Runner {
             url: url.to_string(),
+            metrics_url: None,
             stack: name.to_string(),
             data_dir: a.data_dir.clone(),
             dir: dir.join(name),
@@ -243,6 +246,7 @@ impl ProbeRunner for Runner<'_> {
                 plan,
                 stack: &self.stack,
                 url: &self.url,
+                metrics_url: self.metrics_url.as_deref(),
                 data_dir: self.data_dir.as_deref(),
                 out_dir: &out,
                 sampler_targets: (self.targets)(),
@@ -912,10 +916,12 @@ fn stack_round(
         ceiling_load::trust_also(ca);
     }
     let url = stack.load_url();
+    let metrics_url = stack.tls_cert().map(|_| stack.url());
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let stand_cell = std::cell::RefCell::new(&mut *stand);
     let mut runner = Runner {
         url,
+        metrics_url,
         stack: name.clone(),
         data_dir: data_dir.map(Path::to_path_buf),
         dir: dir.join(&name),

@@ -76,8 +76,11 @@ pub struct MeasureSpec<'a> {
     pub plan: &'a Plan,
     /// The stack's name, for files and messages.
     pub stack: &'a str,
-    /// The running stack's base URL.
+    /// The running stack's base URL, where the load goes.
     pub url: &'a str,
+    /// The stack's plain-HTTP URL for its `/metrics` when the load goes over TLS (`stand.tls`);
+    /// `None`: `url`.
+    pub metrics_url: Option<&'a str>,
     /// The stand's data directory (`@data/` CSVs), if any.
     pub data_dir: Option<&'a Path>,
     /// Where the per-second records go.
@@ -113,6 +116,7 @@ pub fn measure_watched(
         plan,
         stack: stack_name,
         url,
+        metrics_url,
         data_dir,
         out_dir,
         sampler_targets,
@@ -236,7 +240,10 @@ pub fn measure_watched(
         None => None,
     };
     // signals on the same clock (host, stack cgroup, PostgreSQL waits, control, runtime)
-    let mut sig_cfg = ceiling_stand::SignalConfig::from_targets(&sampler_targets, Some(url));
+    let mut sig_cfg = ceiling_stand::SignalConfig::from_targets(
+        &sampler_targets,
+        Some(metrics_url.unwrap_or(url)),
+    );
     sig_cfg.control_command = std::env::current_exe()
         .ok()
         .map(ceiling_stand::signals::control_command_of);

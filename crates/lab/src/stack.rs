@@ -104,10 +104,12 @@ pub fn measure_stack(
         ceiling_load::trust_also(ca);
     }
     let url = stack.load_url();
+    let plain = stack.url();
     let spec = MeasureSpec {
         plan,
         stack: name,
         url: &url,
+        metrics_url: Some(&plain),
         data_dir,
         out_dir: &out,
         sampler_targets: targets,
