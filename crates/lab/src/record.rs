@@ -38,6 +38,34 @@ pub struct Recorder {
     label: String,
     /// stderr is a terminal: the progress bar is drawn; else plain lines are printed.
     terminal: bool,
+    /// The last [`LIVE_SECONDS`] seconds' achieved rate and p99, for the live view's sparklines.
+    recent: std::collections::VecDeque<(f64, f64)>,
+}
+
+/// Seconds the live view's sparklines cover.
+const LIVE_SECONDS: usize = 40;
+
+/// `values` as a one-character-per-value bar chart (`▁▂▃▄▅▆▇█`), scaled from 0 to their maximum;
+/// a value that is not finite is a space.
+pub fn sparkline(values: impl IntoIterator<Item = f64>) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let v: Vec<f64> = values.into_iter().collect();
+    let max = v
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(0.0, f64::max);
+    v.iter()
+        .map(|&x| {
+            if !x.is_finite() {
+                ' '
+            } else if max <= 0.0 {
+                BARS[0]
+            } else {
+                BARS[((x.max(0.0) / max) * 7.0).round().min(7.0) as usize]
+            }
+        })
+        .collect()
 }
 
 /// Without a terminal, a plain progress line every this many seconds.
@@ -145,6 +173,7 @@ impl Recorder {
             bar_offset: continuing.unwrap_or(0),
             label: label.to_string(),
             terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            recent: std::collections::VecDeque::with_capacity(LIVE_SECONDS),
         })
     }
 
@@ -229,9 +258,22 @@ impl Recorder {
                 row.lag_p99_ms,
                 row.generator_cpu_pct
             );
+            if self.recent.len() == LIVE_SECONDS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((row.achieved_rps as f64, row.p99_ms));
             if self.terminal {
+                // a second line, as oha draws it: the last seconds at a glance — a dip in
+                // throughput or a p99 spike shows where the single figures above hide it
+                let max_p99 = self.recent.iter().map(|r| r.1).fold(0.0, f64::max);
+                let live = format!(
+                    "{line}\n  last {}s  rps {}  p99 {} (max {max_p99:.1} ms)",
+                    self.recent.len(),
+                    sparkline(self.recent.iter().map(|r| r.0)),
+                    sparkline(self.recent.iter().map(|r| r.1)),
+                );
                 b.set_position(elapsed as u64);
-                b.set_message(line);
+                b.set_message(live);
             } else if elapsed.is_multiple_of(PLAIN_EVERY_S) {
                 // not a terminal (a CI log): a plain line every few seconds instead of a bar
                 eprintln!("[{}] {elapsed}s {line}", self.label);
@@ -258,6 +300,15 @@ mod tests {
         let mut s = Second::new(t, Phase::Measure, 0, 1);
         s.tags[0].latency.record(us).unwrap();
         s
+    }
+
+    #[test]
+    fn sparklines_scale_from_zero_to_the_maximum() {
+        assert_eq!(sparkline([0.0, 1.0, 2.0, 4.0, 8.0]), "▁▂▃▅█");
+        assert_eq!(sparkline([5.0, 5.0]), "██");
+        assert_eq!(sparkline([0.0, 0.0]), "▁▁");
+        assert_eq!(sparkline([1.0, f64::NAN, 2.0]), "▅ █");
+        assert_eq!(sparkline(std::iter::empty()), "");
     }
 
     #[test]

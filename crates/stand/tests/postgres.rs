@@ -367,7 +367,9 @@ fn real_stack_end_to_end() {
     let spec = StackSpec::load(&copy_root, &name).unwrap();
 
     let mut opts = StandOptions::new(&repo_root());
-    opts.cache_dir = tmp.join("pg-cache");
+    // its own cache: the other tests of this file run at the same time, and a cache's data
+    // directory is locked by the server using it
+    opts.cache_dir = tmp.join("pg-cache-real-stack");
     opts.log_dir = copy_root.join("logs");
     let mut stand = Stand::start(&opts, &settings(None)).unwrap();
     let data = stand.prepare_data(1).unwrap();
