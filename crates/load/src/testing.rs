@@ -13,6 +13,70 @@ pub fn spawn_server(respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'sta
     spawn_server_with(move |now| (respond_at(now), 200))
 }
 
+/// A test's load: GET `path` on `target` in one `stage` (its model follows the stage), keep-alive
+/// on, one generator thread, 5-s timeout, a 60-s hard bound.
+pub fn get_config(
+    target: crate::Target,
+    path: &str,
+    stage: ceiling_plan::Stage,
+) -> crate::LoadConfig {
+    let model = match stage {
+        ceiling_plan::Stage::Closed { .. } => ceiling_plan::Model::Closed,
+        _ => ceiling_plan::Model::Open,
+    };
+    crate::LoadConfig {
+        target,
+        model,
+        arrivals: ceiling_plan::Arrivals::Uniform,
+        keep_alive: true,
+        max_connections: 1000,
+        http2: None,
+        timeout: std::time::Duration::from_secs(5),
+        seed: 1,
+        max_backlog: 1_000_000,
+        warmup: vec![],
+        stages: vec![stage],
+        requests: vec![ceiling_plan::RequestSpec {
+            name: "get".into(),
+            weight: 1,
+            method: "GET".into(),
+            path: ceiling_plan::Template::parse(path).expect("a request path"),
+            headers: vec![],
+            body: None,
+            expect: vec![],
+        }],
+        data: Default::default(),
+        threads: 1,
+        hard_limit: std::time::Duration::from_secs(60),
+        stop: Default::default(),
+        process_shard: (0, 1),
+    }
+}
+
+/// The timing of a service that holds every response for `stall` out of every `period` (a
+/// stop-the-world pause), counted from now: for [`spawn_server`] and its TLS and HTTP/2 kin. A
+/// request arriving `x` into a stall waits `stall − x`, so at a fixed open-model rate the p99 of
+/// latency from the intended send time is `stall − 0.01·period` (for stall/period > 1%).
+pub fn stalling(
+    stall: std::time::Duration,
+    period: std::time::Duration,
+) -> impl Fn(Instant) -> Instant + Send + Sync + 'static {
+    let t0 = Instant::now();
+    move |now| {
+        if stall >= period {
+            return now + stall;
+        }
+        let phase = std::time::Duration::from_nanos(
+            (now.duration_since(t0).as_nanos() % period.as_nanos()) as u64,
+        );
+        if phase < stall {
+            now + (stall - phase)
+        } else {
+            now
+        }
+    }
+}
+
 /// A service of known capacity: `workers` servers, each taking `service` per request, behind
 /// one unbounded FIFO queue (a request waits for the first worker free). Its throughput ceiling
 /// is exactly `workers / service` (4 × 10 ms = 400 RPS), so a search or a run over loopback has a
@@ -59,6 +123,28 @@ pub fn spawn_tls_server(
 type Respond = Arc<dyn Fn(Instant) -> (Instant, u16) + Send + Sync>;
 
 fn spawn_listener(tls: Option<tokio_rustls::TlsAcceptor>, respond_at: Respond) -> u16 {
+    accept_loop(move |s| {
+        let (respond_at, tls) = (respond_at.clone(), tls.clone());
+        async move {
+            match tls {
+                None => serve(s, respond_at).await,
+                Some(acceptor) => {
+                    if let Ok(s) = acceptor.accept(s).await {
+                        serve(s, respond_at).await;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Binds an ephemeral loopback port and hands every accepted connection (TCP_NODELAY set) to
+/// `on_conn`, each on a task of its own, on a thread and runtime of its own. Returns the port.
+fn accept_loop<F, Fut>(on_conn: F) -> u16
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
     listener
@@ -76,18 +162,7 @@ fn spawn_listener(tls: Option<tokio_rustls::TlsAcceptor>, respond_at: Respond) -
                     continue;
                 };
                 s.set_nodelay(true).ok();
-                let respond_at = respond_at.clone();
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    match tls {
-                        None => serve(s, respond_at).await,
-                        Some(acceptor) => {
-                            if let Ok(s) = acceptor.accept(s).await {
-                                serve(s, respond_at).await;
-                            }
-                        }
-                    }
-                });
+                tokio::spawn(on_conn(s));
             }
         });
     });
@@ -161,38 +236,19 @@ pub fn spawn_h2_server(
     let respond_at: Arc<dyn Fn(Instant) -> Instant + Send + Sync> = Arc::new(respond_at);
     let stats = Arc::new(H2ServerStats::default());
     let seen = stats.clone();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    let port = listener.local_addr().expect("local address").port();
-    listener
-        .set_nonblocking(true)
-        .expect("non-blocking listener");
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("test runtime");
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-            loop {
-                let Ok((s, _)) = listener.accept().await else {
-                    continue;
-                };
-                s.set_nodelay(true).ok();
-                seen.connections.fetch_add(1, Ordering::SeqCst);
-                let (respond_at, seen, acceptor) =
-                    (respond_at.clone(), seen.clone(), acceptor.clone());
-                tokio::spawn(async move {
-                    match acceptor {
-                        None => serve_h2(s, respond_at, seen).await,
-                        Some(a) => {
-                            if let Ok(s) = a.accept(s).await {
-                                serve_h2(s, respond_at, seen).await;
-                            }
-                        }
+    let port = accept_loop(move |s| {
+        seen.connections.fetch_add(1, Ordering::SeqCst);
+        let (respond_at, seen, acceptor) = (respond_at.clone(), seen.clone(), acceptor.clone());
+        async move {
+            match acceptor {
+                None => serve_h2(s, respond_at, seen).await,
+                Some(a) => {
+                    if let Ok(s) = a.accept(s).await {
+                        serve_h2(s, respond_at, seen).await;
                     }
-                });
+                }
             }
-        });
+        }
     });
     (port, stats)
 }

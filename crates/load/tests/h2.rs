@@ -6,13 +6,13 @@
 
 mod support;
 
-use ceiling_load::testing::{spawn_h2_server, spawn_tls_server};
+use ceiling_load::testing::{spawn_h2_server, spawn_tls_server, stalling};
 use ceiling_load::{run, target_of, LoadConfig, TlsOptions};
 use ceiling_metrics::Outcome;
 use ceiling_plan::{HttpUrl, Model, Stage};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn certificate() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
@@ -88,16 +88,7 @@ fn streams_share_connections_up_to_the_setting_and_the_count_is_the_servers() {
 fn open_model_p99_over_http2_on_tls_matches_the_analytic_value() {
     const STALL: Duration = Duration::from_millis(100);
     const PERIOD: Duration = Duration::from_millis(1000);
-    let t0 = Instant::now();
-    let (port, seen) = spawn_h2_server(Some(certificate()), move |now| {
-        let phase =
-            Duration::from_nanos((now.duration_since(t0).as_nanos() % PERIOD.as_nanos()) as u64);
-        if phase < STALL {
-            now + (STALL - phase)
-        } else {
-            now
-        }
-    });
+    let (port, seen) = spawn_h2_server(Some(certificate()), stalling(STALL, PERIOD));
     let (rate, secs) = (1000.0, 10);
     let s = run(
         config(

@@ -9,7 +9,7 @@ mod support;
 
 use ceiling_load::{run, LoadConfig};
 use ceiling_plan::{Model, Stage};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const STALL: Duration = Duration::from_millis(100);
 const PERIOD: Duration = Duration::from_millis(1000);
@@ -21,19 +21,7 @@ fn stalling_server() -> u16 {
 
 /// A server that holds every response for `stall` out of every `period` (stall ≥ period: always).
 fn server(stall: Duration, period: Duration) -> u16 {
-    let t0 = Instant::now();
-    ceiling_load::testing::spawn_server(move |now| {
-        if stall >= period {
-            return now + stall;
-        }
-        let phase =
-            Duration::from_nanos((now.duration_since(t0).as_nanos() % period.as_nanos()) as u64);
-        if phase < stall {
-            now + (stall - phase)
-        } else {
-            now
-        }
-    })
+    ceiling_load::testing::spawn_server(ceiling_load::testing::stalling(stall, period))
 }
 
 /// The shared test config (crates/load/tests/support) with stall.rs's connection cap.

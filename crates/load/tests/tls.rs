@@ -6,12 +6,12 @@
 
 mod support;
 
-use ceiling_load::testing::spawn_tls_server;
+use ceiling_load::testing::{spawn_tls_server, stalling};
 use ceiling_load::{run, target_of, LoadConfig, TlsOptions};
 use ceiling_metrics::Outcome;
 use ceiling_plan::{HttpUrl, Model, Stage};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const STALL: Duration = Duration::from_millis(100);
 const PERIOD: Duration = Duration::from_millis(1000);
@@ -26,16 +26,7 @@ fn certificate() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, Strin
 /// A TLS server on localhost that holds every response for `stall` out of every `period`.
 fn stalling_tls_server(stall: Duration, period: Duration) -> (u16, String) {
     let (chain, key, pem) = certificate();
-    let t0 = Instant::now();
-    let port = spawn_tls_server(chain, key, move |now| {
-        let phase =
-            Duration::from_nanos((now.duration_since(t0).as_nanos() % period.as_nanos()) as u64);
-        if phase < stall {
-            now + (stall - phase)
-        } else {
-            now
-        }
-    });
+    let port = spawn_tls_server(chain, key, stalling(stall, period));
     (port, pem)
 }
 

@@ -471,37 +471,12 @@ fn real_stack_end_to_end() {
 fn https_health(url: &str) -> ceiling_load::Summary {
     let u = ceiling_plan::HttpUrl::parse(url).unwrap();
     let target = ceiling_load::target_of(&u, url, false, &Default::default()).unwrap();
-    let cfg = ceiling_load::LoadConfig {
-        target,
-        model: ceiling_plan::Model::Closed,
-        arrivals: ceiling_plan::Arrivals::Uniform,
-        keep_alive: true,
-        max_connections: 10,
-        http2: None,
-        timeout: Duration::from_secs(5),
-        seed: 1,
-        max_backlog: 1000,
-        warmup: vec![],
-        stages: vec![ceiling_plan::Stage::Closed {
-            connections: 2,
-            duration: None,
-            requests: Some(50),
-        }],
-        requests: vec![ceiling_plan::RequestSpec {
-            name: "health".into(),
-            weight: 1,
-            method: "GET".into(),
-            path: ceiling_plan::Template::parse("/health").unwrap(),
-            headers: vec![],
-            body: None,
-            expect: vec![],
-        }],
-        data: BTreeMap::new(),
-        threads: 1,
-        hard_limit: Duration::from_secs(60),
-        stop: Default::default(),
-        process_shard: (0, 1),
+    let stage = ceiling_plan::Stage::Closed {
+        connections: 2,
+        duration: None,
+        requests: Some(50),
     };
+    let cfg = ceiling_load::testing::get_config(target, "/health", stage);
     ceiling_load::run(cfg, |_| {}).unwrap()
 }
 

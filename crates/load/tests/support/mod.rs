@@ -3,11 +3,10 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use ceiling_load::{parse_target, LoadConfig};
-use ceiling_plan::{Arrivals, Model, RequestSpec, Stage, Template};
-use std::collections::BTreeMap;
+use ceiling_plan::{Model, Stage};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,31 +57,9 @@ pub fn counting_server(accept_delay: Duration) -> (u16, Arc<AtomicU64>) {
 
 /// One GET / request shape against the loopback port, one generator thread.
 pub fn config(port: u16, model: Model, keep_alive: bool, stage: Stage) -> LoadConfig {
-    LoadConfig {
-        target: parse_target(&format!("http://127.0.0.1:{port}"), false).unwrap(),
-        model,
-        arrivals: Arrivals::Uniform,
-        keep_alive,
-        max_connections: 1000,
-        http2: None,
-        timeout: Duration::from_secs(5),
-        seed: 1,
-        max_backlog: 1_000_000,
-        warmup: vec![],
-        stages: vec![stage],
-        requests: vec![RequestSpec {
-            name: "get".into(),
-            weight: 1,
-            method: "GET".into(),
-            path: Template::parse("/").unwrap(),
-            headers: vec![],
-            body: None,
-            expect: vec![],
-        }],
-        data: BTreeMap::new(),
-        threads: 1,
-        hard_limit: Duration::from_secs(60),
-        stop: Arc::new(AtomicBool::new(false)),
-        process_shard: (0, 1),
-    }
+    let target = parse_target(&format!("http://127.0.0.1:{port}"), false).unwrap();
+    let mut c = ceiling_load::testing::get_config(target, "/", stage);
+    c.model = model;
+    c.keep_alive = keep_alive;
+    c
 }
