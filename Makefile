@@ -78,10 +78,13 @@ verify-stacks:
 	  echo "$$(grep -E "^[0-9]+ passed, [0-9]+ failed" .ceiling/verify-$$s.txt | tail -1) ($$(( $$(date +%s) - t1 )) s, build included)"; \
 	done
 
-# Generator efficiency against wrk on a local nginx (results go to docs/benchmarks.md by hand).
+# Generator efficiency against wrk on a local nginx, over cleartext and TLS, and against h2load
+# over HTTP/2 (results go to docs/benchmarks.md by hand: §36, §37).
 bench: build
 	@scripts/setup.sh bench
 	bench/generator-vs-wrk.sh
+	bench/generator-tls-vs-wrk.sh
+	bench/generator-h2-vs-h2load.sh
 
 clean:
 	$(CARGO) clean
