@@ -314,7 +314,8 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let mut rec = Recorder::new(a.out.as_deref(), "", tags, total, "load", a.quiet || a.json)?;
+    let mut rec = Recorder::new(a.out.as_deref(), "", tags, total, "load", a.quiet || a.json)?
+        .with_slo(&plan.slo);
     let (summary, cpu, agents) = if a.agents.is_empty() {
         let cpu0 = ceiling_load::process_cpu_ns();
         let summary =

@@ -205,11 +205,13 @@ pub fn measure_watched(
                 &format!("{stack_name} (repetition {})", r.repetition + 1),
                 quiet,
                 offset,
-            )?,
+            )?
+            .with_slo(&plan.slo),
             RunAccumulator::for_round(plan, stack_name, r.repetition, offset as f64),
         ),
         None => (
-            Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?,
+            Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?
+                .with_slo(&plan.slo),
             RunAccumulator::with_passes(plan, stack_name, passes),
         ),
     };

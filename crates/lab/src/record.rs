@@ -40,6 +40,61 @@ pub struct Recorder {
     terminal: bool,
     /// The last [`LIVE_SECONDS`] seconds' achieved rate and p99, for the live view's sparklines.
     recent: std::collections::VecDeque<(f64, f64)>,
+    /// The SLO the live view judges the current stage against ([`Recorder::with_slo`]).
+    slo: Option<LiveSlo>,
+    /// The current stage so far: its key (phase, index), latency merged over every request name
+    /// and every second of it, requests and errors.
+    stage_so_far: Option<StageSoFar>,
+}
+
+/// What the live view checks a stage against: overall percentile limits and the error bound.
+#[derive(Debug, Clone)]
+pub struct LiveSlo {
+    /// (percentile, limit in ms), e.g. (99.0, 350.0).
+    pub limits: Vec<(f64, f64)>,
+    /// Error rate must stay below this fraction.
+    pub max_error_rate: f64,
+}
+
+struct StageSoFar {
+    key: (ceiling_metrics::Phase, usize),
+    latency: hdrhistogram::Histogram<u64>,
+    total: u64,
+    errors: u64,
+    seconds: u32,
+}
+
+impl StageSoFar {
+    /// `stage so far (12 s): p99 3.2 ms ≤ 350 ✓, errors 0.00% < 1% ✓`: the stage's merged
+    /// figures against the SLO — the verdict as it stands, not the shelf's (that one keeps only
+    /// the stable window and is judged at the end).
+    fn verdict(&self, slo: &LiveSlo) -> String {
+        let mut parts = Vec::new();
+        for &(p, limit) in &slo.limits {
+            let v = self.latency.value_at_quantile(p / 100.0) as f64 / 1000.0;
+            let name = ceiling_plan::pct_name(p);
+            parts.push(format!(
+                "{name} {v:.1} ms {} {limit}",
+                if v <= limit { "≤" } else { "> ✗" }
+            ));
+        }
+        let rate = if self.total > 0 {
+            self.errors as f64 / self.total as f64
+        } else {
+            0.0
+        };
+        parts.push(format!(
+            "errors {:.2}% {} {}%",
+            rate * 100.0,
+            if rate < slo.max_error_rate {
+                "<"
+            } else {
+                "≥ ✗"
+            },
+            slo.max_error_rate * 100.0
+        ));
+        format!("stage so far ({} s): {}", self.seconds, parts.join(", "))
+    }
 }
 
 /// Seconds the live view's sparklines cover.
@@ -174,7 +229,44 @@ impl Recorder {
             label: label.to_string(),
             terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             recent: std::collections::VecDeque::with_capacity(LIVE_SECONDS),
+            slo: None,
+            stage_so_far: None,
         })
+    }
+
+    /// Judges the current stage against `slo` on the live view as it runs.
+    pub fn with_slo(mut self, slo: &ceiling_plan::Slo) -> Self {
+        self.slo = Some(LiveSlo {
+            limits: slo
+                .limits
+                .iter()
+                .map(|l| (l.percentile, l.limit.as_secs_f64() * 1000.0))
+                .collect(),
+            max_error_rate: slo.max_error_rate,
+        });
+        self
+    }
+
+    /// Adds a second to the current stage's figures, starting them over when the stage changes.
+    fn note_stage(&mut self, s: &Second) {
+        let key = (s.phase, s.stage);
+        if self.stage_so_far.as_ref().is_none_or(|st| st.key != key) {
+            self.stage_so_far = Some(StageSoFar {
+                key,
+                latency: ceiling_metrics::new_histogram(),
+                total: 0,
+                errors: 0,
+                seconds: 0,
+            });
+        }
+        if let Some(st) = self.stage_so_far.as_mut() {
+            for t in &s.tags {
+                let _ = st.latency.add(&t.latency);
+                st.total += t.counts.total();
+                st.errors += t.counts.errors();
+            }
+            st.seconds += 1;
+        }
     }
 
     /// Records sealed signal rows (`signals.csv`, flushed per row).
@@ -241,6 +333,9 @@ impl Recorder {
                     .get_or_insert(format!("writing timeseries.csv: {e}"));
             }
         }
+        if self.slo.is_some() {
+            self.note_stage(s);
+        }
         if let Some(b) = &self.bar {
             let errs = row.achieved_rps - row.ok;
             let elapsed = (s.t + 1).saturating_sub(self.bar_offset);
@@ -264,14 +359,18 @@ impl Recorder {
             self.recent.push_back((row.achieved_rps as f64, row.p99_ms));
             if self.terminal {
                 // a second line, as oha draws it: the last seconds at a glance — a dip in
-                // throughput or a p99 spike shows where the single figures above hide it
+                // throughput or a p99 spike shows where the single figures above hide it — and a
+                // third: the current stage so far against the SLO
                 let max_p99 = self.recent.iter().map(|r| r.1).fold(0.0, f64::max);
-                let live = format!(
+                let mut live = format!(
                     "{line}\n  last {}s  rps {}  p99 {} (max {max_p99:.1} ms)",
                     self.recent.len(),
                     sparkline(self.recent.iter().map(|r| r.0)),
                     sparkline(self.recent.iter().map(|r| r.1)),
                 );
+                if let (Some(slo), Some(st)) = (&self.slo, &self.stage_so_far) {
+                    live.push_str(&format!("\n  {}", st.verdict(slo)));
+                }
                 b.set_position(elapsed as u64);
                 b.set_message(live);
             } else if elapsed.is_multiple_of(PLAIN_EVERY_S) {
@@ -300,6 +399,55 @@ mod tests {
         let mut s = Second::new(t, Phase::Measure, 0, 1);
         s.tags[0].latency.record(us).unwrap();
         s
+    }
+
+    #[test]
+    fn the_stage_so_far_is_judged_on_its_merged_seconds_and_starts_over_with_the_next() {
+        let slo = ceiling_plan::Slo {
+            limits: vec![ceiling_plan::PercentileLimit {
+                percentile: 99.0,
+                limit: Duration::from_millis(5),
+            }],
+            max_error_rate: 0.01,
+            per_request: Default::default(),
+        };
+        let mut r = Recorder::new(None, "", vec!["get".into()], None, "x", true)
+            .unwrap()
+            .with_slo(&slo);
+        // stage 0: two seconds at 1 ms and one at 9 ms, 100 requests each: its p99 is 9 ms
+        for (t, us) in [(0, 1000), (1, 1000), (2, 9000)] {
+            let mut s = Second::new(t, Phase::Measure, 0, 1);
+            for _ in 0..100 {
+                s.tags[0].latency.record(us).unwrap();
+                s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
+            }
+            r.second(&s);
+        }
+        let v = r
+            .stage_so_far
+            .as_ref()
+            .unwrap()
+            .verdict(r.slo.as_ref().unwrap());
+        assert!(v.starts_with("stage so far (3 s): p99 9.0 ms > ✗ 5"), "{v}");
+        assert!(v.contains("errors 0.00% < 1%"), "{v}");
+        // the next stage starts over
+        r.second(&second(3, 2000));
+        let st = r.stage_so_far.as_ref().unwrap();
+        assert_eq!(
+            (st.key.1, st.seconds),
+            (0, 4),
+            "second() makes stage 0 seconds"
+        );
+        let mut s = Second::new(4, Phase::Measure, 1, 1);
+        s.tags[0].latency.record(2000).unwrap();
+        s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
+        r.second(&s);
+        let v = r
+            .stage_so_far
+            .as_ref()
+            .unwrap()
+            .verdict(r.slo.as_ref().unwrap());
+        assert!(v.starts_with("stage so far (1 s): p99 2.0 ms ≤ 5"), "{v}");
     }
 
     #[test]
