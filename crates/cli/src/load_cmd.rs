@@ -536,6 +536,8 @@ pub struct TlsReport {
     handshake_max_ms: f64,
     /// What the client trusted: the system's roots, a CA file, or nothing (`--insecure`).
     trust: String,
+    /// All of it in one line, as the terminal shows it.
+    line: String,
 }
 
 impl TlsReport {
@@ -550,25 +552,8 @@ impl TlsReport {
             handshake_p99_ms: ms(0.99),
             handshake_max_ms: t.handshake_us.max() as f64 / 1000.0,
             trust: t.trust.clone(),
+            line: t.describe(),
         }
-    }
-
-    /// One line for the terminal.
-    fn line(&self) -> String {
-        format!(
-            "{}{}, {} handshakes ({} resumed), p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {}",
-            self.version.as_deref().unwrap_or("TLS"),
-            self.alpn
-                .as_deref()
-                .map(|a| format!(" ({a})"))
-                .unwrap_or_default(),
-            self.handshakes,
-            self.resumed,
-            self.handshake_p50_ms,
-            self.handshake_p99_ms,
-            self.handshake_max_ms,
-            self.trust
-        )
     }
 }
 
@@ -578,6 +563,8 @@ pub struct H2Report {
     streams_per_connection: usize,
     connections: u64,
     max_streams_in_use: usize,
+    /// All of it in one line, as the terminal shows it.
+    line: String,
 }
 
 /// One generator agent's part of a run with `--agents`.
@@ -742,6 +729,7 @@ impl LoadReport {
                 streams_per_connection: h.streams,
                 connections: h.connections,
                 max_streams_in_use: h.max_streams_in_use,
+                line: h.describe(),
             }),
             verdict,
             stopped_early: s.stopped_early,
@@ -876,16 +864,10 @@ fn print_report(r: &LoadReport) {
         println!("  Resets        {line}");
     }
     if let Some(t) = &r.tls {
-        println!("  TLS           {}", t.line());
+        println!("  TLS           {}", t.line);
     }
     if let Some(h) = &r.http2 {
-        println!(
-            "  HTTP/2        {} connection{}, ≤ {} streams each (at most {} in use on one)",
-            h.connections,
-            if h.connections == 1 { "" } else { "s" },
-            h.streams_per_connection,
-            h.max_streams_in_use
-        );
+        println!("  HTTP/2        {}", h.line);
     }
     println!();
     println!(

@@ -412,6 +412,19 @@ pub fn measure_watched(
             format!("generator{whose}: {line}"),
         ));
     }
+    // what the generator's TLS handshakes and HTTP/2 connections did (https / --http2 only)
+    if let Some(t) = &summary.tls {
+        analysis.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!("generator{whose}: TLS {}", t.describe()),
+        ));
+    }
+    if let Some(h) = &summary.h2 {
+        analysis.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!("generator{whose}: HTTP/2 {}", h.describe()),
+        ));
+    }
     if let Some(e) = rec.io_error.take() {
         analysis.warnings.push(Warning::new(WarningKind::Files, e));
     }

@@ -72,6 +72,19 @@ pub struct H2Tally {
     pub max_streams_in_use: usize,
 }
 
+impl H2Tally {
+    /// One line: `7 connections, ≤ 32 streams each (at most 32 in use on one)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} connection{}, ≤ {} streams each (at most {} in use on one)",
+            self.connections,
+            if self.connections == 1 { "" } else { "s" },
+            self.streams,
+            self.max_streams_in_use
+        )
+    }
+}
+
 /// The `reset` outcome taken apart by what the connection did, over a whole run, with the first
 /// few as they happened: the evidence to tell a keep-alive race in the generator from a server
 /// that cuts its responses.

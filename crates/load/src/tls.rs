@@ -234,6 +234,26 @@ impl TlsTally {
         }
     }
 
+    /// One line: `TLSv1_3 (h2), 4 handshakes (0 resumed), p50 0.49 ms, p99 2.21 ms, max 2.21 ms;
+    /// system roots (145 certificates)`.
+    pub fn describe(&self) -> String {
+        let ms = |q: f64| self.handshake_us.value_at_quantile(q) as f64 / 1000.0;
+        format!(
+            "{}{}, {} handshakes ({} resumed), p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {}",
+            self.version.as_deref().unwrap_or("TLS"),
+            self.alpn
+                .as_deref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default(),
+            self.handshakes,
+            self.resumed,
+            ms(0.5),
+            ms(0.99),
+            self.handshake_us.max() as f64 / 1000.0,
+            self.trust
+        )
+    }
+
     /// Adds another process's tally (agents).
     pub fn merge(&mut self, o: &TlsTally) {
         self.handshakes += o.handshakes;
