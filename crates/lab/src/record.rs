@@ -414,39 +414,26 @@ mod tests {
         let mut r = Recorder::new(None, "", vec!["get".into()], None, "x", true)
             .unwrap()
             .with_slo(&slo);
-        // stage 0: two seconds at 1 ms and one at 9 ms, 100 requests each: its p99 is 9 ms
-        for (t, us) in [(0, 1000), (1, 1000), (2, 9000)] {
-            let mut s = Second::new(t, Phase::Measure, 0, 1);
-            for _ in 0..100 {
+        // `n` requests at `us` in second `t` of `stage`, and the live verdict after it
+        let mut feed = |t: u32, stage: usize, us: u64, n: usize| {
+            let mut s = Second::new(t, Phase::Measure, stage, 1);
+            for _ in 0..n {
                 s.tags[0].latency.record(us).unwrap();
                 s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
             }
             r.second(&s);
-        }
-        let v = r
-            .stage_so_far
-            .as_ref()
-            .unwrap()
-            .verdict(r.slo.as_ref().unwrap());
+            let st = r.stage_so_far.as_ref().unwrap();
+            (st.key.1, st.seconds, st.verdict(r.slo.as_ref().unwrap()))
+        };
+        // stage 0: two seconds at 1 ms and one at 9 ms, 100 requests each: its p99 is 9 ms
+        feed(0, 0, 1000, 100);
+        feed(1, 0, 1000, 100);
+        let (_, _, v) = feed(2, 0, 9000, 100);
         assert!(v.starts_with("stage so far (3 s): p99 9.0 ms > ✗ 5"), "{v}");
         assert!(v.contains("errors 0.00% < 1%"), "{v}");
         // the next stage starts over
-        r.second(&second(3, 2000));
-        let st = r.stage_so_far.as_ref().unwrap();
-        assert_eq!(
-            (st.key.1, st.seconds),
-            (0, 4),
-            "second() makes stage 0 seconds"
-        );
-        let mut s = Second::new(4, Phase::Measure, 1, 1);
-        s.tags[0].latency.record(2000).unwrap();
-        s.tags[0].counts.add(ceiling_metrics::Outcome::Ok);
-        r.second(&s);
-        let v = r
-            .stage_so_far
-            .as_ref()
-            .unwrap()
-            .verdict(r.slo.as_ref().unwrap());
+        let (stage, seconds, v) = feed(3, 1, 2000, 1);
+        assert_eq!((stage, seconds), (1, 1));
         assert!(v.starts_with("stage so far (1 s): p99 2.0 ms ≤ 5"), "{v}");
     }
 
