@@ -11,8 +11,7 @@ use crate::h2link::H2Pool;
 use crate::http::{Conn, ExchangeError};
 use crate::request::{load_table, Mix, Table, Wire};
 use crate::schedule::{timed_stages, Schedule, TimedStage};
-use crate::summary::H2Tally;
-use crate::summary::{ResetExample, ResetKind, ResetTally};
+use crate::summary::{H2Tally, ResetExample, ResetKind, ResetTally};
 use crate::timer::PreciseTimer;
 use crate::tls::TlsTally;
 use crate::{LoadConfig, LoadError, Summary};
@@ -189,11 +188,7 @@ impl Ctx {
                 let (slot, h) = pool.attach(&self.cfg.target).await?;
                 (Conn::h2(slot), h)
             }
-            None => {
-                let mut c = Conn::connect(&self.cfg.target).await?;
-                let h = c.handshake.take();
-                (c, h)
-            }
+            None => Conn::connect(&self.cfg.target).await?,
         };
         if let (Some(h), Some(tls)) = (handshake, &self.cfg.target.tls) {
             if let Ok(mut t) = self.connect_failures.tls.lock() {

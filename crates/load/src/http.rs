@@ -56,8 +56,6 @@ pub struct Conn {
     pub got: usize,
     /// How the last failed read or write ended: `closed` (EOF) or the OS error.
     pub last_error: Option<String>,
-    /// The TLS handshake that opened this connection, until the engine records it.
-    pub handshake: Option<Handshake>,
     stream: Io,
     buf: Vec<u8>,
     /// Bytes of `buf` that hold data not yet consumed.
@@ -96,9 +94,9 @@ impl Io {
 }
 
 impl Conn {
-    /// Connects with TCP_NODELAY, and for an `https` target does the TLS handshake (its duration
-    /// and kind kept in [`Conn::handshake`]).
-    pub async fn connect(target: &Target) -> std::io::Result<Conn> {
+    /// Connects with TCP_NODELAY, and for an `https` target does the TLS handshake, returned with
+    /// the connection (its duration and kind, for the run's tally).
+    pub async fn connect(target: &Target) -> std::io::Result<(Conn, Option<Handshake>)> {
         let tcp = TcpStream::connect(target.addr).await?;
         tcp.set_nodelay(true)?;
         let (stream, handshake) = match &target.tls {
@@ -108,16 +106,16 @@ impl Conn {
                 (Io::Tls(Box::new(s)), Some(h))
             }
         };
-        Ok(Conn {
+        let conn = Conn {
             served: 0,
             idle_since_ns: 0,
             got: 0,
             last_error: None,
-            handshake,
             stream,
             buf: vec![0; 16 * 1024],
             filled: 0,
-        })
+        };
+        Ok((conn, handshake))
     }
 
     /// A connection that is a stream slot on an HTTP/2 connection.
@@ -127,7 +125,6 @@ impl Conn {
             idle_since_ns: 0,
             got: 0,
             last_error: None,
-            handshake: None,
             stream: Io::H2(slot),
             buf: Vec::new(),
             filled: 0,
@@ -438,7 +435,7 @@ mod tests {
             base_path: String::new(),
             tls: None,
         };
-        Conn::connect(&target).await.unwrap()
+        Conn::connect(&target).await.unwrap().0
     }
 
     fn rt() -> tokio::runtime::Runtime {
