@@ -159,7 +159,7 @@ pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
 /// Probes run through `measure` (sampling, hlog, CSV per probe).
 struct Runner<'a> {
     url: String,
-    /// The stack's plain-HTTP URL for its `/metrics` when `url` is its TLS port.
+    /// The stack's plain-HTTP URL for its `/metrics` (a stand stack; `url` may be its TLS port).
     metrics_url: Option<String>,
     stack: String,
     data_dir: Option<PathBuf>,
@@ -910,13 +910,8 @@ fn stack_round(
     }
     job.rounds += 1;
     let lim = stack.limits_applied().clone();
-    // the load goes to the TLS port when the plan asks (`[stand] tls`), trusting the stand's
-    // certificate
-    if let Some(ca) = stack.tls_cert() {
-        ceiling_load::trust_also(ca);
-    }
-    let url = stack.load_url();
-    let metrics_url = stack.tls_cert().map(|_| stack.url());
+    let url = ceiling_lab::load_url(&stack);
+    let metrics_url = Some(stack.url());
     let stack_cell = std::cell::RefCell::new(&mut stack);
     let stand_cell = std::cell::RefCell::new(&mut *stand);
     let mut runner = Runner {

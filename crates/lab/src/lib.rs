@@ -22,6 +22,6 @@ pub use measure::{
 };
 pub use record::Recorder;
 pub use settle::{settle_warmup, SettleSpec};
-pub use stack::{footprint_of, measure_stack, restart_part, watch, StackRunOptions};
+pub use stack::{footprint_of, load_url, measure_stack, restart_part, watch, StackRunOptions};
 pub use start::start_verified;
 pub use verify::{fairness_expect, run_suite, to_verify_db, verify_fresh};

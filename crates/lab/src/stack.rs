@@ -10,6 +10,16 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// Where the load goes on a started stack: its TLS port when the plan asks (`[stand] tls`), the
+/// stand's certificate then trusted by the engine for the rest of this process; else its plain
+/// URL. `RunningStack::url` stays the place for health, conformance and `/metrics`.
+pub fn load_url(stack: &ceiling_stand::RunningStack) -> String {
+    if let Some(ca) = stack.tls_cert() {
+        ceiling_load::trust_also(ca);
+    }
+    stack.load_url()
+}
+
 /// The per-second watch of a measurement: PostgreSQL first (a stack whose database died fails
 /// because of it), then PgBouncer when the stacks reach PostgreSQL through it, then the stack.
 /// `None` while all three run. `ceiling run` and `ceiling search` both watch with it.
@@ -98,12 +108,7 @@ pub fn measure_stack(
     let _ = stand.stat_statements_reset();
     let targets = stand.sampler_targets(Some(&stack), Some(std::process::id()));
     let out = dir.join(name);
-    // the load goes to the TLS port when the plan asks (`[stand] tls`), trusting the stand's
-    // certificate
-    if let Some(ca) = stack.tls_cert() {
-        ceiling_load::trust_also(ca);
-    }
-    let url = stack.load_url();
+    let url = load_url(&stack);
     let plain = stack.url();
     let spec = MeasureSpec {
         plan,
