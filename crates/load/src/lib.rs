@@ -50,17 +50,6 @@ pub struct Target {
     pub tls: Option<TlsClient>,
 }
 
-impl Target {
-    /// The URL's scheme, `http` or `https`.
-    pub fn scheme(&self) -> &'static str {
-        if self.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        }
-    }
-}
-
 /// Errors from the engine, each saying what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -295,10 +284,11 @@ mod tests {
         };
         let u = HttpUrl::parse("https://127.0.0.1").unwrap();
         let t = target_of(&u, "https://127.0.0.1", false, &insecure).unwrap();
-        assert_eq!((t.scheme(), t.addr.port()), ("https", 443));
+        assert!(t.tls.is_some());
+        assert_eq!(t.addr.port(), 443);
         let u = HttpUrl::parse("http://127.0.0.1:1").unwrap();
         let t = target_of(&u, "http://127.0.0.1:1", false, &insecure).unwrap();
-        assert!(t.tls.is_none() && t.scheme() == "http");
+        assert!(t.tls.is_none());
         let u = HttpUrl::parse("https://127.0.0.1:1").unwrap();
         let missing = TlsOptions {
             cacert: Some("/nonexistent/ca.pem".into()),
