@@ -80,9 +80,13 @@ run() {
   local rc=0
   # The issue's own 16-core settings (20-s probes, 5-s trim) so the two can be read together,
   # with a short confirming shelf inside the budget.
-  timeout 530 ./target/release/ceiling search plans/000-status-mixed.toml --stacks go-pgx \
-    --start-rate 2000 --max-time "${MAX_TIME:-6m}" --probe 20s --probe-trim 5s --confirm 40s \
-    --threads 4 --results "$w/results" 2>&1 | tee "$out/search.log" || rc=$?
+  # START_RATE, MAX_TIME, CONFIRM and REPEAT shorten it where the device time left is short.
+  local extra=()
+  [ -n "${REPEAT:-}" ] && extra+=(--repeat "$REPEAT")
+  timeout "${SEARCH_TIMEOUT:-530}" ./target/release/ceiling search plans/000-status-mixed.toml \
+    --stacks go-pgx --start-rate "${START_RATE:-2000}" --max-time "${MAX_TIME:-6m}" --probe 20s \
+    --probe-trim 5s --confirm "${CONFIRM:-40s}" --threads 4 "${extra[@]}" --results "$w/results" \
+    2>&1 | tee "$out/search.log" || rc=$?
   echo "search exit: $rc"
   tar -C "$w" -czf "$out/results.tgz" results .ceiling/logs 2>/dev/null || true
   return 0

@@ -16,8 +16,10 @@
 //! * **Interval.** A bootstrap over the probes. When rates near the crossing (mean margin within
 //!   ×/÷[`NOISE_BAND`] of 1) were probed more than once, their within-rate spread is pooled and
 //!   every replicate moves each rate's mean by that noise (σ² drawn from its χ² posterior, so few
-//!   replicates give heavy tails); before any replicate exists, each rate's own probes are
-//!   resampled with replacement. Each replicate refits and takes its bracket; the 95% interval runs
+//!   replicates give heavy tails, with one pseudo-observation at [`NOISE_PRIOR_SIGMA`] before any
+//!   replicate exists). A rate far from the crossing moves by the spread of replicates of its own
+//!   size instead (with [`NOISE_PRIOR_DF`] pseudo-observations): the knee's coin flips are not
+//!   the noise of a p99 far below it. Each replicate refits and takes its bracket; the 95% interval runs
 //!   from the 2.5th percentile of the replicates' lower ends to the 97.5th percentile of their upper
 //!   ends. So the interval is never narrower than the bracket the data support (the search's
 //!   resolution), and widens where replicates disagree (the service's noise). The search therefore
@@ -140,6 +142,16 @@ impl Fit {
             rates: g.iter().map(|(r, _)| *r).collect(),
             fitted: isotonic(&means, &ws),
             counts: g.iter().map(|(_, ys)| ys.len()).collect(),
+        }
+    }
+
+    /// Fits one mean per rate with explicit weights (the bootstrap's draws: a rate's weight is
+    /// its precision, probes over the variance its mean was drawn with).
+    fn of_means(rates: &[f64], means: &[f64], weights: &[f64], counts: &[usize]) -> Fit {
+        Fit {
+            rates: rates.to_vec(),
+            fitted: isotonic(means, weights),
+            counts: counts.to_vec(),
         }
     }
 
@@ -302,6 +314,27 @@ fn pooled_noise(
 /// machine show on a quiet service.
 pub const NOISE_PRIOR_SIGMA: f64 = 0.3;
 
+/// The weight of that prior, in pseudo-observations: four, so that a rate with no replicates of
+/// its own size moves by a t-distribution with 4 degrees of freedom around its mean (one
+/// pseudo-observation made it a Cauchy: a margin of 0.11 failed in 4% of the replicates).
+pub const NOISE_PRIOR_DF: usize = 4;
+
+/// The noise of a rate whose mean log margin is `m`: the within-rate sum of squares and degrees of
+/// freedom of the replicates whose mean lies within ×/÷[`NOISE_BAND`] of its own, plus the prior
+/// ([`NOISE_PRIOR_DF`] pseudo-observations at [`NOISE_PRIOR_SIGMA`]).
+fn local_noise(groups: &[(f64, Vec<f64>)], means: &[f64], m: f64) -> (f64, usize) {
+    let band = NOISE_BAND.ln();
+    let mut ss = NOISE_PRIOR_DF as f64 * NOISE_PRIOR_SIGMA.powi(2);
+    let mut df = NOISE_PRIOR_DF;
+    for ((_, ys), mj) in groups.iter().zip(means) {
+        if ys.len() >= 2 && (mj - m).abs() < band {
+            ss += ys.iter().map(|y| (y - mj).powi(2)).sum::<f64>();
+            df += ys.len() - 1;
+        }
+    }
+    (ss, df)
+}
+
 /// The noise of the margins near the crossing: the pooled within-rate standard deviation of
 /// `ln(margin)` over rates probed more than once that are the fit's bracket ends or whose mean
 /// margin lies within ×/÷ `NOISE_BAND` (3) of 1, with its degrees of freedom; `None` before any
@@ -345,7 +378,6 @@ pub fn interval(obs: &[Observation], seed: u64) -> Option<CapacityInterval> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut los = Vec::with_capacity(BOOTSTRAP_REPLICATES);
     let mut his = Vec::with_capacity(BOOTSTRAP_REPLICATES);
-    let mut resampled: Vec<(f64, Vec<f64>)> = groups.iter().map(|(r, _)| (*r, vec![0.0])).collect();
     let means: Vec<f64> = groups
         .iter()
         .map(|(_, ys)| ys.iter().sum::<f64>() / ys.len() as f64)
@@ -355,30 +387,47 @@ pub fn interval(obs: &[Observation], seed: u64) -> Option<CapacityInterval> {
     // replicates that happen to agree must not make a noisy service look exact.
     // With no replicate near the crossing yet, the prior alone sets the noise.
     let (ss, df) = (ss + NOISE_PRIOR_SIGMA.powi(2), df + 1);
+    // Rates far from the crossing (mean margin beyond ×/÷NOISE_BAND of 1) move by the noise of
+    // replicates of their own size instead: at a cliff a probe inside the transition zone is a
+    // coin flip (ln margins of −0.3 and +1.1 at one rate), while a p99 of 40 ms far below the
+    // knee moves by tens of percent, not by ×9. The knee's σ lent to every rate made such a rate
+    // fail in some replicates and stretched the interval back to the first doubling's bracket (a
+    // 16-core search of go-pgx: 16,000–32,000 around probes that bracketed 23,327–25,466).
+    let band = NOISE_BAND.ln();
+    let local: Vec<Option<(f64, usize)>> = means
+        .iter()
+        .map(|&m| (m.abs() >= band).then(|| local_noise(&groups, &means, m)))
+        .collect();
+    // Their σ² draws come from a generator of their own, so the draws near the crossing are the
+    // same whether or not far rates exist.
+    let mut rng_far = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xFA2_0FF);
+    let rates: Vec<f64> = groups.iter().map(|(r, _)| *r).collect();
+    let counts: Vec<usize> = groups.iter().map(|(_, ys)| ys.len()).collect();
+    let (mut drawn, mut weights) = (Vec::with_capacity(rates.len()), Vec::with_capacity(rates.len()));
     for _ in 0..BOOTSTRAP_REPLICATES {
-        if df > 0 {
-            // Parametric: each rate's mean moves by the pooled noise of the replicates near the
-            // crossing (σ² drawn from its scaled-χ² posterior, so few replicates give heavier
-            // tails), weighted by how many probes that rate has.
-            let chi2: f64 = (0..df).map(|_| normal(&mut rng).powi(2)).sum();
-            let s2 = ss / chi2.max(1e-12);
-            for ((g, r), m) in groups.iter().zip(resampled.iter_mut()).zip(&means) {
-                r.1.clear();
-                let sd = (s2 / g.1.len() as f64).sqrt();
-                let y = m + sd * normal(&mut rng);
-                r.1.extend(std::iter::repeat_n(y, g.1.len()));
-            }
-        } else {
-            // No replicates yet: resample each rate's own probes (a rate probed once is fixed).
-            for (g, r) in groups.iter().zip(resampled.iter_mut()) {
-                let n = g.1.len();
-                r.1.clear();
-                for _ in 0..n {
-                    r.1.push(g.1[rng.gen_range(0..n)]);
+        // Parametric: each rate's mean moves by the pooled noise of the replicates near the
+        // crossing (σ² drawn from its scaled-χ² posterior, so few replicates give heavier
+        // tails), or by its own size's (above), weighted by how many probes that rate has.
+        let chi2: f64 = (0..df).map(|_| normal(&mut rng).powi(2)).sum();
+        let s2_near = ss / chi2.max(1e-12);
+        drawn.clear();
+        weights.clear();
+        for ((g, m), own) in groups.iter().zip(&means).zip(&local) {
+            let s2 = match own {
+                Some((ss, df)) => {
+                    let chi2: f64 = (0..*df).map(|_| normal(&mut rng_far).powi(2)).sum();
+                    ss / chi2.max(1e-12)
                 }
-            }
+                None => s2_near,
+            };
+            let n = g.1.len() as f64;
+            drawn.push(m + (s2 / n).sqrt() * normal(&mut rng));
+            // Precision weights: rates near the crossing share one σ², so among them this is
+            // the probe count as before; a far rate measured tightly is not averaged away by a
+            // coin flip next to it.
+            weights.push(n / s2.max(1e-12));
         }
-        let f = Fit::of_groups(&resampled);
+        let f = Fit::of_means(&rates, &drawn, &weights, &counts);
         match f.bracket() {
             Bracket::Between { lo, hi } => {
                 los.push(lo);
@@ -429,6 +478,46 @@ mod tests {
 
     fn o(rate: f64, margin: f64) -> Observation {
         Observation { rate, margin }
+    }
+
+    #[test]
+    fn a_coin_flip_at_the_knee_does_not_unsettle_rates_far_from_it() {
+        // The probes of a 16-core search of go-pgx (device machine, 2026-11-27): 23,327 passed at
+        // a margin of 0.11, 25,466 failed at 5.9, and 26,378 was a coin flip (0.72, then 2.98).
+        // The coin flip's spread belongs to the knee: the interval's lower end stays on the
+        // probe that passed far below it instead of reaching back to the first doubling's 16,000.
+        // (Its upper end may still reach 32,000: one degree of freedom at the knee gives heavy
+        // tails there, and isotonic pooling lets strong passes at 26,378 and 27,141 outweigh the
+        // failure at 25,466 — the cliff's repeats at the bracket's ends settle that.)
+        let obs: Vec<_> = [
+            (2000.0, 0.0040),
+            (4000.0, 0.0028),
+            (8000.0, 0.0025),
+            (16000.0, 0.059),
+            (32000.0, 10.68),
+            (23327.0, 0.113),
+            (27141.0, 1.57),
+            (26378.0, 0.716),
+            (26378.0, 2.98),
+            (25466.0, 5.92),
+        ]
+        .iter()
+        .map(|&(r, m)| o(r, m))
+        .collect();
+        let i = interval(&obs, 7).expect("bracketed");
+        assert_eq!((i.bracket_lo, i.bracket_hi), (23327.0, 25466.0));
+        assert_eq!(i.lo, 23327.0, "{i:?}");
+        // Replicates at 25,466 that fail alike (5.9, 4.8, 6.5) settle the upper end too.
+        let mut settled = obs.clone();
+        settled.extend([o(25466.0, 4.8), o(25466.0, 6.5), o(23327.0, 0.12), o(23327.0, 0.10)]);
+        let j = interval(&settled, 7).expect("bracketed");
+        assert_eq!((j.lo, j.hi), (23327.0, 25466.0), "{j:?}");
+        // And a far rate whose own replicates disagree (one of three failed) widens the interval
+        // past the bracket.
+        let mut noisy = obs.clone();
+        noisy.extend([o(23327.0, 2.5), o(23327.0, 0.005)]);
+        let k = interval(&noisy, 7).expect("bracketed");
+        assert!(k.lo < 23327.0, "{k:?}");
     }
 
     #[test]

@@ -1,0 +1,32 @@
+//! The estimator on probes a real search recorded (not simulated): what the search concluded
+//! from them must follow from them.
+
+use ceiling_analyze::{pooled_interval, samples, ProbeVerdict};
+
+/// `ceiling search plans/000-status-mixed.toml --stacks go-pgx --start-rate 2000 --max-time 6m
+/// --probe 20s --probe-trim 5s --confirm 40s --threads 4` on the 16-core device machine with the
+/// parts on their own cores (bench/device-placement.sh, 2026-11-27; docs/benchmarks.md §39):
+/// 23,327 RPS passed (p99 40 ms), 25,466 and 27,141 failed, 26,378 passed once (p99 250 ms) and
+/// failed once (1,042 ms). The search printed 95% CI 16,000–32,000 — the first doubling's
+/// bracket — because the coin flip at 26,378 lent its spread to every rate.
+#[test]
+fn a_16_core_search_of_go_pgx_is_bracketed_by_its_own_probes() {
+    let text = include_str!("data/go-pgx-16-cores-probes.json");
+    let probes: Vec<ProbeVerdict> = serde_json::from_str(text).expect("recorded probes parse");
+    assert_eq!(probes.len(), 16); // 11 probes, 5 low-rate checks
+    let iv = pooled_interval(&samples(&probes), 0x5EED).expect("bracketed");
+    assert_eq!((iv.bracket_lo, iv.bracket_hi), (23327.0, 25466.0), "{iv:?}");
+    assert!(
+        iv.lo >= 23327.0 && iv.hi <= 27141.0,
+        "the interval leaves the probes' own bracket: {iv:?}"
+    );
+    assert!(iv.estimate > iv.lo && iv.estimate < iv.hi, "{iv:?}");
+    eprintln!(
+        "recomputed: {:.0} (95% CI {:.0}–{:.0}, ±{:.1}%, {:?})",
+        iv.estimate,
+        iv.lo,
+        iv.hi,
+        100.0 * iv.half_width_rel(),
+        iv.method
+    );
+}
