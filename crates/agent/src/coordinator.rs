@@ -479,6 +479,8 @@ impl Session {
                         stopped_early: se,
                         cpu_s,
                         resets,
+                        tls,
+                        h2,
                         ..
                     }) => {
                         finished[i] = true;
@@ -498,6 +500,27 @@ impl Session {
                         runs[i].summary.stopped_early = se;
                         runs[i].summary.resets = resets.to_tally();
                         merged.resets.merge(&runs[i].summary.resets);
+                        if let Some(w) = tls {
+                            let t = w.to_tally().map_err(|e| {
+                                anyhow::anyhow!(
+                                    "agent {}: a TLS tally that does not decode: {e}",
+                                    runs[i].address
+                                )
+                            })?;
+                            match &mut merged.tls {
+                                Some(m) => m.merge(&t),
+                                None => merged.tls = Some(t.clone()),
+                            }
+                            runs[i].summary.tls = Some(t);
+                        }
+                        if let Some(w) = h2 {
+                            let t = w.to_tally();
+                            match &mut merged.h2 {
+                                Some(m) => m.merge(&t),
+                                None => merged.h2 = Some(t),
+                            }
+                            runs[i].summary.h2 = Some(t);
+                        }
                         failures += connect_failures;
                         if first_error.is_none() {
                             first_error = connect_error;

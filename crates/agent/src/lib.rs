@@ -175,6 +175,12 @@ pub enum Message {
         /// (absent from an agent older than this field: read as none).
         #[serde(default)]
         resets: WireResets,
+        /// Its TLS handshakes (https targets; absent from an older agent or over cleartext).
+        #[serde(default)]
+        tls: Option<WireTls>,
+        /// Its HTTP/2 connections (absent from an older agent or over HTTP/1.1).
+        #[serde(default)]
+        h2: Option<WireH2>,
     },
 }
 
@@ -628,6 +634,81 @@ pub enum WireResetKind {
     RetryFailed,
 }
 
+/// A [`ceiling_load::TlsTally`] on the wire: the counts, the handshake histogram exactly (V2 +
+/// deflate, base64) and what was negotiated and trusted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireTls {
+    /// See [`ceiling_load::TlsTally::handshakes`].
+    pub handshakes: u64,
+    /// See [`ceiling_load::TlsTally::resumed`].
+    pub resumed: u64,
+    /// Handshake durations (µs), V2 + deflate, base64.
+    pub handshake_us: String,
+    /// See [`ceiling_load::TlsTally::version`].
+    pub version: Option<String>,
+    /// See [`ceiling_load::TlsTally::alpn`].
+    pub alpn: Option<String>,
+    /// See [`ceiling_load::TlsTally::trust`].
+    pub trust: String,
+}
+
+impl WireTls {
+    /// The wire form of a run's handshakes.
+    pub fn from_tally(t: &ceiling_load::TlsTally) -> Self {
+        WireTls {
+            handshakes: t.handshakes,
+            resumed: t.resumed,
+            handshake_us: encode(&t.handshake_us),
+            version: t.version.clone(),
+            alpn: t.alpn.clone(),
+            trust: t.trust.clone(),
+        }
+    }
+
+    /// The tally back, its histogram intact.
+    pub fn to_tally(&self) -> Result<ceiling_load::TlsTally, ProtocolError> {
+        Ok(ceiling_load::TlsTally {
+            handshakes: self.handshakes,
+            resumed: self.resumed,
+            handshake_us: decode(&self.handshake_us, "tls.handshake_us")?,
+            version: self.version.clone(),
+            alpn: self.alpn.clone(),
+            trust: self.trust.clone(),
+        })
+    }
+}
+
+/// A [`ceiling_load::H2Tally`] on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireH2 {
+    /// See [`ceiling_load::H2Tally::streams`].
+    pub streams: usize,
+    /// See [`ceiling_load::H2Tally::connections`].
+    pub connections: u64,
+    /// See [`ceiling_load::H2Tally::max_streams_in_use`].
+    pub max_streams_in_use: usize,
+}
+
+impl WireH2 {
+    /// The wire form.
+    pub fn from_tally(t: &ceiling_load::H2Tally) -> Self {
+        WireH2 {
+            streams: t.streams,
+            connections: t.connections,
+            max_streams_in_use: t.max_streams_in_use,
+        }
+    }
+
+    /// The tally back.
+    pub fn to_tally(self) -> ceiling_load::H2Tally {
+        ceiling_load::H2Tally {
+            streams: self.streams,
+            connections: self.connections,
+            max_streams_in_use: self.max_streams_in_use,
+        }
+    }
+}
+
 impl WireResets {
     /// The wire form of a run's tally.
     pub fn from_tally(t: &ResetTally) -> Self {
@@ -904,6 +985,59 @@ mod tests {
         assert_eq!(clock_offset(t0, t1, t2, t3), (5_000, 600));
     }
 
+    #[test]
+    fn tls_and_h2_tallies_travel_exactly() {
+        let mut h = ceiling_metrics::new_histogram();
+        for us in [800u64, 900, 1200, 45_000] {
+            h.record(us).unwrap();
+        }
+        let t = ceiling_load::TlsTally {
+            handshakes: 4,
+            resumed: 3,
+            handshake_us: h,
+            version: Some("TLSv1_3".into()),
+            alpn: Some("h2".into()),
+            trust: "--cacert ca.pem".into(),
+        };
+        let done = Message::Done {
+            sent: 4,
+            connect_failures: 0,
+            connect_error: None,
+            stopped_early: false,
+            cpu_s: 0.1,
+            resets: WireResets::default(),
+            tls: Some(WireTls::from_tally(&t)),
+            h2: Some(WireH2::from_tally(&ceiling_load::H2Tally {
+                streams: 16,
+                connections: 2,
+                max_streams_in_use: 11,
+            })),
+        };
+        let line = serde_json::to_string(&done).unwrap();
+        let Message::Done { tls, h2, .. } = serde_json::from_str::<Message>(&line).unwrap() else {
+            panic!("{line}")
+        };
+        let back = tls.expect("tls travels").to_tally().unwrap();
+        assert_eq!((back.handshakes, back.resumed), (4, 3));
+        assert_eq!(back.handshake_us.len(), 4);
+        assert_eq!(back.handshake_us.max(), t.handshake_us.max());
+        assert_eq!(
+            (back.version.as_deref(), back.alpn.as_deref()),
+            (Some("TLSv1_3"), Some("h2"))
+        );
+        assert_eq!(back.trust, "--cacert ca.pem");
+        let h2 = h2.expect("h2 travels").to_tally();
+        assert_eq!(
+            (h2.streams, h2.connections, h2.max_streams_in_use),
+            (16, 2, 11)
+        );
+        // an agent from before the fields
+        match serde_json::from_str::<Message>(r#"{"type":"done","sent":3}"#).unwrap() {
+            Message::Done { tls, h2, .. } => assert!(tls.is_none() && h2.is_none()),
+            m => panic!("{m:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn messages_frame_over_a_socket_and_overlong_lines_are_refused() {
         let (a, b) = tokio::io::duplex(1 << 20);
@@ -923,6 +1057,8 @@ mod tests {
                 stopped_early: false,
                 cpu_s: 0.5,
                 resets: WireResets::default(),
+                tls: None,
+                h2: None,
             },
         )
         .await

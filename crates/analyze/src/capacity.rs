@@ -403,7 +403,10 @@ pub fn interval(obs: &[Observation], seed: u64) -> Option<CapacityInterval> {
     let mut rng_far = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xFA2_0FF);
     let rates: Vec<f64> = groups.iter().map(|(r, _)| *r).collect();
     let counts: Vec<usize> = groups.iter().map(|(_, ys)| ys.len()).collect();
-    let (mut drawn, mut weights) = (Vec::with_capacity(rates.len()), Vec::with_capacity(rates.len()));
+    let (mut drawn, mut weights) = (
+        Vec::with_capacity(rates.len()),
+        Vec::with_capacity(rates.len()),
+    );
     for _ in 0..BOOTSTRAP_REPLICATES {
         // Parametric: each rate's mean moves by the pooled noise of the replicates near the
         // crossing (σ² drawn from its scaled-χ² posterior, so few replicates give heavier
@@ -509,7 +512,12 @@ mod tests {
         assert_eq!(i.lo, 23327.0, "{i:?}");
         // Replicates at 25,466 that fail alike (5.9, 4.8, 6.5) settle the upper end too.
         let mut settled = obs.clone();
-        settled.extend([o(25466.0, 4.8), o(25466.0, 6.5), o(23327.0, 0.12), o(23327.0, 0.10)]);
+        settled.extend([
+            o(25466.0, 4.8),
+            o(25466.0, 6.5),
+            o(23327.0, 0.12),
+            o(23327.0, 0.10),
+        ]);
         let j = interval(&settled, 7).expect("bracketed");
         assert_eq!((j.lo, j.hi), (23327.0, 25466.0), "{j:?}");
         // And a far rate whose own replicates disagree (one of three failed) widens the interval

@@ -376,6 +376,8 @@ fn serve(
         stopped_early: summary.stopped_early,
         cpu_s,
         resets: ceiling_agent::WireResets::from_tally(&summary.resets),
+        tls: summary.tls.as_ref().map(ceiling_agent::WireTls::from_tally),
+        h2: summary.h2.as_ref().map(ceiling_agent::WireH2::from_tally),
     };
     let _ = out.write_all(&encode_line(&done)?);
     let _ = out.flush();
@@ -462,6 +464,8 @@ fn sample(
         stopped_early: false,
         cpu_s: 0.0,
         resets: ceiling_agent::WireResets::default(),
+        tls: None,
+        h2: None,
     })?);
     watch.finish(&sock);
     Ok(format!("sampled {n} times"))

@@ -590,6 +590,12 @@ pub struct AgentReport {
     /// Its own `reset` errors taken apart and its idle-close retries (absent when neither).
     #[serde(skip_serializing_if = "Option::is_none")]
     connection_resets: Option<String>,
+    /// Its TLS handshakes (https targets; the merged `tls` adds every agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_handshakes: Option<u64>,
+    /// Its HTTP/2 connections (with --http2; the merged `http2` adds every agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http2_connections: Option<u64>,
     /// Set when the agent vanished before it said it was done: what happened, and how much of
     /// its record arrived (everything that arrived is in the merged figures).
     lost: Option<String>,
@@ -767,6 +773,8 @@ impl LoadReport {
                 generator_bound: r.generator_bound,
                 generator_verdict: r.generator_verdict,
                 connection_resets: r.connection_resets,
+                tls_handshakes: g.summary.tls.as_ref().map(|t| t.handshakes),
+                http2_connections: g.summary.h2.map(|h| h.connections),
                 lost: g.lost.clone(),
             });
         }

@@ -210,6 +210,75 @@ fn the_agents_reset_tallies_reach_the_coordinator_and_add_up() {
     }
 }
 
+#[test]
+fn the_agents_tls_handshakes_and_http2_connections_reach_the_coordinator() {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    use std::sync::atomic::Ordering;
+    let dir = tmp("tls");
+    let tok = token_file(&dir, "0123456789abcdef-tls");
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()));
+    let (port, seen) =
+        ceiling_load::testing::spawn_h2_server(Some((vec![ck.cert.der().clone()], key)), |now| {
+            now + std::time::Duration::from_millis(20)
+        });
+    // an agent takes its own TLS options: these trust the test server's throwaway certificate
+    let insecure_agent = || {
+        let mut cmd = Command::new(bin());
+        cmd.args([
+            "--insecure",
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--token-file",
+        ])
+        .arg(&tok);
+        spawn_agent(cmd)
+    };
+    let (a, b) = (insecure_agent(), insecure_agent());
+    let list = format!("{},{}", a.addr, b.addr);
+    let out = Command::new(bin())
+        .args(["load", "--url"])
+        .arg(format!("https://localhost:{port}/x"))
+        .args(["--rate", "300", "--duration", "2s", "--json", "--insecure"])
+        .args([
+            "--http2",
+            "--streams",
+            "4",
+            "--agents",
+            &list,
+            "--agent-token-file",
+        ])
+        .arg(&tok)
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["completed"], 600, "{r}");
+    // Every HTTP/2 connection the server accepted was opened by one of the agents, and each
+    // began with a handshake that agent counted: the merged tallies are the server's counts.
+    let accepted = seen.connections.load(Ordering::Relaxed);
+    assert!(
+        accepted >= 2,
+        "each agent opens its own connections: {accepted}"
+    );
+    assert_eq!(r["http2"]["connections"], accepted, "{r}");
+    assert_eq!(r["tls"]["handshakes"], accepted, "{r}");
+    assert_eq!(r["tls"]["alpn"], "h2", "{r}");
+    let per_agent: u64 = r["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            g["tls_handshakes"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{g}"))
+        })
+        .sum();
+    assert_eq!(per_agent, accepted, "{r}");
+}
+
 /// `ceiling load` at 200 RPS for 5 s on agents `a` and `b`, in a thread (so a test can stop an
 /// agent while it runs).
 fn load_in_background(

@@ -83,6 +83,14 @@ impl H2Tally {
             self.max_streams_in_use
         )
     }
+
+    /// Adds another process's tally (agents): connections add, the most streams in use on one
+    /// connection is the larger.
+    pub fn merge(&mut self, o: &H2Tally) {
+        self.streams = self.streams.max(o.streams);
+        self.connections += o.connections;
+        self.max_streams_in_use = self.max_streams_in_use.max(o.max_streams_in_use);
+    }
 }
 
 /// The `reset` outcome taken apart by what the connection did, over a whole run, with the first
