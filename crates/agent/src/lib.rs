@@ -177,7 +177,7 @@ pub enum Message {
         resets: WireResets,
         /// Its TLS handshakes (https targets; absent from an older agent or over cleartext).
         #[serde(default)]
-        tls: Option<WireTls>,
+        tls: Option<Box<WireTls>>,
         /// Its HTTP/2 connections (absent from an older agent or over HTTP/1.1).
         #[serde(default)]
         h2: Option<WireH2>,
@@ -1006,7 +1006,7 @@ mod tests {
             stopped_early: false,
             cpu_s: 0.1,
             resets: WireResets::default(),
-            tls: Some(WireTls::from_tally(&t)),
+            tls: Some(Box::new(WireTls::from_tally(&t))),
             h2: Some(WireH2::from_tally(&ceiling_load::H2Tally {
                 streams: 16,
                 connections: 2,

@@ -376,7 +376,10 @@ fn serve(
         stopped_early: summary.stopped_early,
         cpu_s,
         resets: ceiling_agent::WireResets::from_tally(&summary.resets),
-        tls: summary.tls.as_ref().map(ceiling_agent::WireTls::from_tally),
+        tls: summary
+            .tls
+            .as_ref()
+            .map(|t| Box::new(ceiling_agent::WireTls::from_tally(t))),
         h2: summary.h2.as_ref().map(ceiling_agent::WireH2::from_tally),
     };
     let _ = out.write_all(&encode_line(&done)?);
