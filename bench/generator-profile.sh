@@ -3,7 +3,8 @@
 # with plan 000's mix (its four requests, a synthetic status_ids.csv) against one local nginx
 # worker on core 0, the generator alone on core 1, under `perf stat`. Per request (requests as
 # nginx counted them): CPU µs, context switches (≈ wake-ups), system calls; and the fixed cost per
-# second from a run at 10 RPS. With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
+# second from a run at 10 RPS. Each open-model rate runs on the tokio engine and on the ticked
+# engine (--tick, default 1ms; TICK=2ms to change). With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
 # in the kernel, in ceiling and in libc. Usage: bench/generator-profile.sh [seconds]
 set -euo pipefail
 secs=${1:-10}
@@ -30,7 +31,11 @@ row() {
   awk -F, '$3=="task-clock"{print $1}' "$tmp/stat" >"$tmp/cpu.$label"
 }
 row "open 10 RPS" --rate 10 --duration "${secs}s"
-for r in 1000 1500 3000 10000; do row "open $r RPS" --rate "$r" --duration "${secs}s" --max-connections 2000; done
+for r in 1000 1500 3000 10000; do
+  row "open $r RPS" --rate "$r" --duration "${secs}s" --max-connections 2000
+  # the ticked engine (issue 36), the same load, beside it
+  row "open $r RPS, --tick ${TICK:-1ms}" --rate "$r" --duration "${secs}s" --max-connections 2000 --tick "${TICK:-1ms}"
+done
 row "closed 64 conns" --connections 64 --duration "${secs}s"
 row "closed 1000 conns" --connections 1000 --duration "${secs}s"
 fixed=$(awk -v s="$secs" '{printf "%.1f", $1/s}' "$tmp/cpu.open 10 RPS")

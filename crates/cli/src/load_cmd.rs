@@ -71,6 +71,12 @@ pub struct LoadArgs {
     /// load.http2_streams, else 100).
     #[arg(long, requires = "http2")]
     pub streams: Option<usize>,
+    /// The ticked engine with this tick (e.g. `1ms`): the open model over HTTP/1.1 cleartext
+    /// with keep-alive, woken once per tick instead of once per request — the requests due within
+    /// a tick leave together (at most half a tick early or late), responses are timed by the
+    /// kernel's receive stamps. Experimental (issue 36): not the default.
+    #[arg(long, conflicts_with_all = ["http2", "no_keep_alive"])]
+    pub tick: Option<String>,
     /// Request timeout (default: the plan's, else 10s).
     #[arg(long)]
     pub timeout: Option<String>,
@@ -289,6 +295,9 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     cfg.threads = plan.load.threads.clamp(1, 64);
+    if let Some(t) = &a.tick {
+        cfg.tick = Some(dur(t, "tick")?);
+    }
     if let Some(sh) = a.shard {
         cfg.process_shard = sh;
     }
@@ -296,6 +305,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         cfg.hard_limit = dur(m, "max-time")?;
     }
     let stop = cfg.stop.clone();
+    let tick = cfg.tick;
     install_ctrlc(stop.clone());
 
     let mut label = describe(&plan, &url, cfg.threads);
@@ -329,6 +339,13 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     rec.finish();
     let mut report = LoadReport::new(&plan, &url, &summary, cpu);
+    report.engine = tick.map(|t| {
+        format!(
+            "ticked, {} (the requests due within a tick leave together, at most {} early or late; responses timed by the kernel's receive stamps)",
+            ceiling_plan::format_duration(t),
+            ceiling_plan::format_duration(t / 2)
+        )
+    });
     if let Some(agents) = &agents {
         report.judge_by_agents(&plan, &url, agents);
     }
@@ -512,6 +529,9 @@ pub struct LoadReport {
     /// HTTP/2's connections (absent for HTTP/1.1).
     #[serde(skip_serializing_if = "Option::is_none")]
     http2: Option<H2Report>,
+    /// The ticked engine and its tick, when `--tick` chose it (absent: the default engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine: Option<String>,
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     verdict: String,
     stopped_early: bool,
@@ -738,6 +758,7 @@ impl LoadReport {
                 line: h.describe(),
             }),
             verdict,
+            engine: None,
             stopped_early: s.stopped_early,
             agents: None,
         }
@@ -876,6 +897,9 @@ fn print_report(r: &LoadReport) {
     }
     if let Some(h) = &r.http2 {
         println!("  HTTP/2        {}", h.line);
+    }
+    if let Some(e) = &r.engine {
+        println!("  Engine        {e}");
     }
     println!();
     println!(

@@ -191,6 +191,7 @@ pub fn measure_watched(
     // by Ctrl-C (everything).
     let engine_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = engine_stop.clone();
+    let tick = cfg.tick;
     let relay = StopRelay::start(stop.clone(), engine_stop.clone())?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     // Seconds, resource samples and signal rows reach the records and the analysis on the
@@ -423,6 +424,17 @@ pub fn measure_watched(
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
             format!("generator{whose}: HTTP/2 {}", h.describe()),
+        ));
+    }
+    if let Some(t) = tick {
+        // the plan's `[load] tick`: what the arrivals and the timing were (issue 36)
+        analysis.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!(
+                "generator{whose}: the ticked engine, tick {} — the requests due within a tick left together (at most {} early or late), responses timed by the kernel's receive stamps",
+                ceiling_plan::format_duration(t),
+                ceiling_plan::format_duration(t / 2)
+            ),
         ));
     }
     if let Some(e) = rec.io_error.take() {

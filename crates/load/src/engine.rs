@@ -29,6 +29,9 @@ use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
+#[path = "tick.rs"]
+mod tick;
+
 /// Scheduling priority of generator worker threads (see `worker`).
 pub const GENERATOR_NICE: i32 = -10;
 
@@ -798,52 +801,65 @@ fn worker(
         backlog: Cell::new(0),
         h2,
     });
+    // The ticked engine (open model, HTTP/1.1 over cleartext): one wake-up per tick, on this
+    // thread, without the runtime.
+    let ticked = cfg.tick.filter(|_| cfg.model == Model::Open);
     let local = tokio::task::LocalSet::new();
-    let result = local.block_on(&rt, async {
-        // Ticker: closes each second on time even when nothing completes, and watches the stop flag.
-        let tick_ctx = ctx.clone();
-        let ticker = tokio::task::spawn_local(async move {
-            let mut next = start + 1_000_000_000;
-            loop {
-                let wait = next.saturating_sub(now_ns());
-                tokio::time::sleep(Duration::from_nanos(wait)).await;
-                {
-                    let mut rec = tick_ctx.rec.borrow_mut();
-                    rec.cur.connections = tick_ctx.conns.get();
-                    rec.cur.backlog = tick_ctx.backlog.get();
-                    rec.rotate(now_ns());
+    let result = if let Some(tick) = ticked {
+        tick::run_open(
+            &ctx,
+            open_stages,
+            shard,
+            start,
+            tick.as_nanos().max(1) as u64,
+        )
+    } else {
+        local.block_on(&rt, async {
+            // Ticker: closes each second on time even when nothing completes, and watches the stop flag.
+            let tick_ctx = ctx.clone();
+            let ticker = tokio::task::spawn_local(async move {
+                let mut next = start + 1_000_000_000;
+                loop {
+                    let wait = next.saturating_sub(now_ns());
+                    tokio::time::sleep(Duration::from_nanos(wait)).await;
+                    {
+                        let mut rec = tick_ctx.rec.borrow_mut();
+                        rec.cur.connections = tick_ctx.conns.get();
+                        rec.cur.backlog = tick_ctx.backlog.get();
+                        rec.rotate(now_ns());
+                    }
+                    next += 1_000_000_000;
+                    if tick_ctx.cfg.stop.load(Ordering::Relaxed)
+                        || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64
+                    {
+                        tick_ctx.stopping.set(true);
+                    }
                 }
-                next += 1_000_000_000;
-                if tick_ctx.cfg.stop.load(Ordering::Relaxed)
-                    || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64
-                {
-                    tick_ctx.stopping.set(true);
-                }
-            }
-        });
-        let r = match cfg.model {
-            Model::Open => run_open(ctx.clone(), open_stages, shard, start).await,
-            Model::Closed => {
-                let mut list: Vec<(Phase, usize, Stage)> = cfg
-                    .warmup
-                    .iter()
-                    .cloned()
-                    .enumerate()
-                    .map(|(i, s)| (Phase::Warmup, i, s))
-                    .collect();
-                list.extend(
-                    cfg.stages
+            });
+            let r = match cfg.model {
+                Model::Open => run_open(ctx.clone(), open_stages, shard, start).await,
+                Model::Closed => {
+                    let mut list: Vec<(Phase, usize, Stage)> = cfg
+                        .warmup
                         .iter()
                         .cloned()
                         .enumerate()
-                        .map(|(i, s)| (Phase::Measure, i, s)),
-                );
-                run_closed(ctx.clone(), list, shard, live).await
-            }
-        };
-        ticker.abort();
-        r
-    });
+                        .map(|(i, s)| (Phase::Warmup, i, s))
+                        .collect();
+                    list.extend(
+                        cfg.stages
+                            .iter()
+                            .cloned()
+                            .enumerate()
+                            .map(|(i, s)| (Phase::Measure, i, s)),
+                    );
+                    run_closed(ctx.clone(), list, shard, live).await
+                }
+            };
+            ticker.abort();
+            r
+        })
+    };
     {
         let mut rec = ctx.rec.borrow_mut();
         rec.rotate(now_ns());
@@ -869,6 +885,20 @@ fn worker(
 
 /// Runs the load described by `cfg`, calling `on_second` for every merged second, in order.
 pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summary, LoadError> {
+    if cfg.tick.is_some() {
+        let why = match () {
+            _ if cfg.model != Model::Open => Some("the closed model"),
+            _ if cfg.target.tls.is_some() => Some("TLS"),
+            _ if cfg.http2.is_some() => Some("HTTP/2"),
+            _ if !cfg.keep_alive => Some("keep-alive off"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(LoadError::Runtime(format!(
+                "the ticked engine runs the open model over HTTP/1.1 cleartext with keep-alive only, not {why}: use the default engine"
+            )));
+        }
+    }
     let cfg = Arc::new(cfg);
     let mut tables = HashMap::new();
     for (name, path) in &cfg.data {

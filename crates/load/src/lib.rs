@@ -204,6 +204,11 @@ pub struct LoadConfig {
     /// with `i = 0…n−1` send exactly the plan's arrivals between them, interleaved in time.
     /// Connection and backlog caps are divided alike. `(0, 1)`: the whole schedule.
     pub process_shard: (u64, u64),
+    /// The ticked engine with this tick (`None`: the tokio engine): the open model over HTTP/1.1
+    /// cleartext with keep-alive, sends due within a tick out in one wake-up, responses read at
+    /// the ticks and timed by the kernel's receive timestamps (see `tick.rs`). [`run`] refuses it
+    /// for anything else.
+    pub tick: Option<Duration>,
 }
 
 impl LoadConfig {
@@ -254,6 +259,7 @@ impl LoadConfig {
             hard_limit,
             stop: Arc::new(AtomicBool::new(false)),
             process_shard: (0, 1),
+            tick: plan.load.tick,
         })
     }
 }

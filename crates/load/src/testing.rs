@@ -50,6 +50,7 @@ pub fn get_config(
         hard_limit: std::time::Duration::from_secs(60),
         stop: Default::default(),
         process_shard: (0, 1),
+        tick: None,
     }
 }
 

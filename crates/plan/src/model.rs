@@ -101,6 +101,10 @@ pub struct LoadSettings {
     /// HTTP/2 with this many concurrent streams per connection (`[load] http2_streams`; `ceiling
     /// load --http2`); `None`: HTTP/1.1.
     pub http2_streams: Option<usize>,
+    /// The ticked engine with this tick (`[load] tick = "2ms"`; `ceiling load --tick`): the open
+    /// model's sends due within a tick leave in one wake-up and responses are timed by the
+    /// kernel's receive stamps (issue 36, experimental); `None`: the default engine.
+    pub tick: Option<Duration>,
 }
 
 /// One stage of the load profile.

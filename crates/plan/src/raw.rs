@@ -64,6 +64,7 @@ struct RawLoad {
     repetitions: Option<S<i64>>,
     threads: Option<S<i64>>,
     http2_streams: Option<S<i64>>,
+    tick: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -341,6 +342,33 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let http2_streams = cx
         .int(&rl.http2_streams, "load.http2_streams", 1, 100_000)?
         .map(|n| n as usize);
+    let tick = match &rl.tick {
+        None => None,
+        Some(t) => {
+            let d = cx.pos_dur(&rl.tick, "load.tick", Duration::ZERO)?;
+            let refuse = |why: &str| {
+                Err(cx.err(
+                    Some(t.span()),
+                    "load.tick",
+                    format!("the ticked engine runs the open model over HTTP/1.1 with keep-alive, not {why}: remove `tick` or {why}"),
+                ))
+            };
+            if http2_streams.is_some() {
+                return refuse("http2_streams");
+            }
+            if rl.keep_alive == Some(false) {
+                return refuse("keep_alive = false");
+            }
+            if d > Duration::from_millis(100) {
+                return Err(cx.err(
+                    Some(t.span()),
+                    "load.tick",
+                    "at most 100ms: sends leave at the tick nearest their intended time, up to half a tick early or late",
+                ));
+            }
+            Some(d)
+        }
+    };
 
     // stages
     let conv_stages = |list: &Vec<S<RawStage>>, what: &str| -> Result<Vec<Stage>, PlanError> {
@@ -406,6 +434,13 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         ));
     }
     let model = if closed { Model::Closed } else { Model::Open };
+    if let (Some(t), Model::Closed) = (&rl.tick, model) {
+        return Err(cx.err(
+            Some(t.span()),
+            "load.tick",
+            "the ticked engine runs the open model; a closed-model plan has no send times to tick",
+        ));
+    }
     // repetitions are passes over a closed model's levels; an open model's shelves are not
     // repeated, and a silently ignored setting would promise intervals the run never gives
     if model == Model::Open && repetitions > 1 {
@@ -955,6 +990,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             repetitions,
             threads,
             http2_streams,
+            tick,
         },
         warmup,
         settle,
@@ -1162,6 +1198,51 @@ errors = "1%"
             std::time::Duration::from_secs(3 * (5 + 60))
         );
         assert_eq!(open.run_duration_in_rounds(), open.run_duration());
+    }
+
+    #[test]
+    fn a_tick_is_an_open_model_http_1_setting_checked_where_it_is_written() {
+        let with = |load: &str| {
+            GOOD.replacen(
+                "name = \"t\"\n",
+                &format!("name = \"t\"\n[load]\n{load}\n"),
+                1,
+            )
+        };
+        let p = parse_plan(&with("tick = \"2ms\""), Path::new("plans/t.toml")).unwrap();
+        assert_eq!(p.load.tick, Some(std::time::Duration::from_millis(2)));
+        assert_eq!(
+            parse_plan(GOOD, Path::new("plans/t.toml"))
+                .unwrap()
+                .load
+                .tick,
+            None
+        );
+        for (load, says) in [
+            ("tick = \"2ms\"\nhttp2_streams = 8", "not http2_streams"),
+            (
+                "tick = \"2ms\"\nkeep_alive = false",
+                "not keep_alive = false",
+            ),
+            ("tick = \"1s\"", "at most 100ms"),
+            ("tick = \"0ms\"", "longer than zero"),
+        ] {
+            let e = parse_plan(&with(load), Path::new("plans/t.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("plans/t.toml:4") && e.contains("load.tick") && e.contains(says),
+                "{load}: {e}"
+            );
+        }
+        let closed = "name = \"c\"\n[load]\ntick = \"2ms\"\n[[stages]]\nconnections = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n";
+        let e = parse_plan(closed, Path::new("plans/c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plans/c.toml:3") && e.contains("open model"),
+            "{e}"
+        );
     }
 
     #[test]

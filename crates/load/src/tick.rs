@@ -1,0 +1,1094 @@
+//! The ticked open-model engine (issue 36): the worker thread wakes once per tick, not once per
+//! request.
+//!
+//! The tokio engine pays two wake-ups per request at the lab's rates — one for the timer that
+//! sends it, one for the epoll event of its response — about 19 µs each on a small VM, so its CPU
+//! per request grows as the rate falls (docs/benchmarks.md §36). Here the thread sleeps to the
+//! next tick boundary (`clock_nanosleep`, absolute), and at each tick:
+//!
+//! 1. asks a private epoll which connections have bytes, **with a zero timeout** (responses never
+//!    wake the thread), reads them, and takes each response's completion time from the kernel's
+//!    receive timestamp of its last segment (`SO_TIMESTAMPNS`), so latency keeps the
+//!    microsecond resolution the tick does not have;
+//! 2. times out requests older than the request timeout;
+//! 3. sends every request whose intended time is nearest this tick: the plan's arrivals moved
+//!    to the nearest tick (at most half a tick earlier or later) are this engine's schedule.
+//!    Latency runs from that quantised time — CO-correct as in the tokio engine: a tick the
+//!    thread wakes late for, or a request that waits for a connection, has the delay inside its
+//!    latency — and the schedule lag is how late the thread was for its tick;
+//! 4. rotates the per-second record and watches the stop flag.
+//!
+//! What it gives up: arrivals are quantised to the tick (the requests due in one tick leave
+//! together), and it speaks only HTTP/1.1 over cleartext with keep-alive; TLS, HTTP/2, keep-alive
+//! off and the closed model stay on the tokio engine. Chosen with `LoadConfig::tick`.
+
+use super::{Ctx, Job, MAX_OPENING, PRECONNECT};
+use crate::clock::now_ns;
+use crate::schedule::{Schedule, TimedStage};
+use crate::summary::{ResetExample, ResetKind};
+use ceiling_metrics::{record_us, Outcome};
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::Ordering;
+
+/// The largest response the ticked engine buffers (headers and body); a larger one is counted
+/// as malformed (`other`). API responses are far smaller.
+const MAX_RESPONSE: usize = 4 << 20;
+
+/// What a buffer holds of one HTTP/1.1 response.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// More bytes are needed.
+    Partial,
+    /// A whole response of `len` bytes with this status; `close`: the connection cannot be
+    /// reused after it.
+    Complete {
+        status: u16,
+        len: usize,
+        close: bool,
+    },
+    /// A body delimited by the connection's close: complete when the peer closes.
+    UntilClose { status: u16 },
+    /// Not HTTP/1.1.
+    Malformed,
+}
+
+/// Frames the first response in `buf` (interim 1xx responses skipped): Content-Length, chunked,
+/// no body (HEAD, 204, 304), or delimited by close.
+pub(crate) fn frame(buf: &[u8], head_only: bool) -> Frame {
+    let mut at = 0;
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 48];
+        let mut resp = httparse::Response::new(&mut headers);
+        let head = match resp.parse(&buf[at..]) {
+            Ok(httparse::Status::Complete(h)) => h,
+            Ok(httparse::Status::Partial) => return Frame::Partial,
+            Err(_) => return Frame::Malformed,
+        };
+        let status = resp.code.unwrap_or(0);
+        let mut length: Option<usize> = None;
+        let mut chunked = false;
+        let mut close = resp.version == Some(0);
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                match std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                {
+                    Some(n) => length = Some(n),
+                    None => return Frame::Malformed,
+                }
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = h
+                    .value
+                    .windows(7)
+                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if h.value.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        if (100..200).contains(&status) {
+            at += head;
+            continue;
+        }
+        let body = at + head;
+        if head_only || status == 204 || status == 304 {
+            return Frame::Complete {
+                status,
+                len: body,
+                close,
+            };
+        }
+        if chunked {
+            return match chunked_end(&buf[body..]) {
+                Ok(Some(n)) => Frame::Complete {
+                    status,
+                    len: body + n,
+                    close,
+                },
+                Ok(None) => Frame::Partial,
+                Err(()) => Frame::Malformed,
+            };
+        }
+        return match length {
+            Some(n) => match body.checked_add(n) {
+                Some(total) if total <= buf.len() => Frame::Complete {
+                    status,
+                    len: total,
+                    close,
+                },
+                Some(total) if total <= MAX_RESPONSE => Frame::Partial,
+                _ => Frame::Malformed,
+            },
+            None => Frame::UntilClose { status },
+        };
+    }
+}
+
+/// The encoded length of a complete chunked body at the start of `b`, `None` while incomplete.
+fn chunked_end(b: &[u8]) -> Result<Option<usize>, ()> {
+    let line_end = |from: usize| {
+        b[from..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| from + p)
+    };
+    let mut at = 0;
+    loop {
+        let Some(end) = line_end(at) else {
+            return Ok(None);
+        };
+        let line = std::str::from_utf8(&b[at..end]).map_err(|_| ())?;
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| ())?;
+        at = end + 2;
+        if size == 0 {
+            // trailer fields, then an empty line
+            loop {
+                let Some(end) = line_end(at) else {
+                    return Ok(None);
+                };
+                let empty = end == at;
+                at = end + 2;
+                if empty {
+                    return Ok(Some(at));
+                }
+            }
+        }
+        let data_end = at.checked_add(size).ok_or(())?;
+        if data_end + 2 > b.len() {
+            return if data_end > MAX_RESPONSE {
+                Err(())
+            } else {
+                Ok(None)
+            };
+        }
+        if &b[data_end..data_end + 2] != b"\r\n" {
+            return Err(());
+        }
+        at = data_end + 2;
+    }
+}
+
+/// One connection of the ticked engine.
+struct TConn {
+    sock: std::net::TcpStream,
+    /// Connecting (non-blocking connect in progress) since this time.
+    connecting_since: Option<u64>,
+    /// The request it carries, when busy: the job, when it was written, how much of it is left
+    /// to write, and whether this is its idle-close retry.
+    job: Option<(Job, u64, usize, bool)>,
+    buf: Vec<u8>,
+    /// Requests answered on it.
+    served: u64,
+    /// When it last went idle (0: never used).
+    idle_since: u64,
+    /// The kernel's receive time of the last bytes read (monotonic ns), 0 when unknown.
+    rx_ns: u64,
+    /// The peer closed it.
+    eof: bool,
+}
+
+/// A private epoll, asked with a zero timeout only.
+struct Poller {
+    fd: RawFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Poller {
+    fn new() -> std::io::Result<Poller> {
+        // SAFETY: plain syscall; the fd is owned by Poller and closed in Drop.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Poller {
+            fd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; 1024],
+        })
+    }
+
+    /// Watches `fd` (level-triggered) for input and, while `out`, for writability; `key` comes
+    /// back with its events.
+    fn watch(&self, fd: RawFd, key: usize, out: bool, op: libc::c_int) {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP | if out { libc::EPOLLOUT } else { 0 })
+                as u32,
+            u64: key as u64,
+        };
+        // SAFETY: valid epoll fd and event struct; errors (a closed fd) are ignored, as the
+        // connection is then dropped by its own read or write.
+        unsafe { libc::epoll_ctl(self.fd, op, fd, &mut ev) };
+    }
+
+    fn forget(&self, fd: RawFd) {
+        // SAFETY: as above.
+        unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+    }
+
+    /// The connections with events now (never waits).
+    fn ready(&mut self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        // SAFETY: the buffer is valid for `len` events.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd,
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                0,
+            )
+        };
+        self.events[..n.max(0) as usize]
+            .iter()
+            .map(|e| (e.u64 as usize, e.events))
+    }
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Sleeps until the monotonic clock reads `at_ns` (absolute, so a late wake-up does not push
+/// the next one later).
+fn sleep_until(at_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: valid timespec; EINTR just wakes early, the loop copes.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns (to move the kernel's receive timestamps, which are
+/// wall-clock times, onto the engine's monotonic clock).
+fn realtime_offset() -> i128 {
+    let mut rt = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut rt) };
+    let mono = now_ns() as i128;
+    (rt.tv_sec as i128) * 1_000_000_000 + rt.tv_nsec as i128 - mono
+}
+
+/// Reads what `fd` has into `buf` (up to `cap` bytes more): bytes read, whether the peer closed,
+/// and the kernel's receive time of the last segment read (wall clock ns; 0 if none came).
+fn read_stamped(fd: RawFd, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<(usize, bool, i128)> {
+    let mut total = 0;
+    let mut stamp: i128 = 0;
+    loop {
+        if buf.len() >= cap {
+            return Ok((total, false, stamp));
+        }
+        let old = buf.len();
+        buf.resize(old + 16384, 0);
+        let mut iov = libc::iovec {
+            iov_base: buf[old..].as_mut_ptr().cast(),
+            iov_len: buf.len() - old,
+        };
+        let mut cmsg = [0u64; 16];
+        // SAFETY: msghdr points at valid buffers that outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
+        // SAFETY: as above.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+        if n < 0 {
+            buf.truncate(old);
+            let e = std::io::Error::last_os_error();
+            return match e.kind() {
+                std::io::ErrorKind::WouldBlock => Ok((total, false, stamp)),
+                std::io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        buf.truncate(old + n as usize);
+        if n == 0 {
+            return Ok((total, true, stamp));
+        }
+        total += n as usize;
+        let short = (n as usize) < iov.iov_len;
+        // SAFETY: walking the control buffer the kernel filled, with the libc macros.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    stamp = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        if short {
+            // A read that did not fill the space took everything queued: stop without the
+            // recvmsg that would only say EAGAIN (level-triggered epoll reports anything that
+            // arrives meanwhile at the next tick).
+            return Ok((total, false, stamp));
+        }
+    }
+}
+
+/// Opens a non-blocking connection with receive timestamps on; `Ok(true)` when it connected at
+/// once (loopback often does), `Ok(false)` while in progress.
+fn open(addr: std::net::SocketAddr) -> std::io::Result<(std::net::TcpStream, bool)> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscall; ownership moves into the TcpStream below.
+    let fd = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket we own.
+    let sock = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    // SAFETY: valid option value pointers.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+    }
+    let (sa, len) = sockaddr(addr);
+    // SAFETY: sa is a valid sockaddr of `len` bytes.
+    let r = unsafe { libc::connect(fd, (&sa as *const libc::sockaddr_storage).cast(), len) };
+    if r == 0 {
+        return Ok((sock, true));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EINPROGRESS) {
+        Ok((sock, false))
+    } else {
+        Err(e)
+    }
+}
+
+fn sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: zeroed sockaddr_storage is valid; we fill the variant that matches.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        std::net::SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
+            (
+                ss,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        }
+        std::net::SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
+            (
+                ss,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        }
+    }
+}
+
+/// The pending error of a socket whose non-blocking connect finished.
+fn take_error(sock: &std::net::TcpStream) -> Option<std::io::Error> {
+    sock.take_error().ok().flatten()
+}
+
+/// The ticked engine's state for one worker.
+struct Ticked<'a> {
+    ctx: &'a Ctx,
+    poller: Poller,
+    conns: Vec<Option<TConn>>,
+    free: Vec<usize>,
+    idle: Vec<usize>,
+    backlog: VecDeque<Job>,
+    cap: usize,
+    backlog_cap: usize,
+    open: usize,
+    opening: usize,
+    offset: i128,
+}
+
+impl<'a> Ticked<'a> {
+    /// A new connection (for `job`, or idle when `None`); when it cannot be opened the job is
+    /// recorded as a connect error.
+    fn connect(&mut self, job: Option<Job>) {
+        let addr = self.ctx.cfg.target.addr;
+        match open(addr) {
+            Ok((sock, done)) => {
+                let key = self.free.pop().unwrap_or_else(|| {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                });
+                self.poller
+                    .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
+                let now = now_ns();
+                self.conns[key] = Some(TConn {
+                    sock,
+                    connecting_since: (!done).then_some(now),
+                    job: None,
+                    buf: Vec::new(),
+                    served: 0,
+                    idle_since: 0,
+                    rx_ns: 0,
+                    eof: false,
+                });
+                self.open += 1;
+                if done {
+                    self.ctx.conns.set(self.ctx.conns.get() + 1);
+                } else {
+                    self.opening += 1;
+                }
+                match job {
+                    Some(j) => self.assign(key, j, false),
+                    None if done => self.idle.push(key),
+                    None => {}
+                }
+            }
+            Err(e) => {
+                self.ctx
+                    .connect_failures
+                    .note(|| format!("connecting to {addr}: {e}"));
+                if let Some(j) = job {
+                    self.record(j.tag, j.intended, now_ns(), now_ns(), Outcome::Connect);
+                }
+            }
+        }
+    }
+
+    /// Gives `job` to connection `key` and writes it if the connection is up.
+    fn assign(&mut self, key: usize, job: Job, retry: bool) {
+        let c = self.conns[key].as_mut().expect("live connection");
+        let len = job.wire.as_bytes().len();
+        c.job = Some((job, 0, len, retry));
+        if c.connecting_since.is_none() {
+            self.write(key);
+        }
+    }
+
+    /// Writes what is left of connection `key`'s request.
+    fn write(&mut self, key: usize) {
+        let c = self.conns[key].as_mut().expect("live connection");
+        let Some((job, sent, left, _)) = c.job.as_mut() else {
+            return;
+        };
+        let bytes = job.wire.as_bytes();
+        let from = bytes.len() - *left;
+        match std::io::Write::write(&mut c.sock, &bytes[from..]) {
+            Ok(n) => {
+                if *sent == 0 {
+                    *sent = now_ns();
+                    let mut rec = self.ctx.rec.borrow_mut();
+                    rec.rotate(*sent);
+                    rec.cur.sent += 1;
+                }
+                *left -= n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => self.fail(key, ExchangeFailure::Write),
+        }
+    }
+
+    /// Records one finished request: latency from its (quantised) intended time, or from its send
+    /// if that was earlier (never but by the clock's own jitter).
+    fn record(&self, tag: usize, intended: u64, sent: u64, done: u64, outcome: Outcome) {
+        let origin = intended.min(sent);
+        let mut rec = self.ctx.rec.borrow_mut();
+        let ts = rec.tag(done, tag);
+        record_us(&mut ts.latency, done.saturating_sub(origin) / 1000);
+        record_us(&mut ts.service, done.saturating_sub(sent) / 1000);
+        ts.counts.add(outcome);
+    }
+
+    /// Drops connection `key`.
+    fn close(&mut self, key: usize) {
+        if let Some(c) = self.conns[key].take() {
+            self.poller.forget(c.sock.as_raw_fd());
+            if c.connecting_since.is_some() {
+                self.opening -= 1;
+            } else {
+                self.ctx.conns.set(self.ctx.conns.get().saturating_sub(1));
+            }
+            self.open -= 1;
+            self.free.push(key);
+        }
+    }
+
+    /// Connection `key` failed: its request is retried once on a new connection when the
+    /// connection had sat idle and closed before any byte of the response (the idle-close race,
+    /// as the tokio engine does), else recorded as the failure.
+    fn fail(&mut self, key: usize, how: ExchangeFailure) {
+        let Some(c) = self.conns[key].as_mut() else {
+            return;
+        };
+        let (got, served, idle_since) = (c.buf.len(), c.served, c.idle_since);
+        let Some((job, sent, _, retry)) = c.job.take() else {
+            self.close(key);
+            return;
+        };
+        let now = now_ns();
+        let last_error = match &how {
+            ExchangeFailure::Write => "write failed".to_string(),
+            ExchangeFailure::Read(e) => e.clone(),
+            ExchangeFailure::Closed => "closed".to_string(),
+        };
+        self.close(key);
+        let closed_early =
+            matches!(how, ExchangeFailure::Closed | ExchangeFailure::Write) && got == 0;
+        if closed_early && idle_since > 0 && !retry {
+            self.ctx.connect_failures.tally(|t| t.retried += 1);
+            self.retry(job, sent);
+            return;
+        }
+        let kind = if retry {
+            ResetKind::RetryFailed
+        } else if closed_early {
+            ResetKind::ClosedWhenNew
+        } else {
+            ResetKind::MidResponse
+        };
+        let example = ResetExample {
+            t: self.ctx.rec.borrow().cur.t,
+            kind,
+            bytes: got,
+            served,
+            idle_ms: if idle_since > 0 {
+                sent.saturating_sub(idle_since) as f64 / 1e6
+            } else {
+                0.0
+            },
+            retry,
+            error: last_error,
+        };
+        self.ctx.connect_failures.tally(|t| t.note(example));
+        self.record(job.tag, job.intended, sent.max(1), now, Outcome::Reset);
+    }
+
+    /// Sends `job` again on a new connection (its latency still runs from its intended time).
+    fn retry(&mut self, job: Job, sent: u64) {
+        let addr = self.ctx.cfg.target.addr;
+        match open(addr) {
+            Ok((sock, done)) => {
+                let key = self.free.pop().unwrap_or_else(|| {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                });
+                self.poller
+                    .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
+                let len = job.wire.as_bytes().len();
+                self.conns[key] = Some(TConn {
+                    sock,
+                    connecting_since: (!done).then(now_ns),
+                    job: Some((job, sent, len, true)),
+                    buf: Vec::new(),
+                    served: 0,
+                    idle_since: 0,
+                    rx_ns: 0,
+                    eof: false,
+                });
+                self.open += 1;
+                if done {
+                    self.ctx.conns.set(self.ctx.conns.get() + 1);
+                    // written from its start; `sent` stays the first write's time
+                    self.write(key);
+                } else {
+                    self.opening += 1;
+                }
+            }
+            Err(e) => {
+                self.ctx
+                    .connect_failures
+                    .note(|| format!("connecting to {addr}: {e}"));
+                self.ctx.connect_failures.tally(|t| {
+                    t.note(ResetExample {
+                        t: 0,
+                        kind: ResetKind::RetryFailed,
+                        bytes: 0,
+                        served: 0,
+                        idle_ms: 0.0,
+                        retry: true,
+                        error: format!("the retry's connect: {e}"),
+                    })
+                });
+                self.record(job.tag, job.intended, sent.max(1), now_ns(), Outcome::Reset);
+            }
+        }
+    }
+
+    /// Handles the events of connection `key`.
+    fn on_event(&mut self, key: usize, events: u32) {
+        let Some(c) = self.conns[key].as_ref() else {
+            return;
+        };
+        if c.connecting_since.is_some() {
+            if events & (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32 == 0 {
+                return;
+            }
+            if let Some(e) = take_error(&c.sock) {
+                let addr = self.ctx.cfg.target.addr;
+                self.ctx
+                    .connect_failures
+                    .note(|| format!("connecting to {addr}: {e}"));
+                let job = self.conns[key].as_mut().and_then(|c| c.job.take());
+                self.close(key);
+                if let Some((j, _, _, _)) = job {
+                    let now = now_ns();
+                    self.record(j.tag, j.intended, now, now, Outcome::Connect);
+                }
+                return;
+            }
+            let fd = c.sock.as_raw_fd();
+            let has_job = c.job.is_some();
+            self.opening -= 1;
+            self.ctx.conns.set(self.ctx.conns.get() + 1);
+            self.poller.watch(fd, key, false, libc::EPOLL_CTL_MOD);
+            let c = self.conns[key].as_mut().expect("live connection");
+            c.connecting_since = None;
+            if has_job {
+                self.write(key);
+            } else {
+                c.idle_since = now_ns();
+                self.idle.push(key);
+            }
+            return;
+        }
+        let input = libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
+        if events & input as u32 != 0 {
+            self.read(key);
+        }
+    }
+
+    /// Reads connection `key` and finishes its request if the response is complete.
+    fn read(&mut self, key: usize) {
+        let offset = self.offset;
+        let Some(c) = self.conns[key].as_mut() else {
+            return;
+        };
+        match read_stamped(c.sock.as_raw_fd(), &mut c.buf, MAX_RESPONSE + 1) {
+            Ok((_, eof, stamp)) => {
+                if stamp > 0 {
+                    c.rx_ns = (stamp - offset).max(0) as u64;
+                }
+                c.eof |= eof;
+            }
+            Err(e) => {
+                self.fail(key, ExchangeFailure::Read(e.to_string()));
+                return;
+            }
+        }
+        let c = self.conns[key].as_mut().expect("live connection");
+        let Some((job, sent, _, _)) = c.job.as_ref() else {
+            // bytes or a close on an idle connection: it is no longer usable
+            if c.eof || !c.buf.is_empty() {
+                self.idle.retain(|&k| k != key);
+                self.close(key);
+            }
+            return;
+        };
+        let head_only = self.ctx.specs[job.tag].method == "HEAD";
+        let now = now_ns();
+        // the kernel's time of the last segment, never later than now nor before the send
+        let done = if c.rx_ns > 0 {
+            c.rx_ns.clamp(*sent, now)
+        } else {
+            now
+        };
+        let (eof, buffered) = (c.eof, c.buf.len());
+        let (status, len, close) = match frame(&c.buf, head_only) {
+            Frame::Partial if eof => return self.fail(key, ExchangeFailure::Closed),
+            Frame::Partial => {
+                if buffered > MAX_RESPONSE {
+                    self.finish_malformed(key);
+                }
+                return;
+            }
+            Frame::UntilClose { status } if eof => (status, buffered, true),
+            Frame::UntilClose { .. } => return,
+            Frame::Complete { status, len, close } => (status, len, close),
+            Frame::Malformed => return self.finish_malformed(key),
+        };
+        let c = self.conns[key].as_mut().expect("live connection");
+        let (job, sent, _, _) = c.job.take().expect("checked above");
+        c.buf.drain(..len);
+        c.served += 1;
+        let reuse = !(close || c.eof || !c.buf.is_empty());
+        if reuse {
+            c.idle_since = now;
+        }
+        let outcome = if self.ctx.specs[job.tag].expects(status) {
+            Outcome::Ok
+        } else {
+            Outcome::for_unexpected_status(status)
+        };
+        self.record(job.tag, job.intended, sent, done, outcome);
+        if reuse {
+            self.take_next(key);
+        } else {
+            self.close(key);
+        }
+    }
+
+    fn finish_malformed(&mut self, key: usize) {
+        let c = self.conns[key].as_mut().expect("live connection");
+        if let Some((job, sent, _, _)) = c.job.take() {
+            self.record(job.tag, job.intended, sent, now_ns(), Outcome::Other);
+        }
+        self.close(key);
+    }
+
+    /// An idle connection takes the oldest queued request, else waits in the idle stack.
+    fn take_next(&mut self, key: usize) {
+        if let Some(j) = self.backlog.pop_front() {
+            self.ctx.backlog.set(self.backlog.len() as u64);
+            self.assign(key, j, false);
+        } else {
+            self.idle.push(key);
+        }
+    }
+
+    /// Requests older than the timeout end as timeouts (their connections are dropped); so do
+    /// connects that take longer.
+    fn expire(&mut self, now: u64) {
+        let timeout = self.ctx.cfg.timeout.as_nanos() as u64;
+        for key in 0..self.conns.len() {
+            let Some(c) = self.conns[key].as_ref() else {
+                continue;
+            };
+            // from the first write, as the tokio engine's timeout runs from its send; a request
+            // still waiting for its connection, from its intended time
+            let since = match &c.job {
+                Some((_, sent, _, _)) if *sent > 0 => *sent,
+                Some((j, _, _, _)) => j.intended,
+                None => continue,
+            };
+            if now.saturating_sub(since) > timeout {
+                let c = self.conns[key].as_mut().expect("checked");
+                let (job, sent, _, _) = c.job.take().expect("checked");
+                if c.connecting_since.is_some() {
+                    let addr = self.ctx.cfg.target.addr;
+                    let t = self.ctx.cfg.timeout;
+                    self.ctx
+                        .connect_failures
+                        .note(|| format!("connecting to {addr}: no answer within {t:?}"));
+                }
+                self.close(key);
+                self.record(
+                    job.tag,
+                    job.intended,
+                    if sent > 0 { sent } else { now },
+                    now,
+                    Outcome::Timeout,
+                );
+            }
+        }
+    }
+
+    /// Hands out every send due before `until`: to an idle connection, a new one, the backlog,
+    /// or (backlog full) counted as generator overload.
+    fn dispatch(
+        &mut self,
+        sched: &mut std::iter::Peekable<Schedule>,
+        start: u64,
+        tick: u64,
+        until: u64,
+        now: u64,
+    ) -> bool {
+        loop {
+            let Some(next) = sched.peek() else {
+                return false;
+            };
+            if start + next.at > until {
+                return true;
+            }
+            // the tick nearest the plan's time: the schedule this engine keeps
+            let intended = start + (next.at + tick / 2) / tick * tick;
+            sched.next();
+            let (tag, wire) = {
+                let mut m = self.ctx.mix.borrow_mut();
+                let (mix, rng) = &mut *m;
+                let tag = mix.pick(rng);
+                (tag, mix.render(tag, rng))
+            };
+            {
+                let mut rec = self.ctx.rec.borrow_mut();
+                rec.rotate(now);
+                rec.cur.offered += 1;
+                record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
+            }
+            let job = Job {
+                intended,
+                tag,
+                wire,
+            };
+            if let Some(key) = self.idle.pop() {
+                self.assign(key, job, false);
+            } else if self.open < self.cap && self.opening < MAX_OPENING {
+                self.connect(Some(job));
+            } else if self.backlog.len() < self.backlog_cap {
+                self.backlog.push_back(job);
+                self.ctx.backlog.set(self.backlog.len() as u64);
+            } else {
+                self.ctx.rec.borrow_mut().cur.overflow += 1;
+            }
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !self.backlog.is_empty() || self.conns.iter().flatten().any(|c| c.job.is_some())
+    }
+}
+
+/// How an exchange failed.
+enum ExchangeFailure {
+    Write,
+    Read(String),
+    Closed,
+}
+
+/// Runs one worker's share of an open-model schedule on the ticked engine (see the module doc).
+pub(super) fn run_open(
+    ctx: &Ctx,
+    stages: Vec<TimedStage>,
+    shard: (u64, u64),
+    start: u64,
+    tick_ns: u64,
+) -> Result<(), String> {
+    let cfg = ctx.cfg.clone();
+    let poller = Poller::new().map_err(|e| format!("cannot create an epoll instance: {e}"))?;
+    let mut t = Ticked {
+        ctx,
+        poller,
+        conns: Vec::new(),
+        free: Vec::new(),
+        idle: Vec::new(),
+        backlog: VecDeque::new(),
+        cap: (cfg.max_connections / shard.1 as usize).max(1),
+        backlog_cap: (cfg.max_backlog / shard.1 as usize).max(1),
+        open: 0,
+        opening: 0,
+        offset: realtime_offset(),
+    };
+    let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
+    // Like wrk (and the tokio engine), open a first set of keep-alive connections before the
+    // first intended send time.
+    for _ in 0..t.cap.min(PRECONNECT) {
+        t.connect(None);
+    }
+    while t.opening > 0 && now_ns() + 1_000_000 < start {
+        sleep_until(now_ns() + 1_000_000);
+        let ready: Vec<(usize, u32)> = t.poller.ready().collect();
+        for (k, ev) in ready {
+            t.on_event(k, ev);
+        }
+    }
+    let hard_end = start + cfg.hard_limit.as_nanos() as u64;
+    let mut next_second = start + 1_000_000_000;
+    // ticks at start + k·tick: the grid the schedule is quantised to
+    let grid_after = |t: u64| start + t.saturating_sub(start).div_ceil(tick_ns) * tick_ns;
+    let mut next_tick = grid_after(now_ns());
+    let mut more = true;
+    let mut drain_deadline: Option<u64> = None;
+    loop {
+        sleep_until(next_tick);
+        let now = now_ns();
+        // keep the wall-to-monotonic offset fresh (NTP may slew the wall clock)
+        t.offset = realtime_offset();
+        let ready: Vec<(usize, u32)> = t.poller.ready().collect();
+        for (k, ev) in ready {
+            t.on_event(k, ev);
+        }
+        // requests whose writes were cut short: write the rest
+        for key in 0..t.conns.len() {
+            if let Some(c) = &t.conns[key] {
+                if c.connecting_since.is_none()
+                    && c.job.as_ref().is_some_and(|(_, _, left, _)| *left > 0)
+                {
+                    t.write(key);
+                }
+            }
+        }
+        t.expire(now);
+        if ctx.stopping.get() {
+            break;
+        }
+        if more {
+            more = t.dispatch(&mut sched, start, tick_ns, next_tick + tick_ns / 2, now);
+        }
+        if now >= next_second {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.cur.connections = ctx.conns.get();
+            rec.cur.backlog = ctx.backlog.get();
+            rec.rotate(now);
+            next_second += 1_000_000_000;
+        }
+        if cfg.stop.load(Ordering::Relaxed) || now > hard_end {
+            ctx.stopping.set(true);
+            break;
+        }
+        if !more {
+            let deadline =
+                *drain_deadline.get_or_insert(now + cfg.timeout.as_nanos() as u64 + 1_000_000_000);
+            if !t.busy() || now > deadline {
+                break;
+            }
+        }
+        next_tick += tick_ns;
+        if next_tick < now {
+            // fell behind (a long stall of this thread): skip to the next boundary
+            next_tick = grid_after(now);
+        }
+    }
+    let keys: Vec<usize> = (0..t.conns.len()).collect();
+    for k in keys {
+        t.close(k);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_lengths_chunks_interims_and_close() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200";
+        assert_eq!(
+            frame(r, false),
+            Frame::Complete {
+                status: 200,
+                len: 40,
+                close: false
+            }
+        );
+        assert_eq!(frame(&r[..39], false), Frame::Partial);
+        let c = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n2;x=y\r\nok\r\n0\r\nT: 1\r\n\r\n";
+        assert_eq!(
+            frame(c, false),
+            Frame::Complete {
+                status: 201,
+                len: c.len(),
+                close: false
+            }
+        );
+        for cut in 1..c.len() {
+            assert_eq!(frame(&c[..cut], false), Frame::Partial, "cut at {cut}");
+        }
+        let i = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(
+            frame(i, false),
+            Frame::Complete {
+                status: 204,
+                len: i.len(),
+                close: false
+            }
+        );
+        let h = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+        assert_eq!(
+            frame(h, true),
+            Frame::Complete {
+                status: 200,
+                len: h.len(),
+                close: false
+            }
+        );
+        let o = b"HTTP/1.0 200 OK\r\n\r\nbody";
+        assert_eq!(frame(o, false), Frame::UntilClose { status: 200 });
+        let k = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(
+            frame(k, false),
+            Frame::Complete {
+                status: 200,
+                len: k.len(),
+                close: true
+            }
+        );
+        assert_eq!(frame(b"garbage\r\n\r\n", false), Frame::Malformed);
+        assert_eq!(
+            frame(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false),
+            Frame::Malformed
+        );
+        assert_eq!(
+            frame(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXX",
+                false
+            ),
+            Frame::Malformed
+        );
+    }
+
+    #[test]
+    fn the_kernel_stamps_a_response_with_its_arrival_not_its_reading() {
+        // A response read 50 ms after it arrived carries its arrival time.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (c, done) = open(addr).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        if !done {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::io::Write::write_all(&mut s, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap();
+        let sent = now_ns();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut buf = Vec::new();
+        let (n, eof, stamp) = read_stamped(c.as_raw_fd(), &mut buf, 1 << 20).unwrap();
+        assert_eq!((n, eof), (38, false));
+        let arrived = (stamp - realtime_offset()) as u64;
+        assert!(
+            arrived >= sent.saturating_sub(2_000_000),
+            "stamp before the write"
+        );
+        assert!(
+            arrived < sent + 10_000_000,
+            "stamped at reading, not arrival: {} ms",
+            (arrived - sent) / 1_000_000
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The ticked engine (`LoadConfig::tick`) against local servers of known timing: the same truths
+//! as the tokio engine's (stall.rs, keep_alive.rs), and what it does differently — responses
+//! timed by the kernel's receive stamps, not by the tick that reads them.
+
+mod support;
+
+use ceiling_load::testing::{spawn_server, stalling};
+use ceiling_load::{run, LoadConfig};
+use ceiling_plan::{Model, Stage};
+use std::time::Duration;
+
+fn ticked(port: u16, rate: f64, secs: u64, tick: Duration) -> LoadConfig {
+    let mut c = support::config(
+        port,
+        Model::Open,
+        true,
+        Stage::Hold {
+            rate,
+            duration: Duration::from_secs(secs),
+        },
+    );
+    c.max_connections = 2000;
+    c.tick = Some(tick);
+    c
+}
+
+#[test]
+fn open_model_p99_of_a_stalling_server_matches_the_analytic_value() {
+    // stall.rs's case: 100 ms stalls every second, p99 = S − 0.01·P = 90 ms
+    let port = spawn_server(stalling(
+        Duration::from_millis(100),
+        Duration::from_millis(1000),
+    ));
+    let (rate, secs) = (1000.0, 10);
+    let s = run(ticked(port, rate, secs, Duration::from_millis(1)), |_| {}).unwrap();
+    let h = s.latency();
+    let p99 = h.value_at_quantile(0.99) as f64 / 1000.0;
+    eprintln!(
+        "ticked, 1 ms: p50 {:.3} ms, p99 {p99:.2} ms (analytic 90.0)",
+        h.value_at_quantile(0.5) as f64 / 1000.0
+    );
+    assert_eq!(s.counts().errors(), 0);
+    assert_eq!(
+        s.counts().total(),
+        (rate as u64) * secs,
+        "every scheduled request completes"
+    );
+    assert!(
+        (p99 - 90.0).abs() <= 4.5,
+        "p99 {p99:.2} ms not within 5% of 90 ms"
+    );
+}
+
+#[test]
+fn service_time_keeps_microseconds_although_the_tick_is_coarse() {
+    // A server that answers after ~3 ms (the test server's timer rounds up to whole
+    // milliseconds: the tokio engine, run beside, says what it really takes), a 10-ms tick:
+    // reading each response at the tick would spread the service times over 3–10 ms; the
+    // kernel's receive stamp gives the tokio engine's figure. Latency runs from the tick the
+    // request was moved to, so it is the service time plus the wake-up's own delay, and the
+    // schedule lag is that delay — far below the tick.
+    let port = spawn_server(|now| now + Duration::from_millis(3));
+    let q = |h: &hdrhistogram::Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    let mut plain = ticked(port, 500.0, 4, Duration::from_millis(10));
+    plain.tick = None;
+    let base = run(plain, |_| {}).unwrap();
+    let (b50, b99) = (
+        q(&base.tags[0].service, 0.5),
+        q(&base.tags[0].service, 0.99),
+    );
+    let s = run(ticked(port, 500.0, 4, Duration::from_millis(10)), |_| {}).unwrap();
+    let service = &s.tags[0].service;
+    let (s50, s99) = (q(service, 0.5), q(service, 0.99));
+    let (l50, l99) = (q(&s.latency(), 0.5), q(&s.latency(), 0.99));
+    let lag99 = q(&s.lag, 0.99);
+    eprintln!("tokio engine: service p50 {b50:.3} ms p99 {b99:.3}");
+    eprintln!("ticked, 10 ms: service p50 {s50:.3} ms p99 {s99:.3}; latency p50 {l50:.3} p99 {l99:.3}; schedule lag p99 {lag99:.3} ms");
+    assert_eq!(s.counts().total(), 2000);
+    assert_eq!(s.counts().errors(), 0);
+    assert!(
+        (s50 - b50).abs() < 0.3,
+        "service p50 {s50:.3} ms vs the tokio engine's {b50:.3}"
+    );
+    assert!(
+        s99 < b99 + 0.5,
+        "service p99 {s99:.3} ms vs {b99:.3}: timed by the tick, not the arrival"
+    );
+    assert!(
+        lag99 < 1.0,
+        "schedule lag p99 {lag99:.3} ms: late for its own ticks"
+    );
+    assert!(
+        l99 >= s99 && l99 <= s99 + 1.0,
+        "latency p99 {l99:.3} ms vs service {s99:.3}"
+    );
+}
+
+#[test]
+fn it_refuses_what_it_does_not_speak() {
+    let port = spawn_server(|now| now);
+    let mut c = ticked(port, 100.0, 1, Duration::from_millis(1));
+    c.keep_alive = false;
+    let e = run(c, |_| {}).unwrap_err().to_string();
+    assert!(
+        e.contains("ticked engine") && e.contains("keep-alive off"),
+        "{e}"
+    );
+}
