@@ -295,10 +295,12 @@ fn read_stamped(fd: RawFd, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<(us
             return Ok((total, false, stamp));
         }
         let old = buf.len();
-        buf.resize(old + 16384, 0);
+        // read into the spare capacity: zeroing 16 KiB before every read cost more than the read
+        buf.reserve(16384);
+        let spare = buf.spare_capacity_mut();
         let mut iov = libc::iovec {
-            iov_base: buf[old..].as_mut_ptr().cast(),
-            iov_len: buf.len() - old,
+            iov_base: spare.as_mut_ptr().cast(),
+            iov_len: spare.len(),
         };
         let mut cmsg = [0u64; 16];
         // SAFETY: msghdr points at valid buffers that outlive the call.
@@ -310,7 +312,6 @@ fn read_stamped(fd: RawFd, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<(us
         // SAFETY: as above.
         let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
         if n < 0 {
-            buf.truncate(old);
             let e = std::io::Error::last_os_error();
             return match e.kind() {
                 std::io::ErrorKind::WouldBlock => Ok((total, false, stamp)),
@@ -318,7 +319,8 @@ fn read_stamped(fd: RawFd, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<(us
                 _ => Err(e),
             };
         }
-        buf.truncate(old + n as usize);
+        // SAFETY: the kernel wrote `n` bytes into the spare capacity.
+        unsafe { buf.set_len(old + n as usize) };
         if n == 0 {
             return Ok((total, true, stamp));
         }
