@@ -201,6 +201,30 @@ impl Ctx {
         Ok(c)
     }
 
+    /// The mix's next request for the send intended at `intended` and dispatched at `now`:
+    /// counted as offered, its schedule lag recorded. Schedule lag = how late the generator
+    /// itself dispatched this request: its own punctuality, which the generator-bound check
+    /// judges. Waiting for a connection afterwards (all busy, new ones being accepted by a loaded
+    /// service) is the service's side: it is inside the latency from the intended time, and
+    /// hitting the connection cap shows as backlog/overflow.
+    fn next_job(&self, intended: u64, now: u64) -> Job {
+        let (tag, wire) = {
+            let mut m = self.mix.borrow_mut();
+            let (mix, rng) = &mut *m;
+            let tag = mix.pick(rng);
+            (tag, mix.render(tag, rng))
+        };
+        let mut rec = self.rec.borrow_mut();
+        rec.rotate(now);
+        rec.cur.offered += 1;
+        record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
+        Job {
+            intended,
+            tag,
+            wire,
+        }
+    }
+
     fn outcome(
         &self,
         tag: usize,
@@ -507,28 +531,7 @@ fn dispatch_due(ctx: &Rc<Ctx>, d: &Rc<Dispatch>, now: u64, min_late_ns: u64) -> 
             return Some(intended);
         }
         sched.next();
-        let (tag, wire) = {
-            let mut m = ctx.mix.borrow_mut();
-            let (mix, rng) = &mut *m;
-            let tag = mix.pick(rng);
-            (tag, mix.render(tag, rng))
-        };
-        {
-            // Schedule lag = how late the generator itself dispatched this request: its own
-            // punctuality, which the generator-bound check judges. Waiting for a connection
-            // afterwards (all busy, new ones being accepted by a loaded service) is the
-            // service's side: it is inside the latency from the intended time, and hitting
-            // the connection cap shows as backlog/overflow.
-            let mut rec = ctx.rec.borrow_mut();
-            rec.rotate(now);
-            rec.cur.offered += 1;
-            record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
-        }
-        let job = Job {
-            intended,
-            tag,
-            wire,
-        };
+        let job = ctx.next_job(intended, now);
         let idle = d.idle.borrow_mut().pop();
         if let Some(slot) = idle {
             slot.job.set(Some(job));

@@ -170,30 +170,14 @@ impl Conn {
                 match resp.parse(&self.buf[..self.filled]) {
                     Ok(httparse::Status::Complete(head)) => {
                         let status = resp.code.unwrap_or(0);
-                        let mut length: Option<usize> = None;
-                        let mut chunked = false;
-                        let mut close = resp.version == Some(0);
-                        for h in resp.headers.iter() {
-                            if h.name.eq_ignore_ascii_case("content-length") {
-                                length = std::str::from_utf8(h.value)
-                                    .ok()
-                                    .and_then(|v| v.trim().parse().ok());
-                                if length.is_none() {
-                                    return Err(ExchangeError::Malformed);
-                                }
-                            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                                chunked = h
-                                    .value
-                                    .windows(7)
-                                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
-                            } else if h.name.eq_ignore_ascii_case("connection") {
-                                if h.value.eq_ignore_ascii_case(b"close") {
-                                    close = true;
-                                } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
-                                    close = false;
-                                }
-                            }
-                        }
+                        let Some(BodyFraming {
+                            length,
+                            chunked,
+                            close,
+                        }) = body_framing(&resp)
+                        else {
+                            return Err(ExchangeError::Malformed);
+                        };
                         if (100..200).contains(&status) {
                             // Interim response: drop it and read the real one.
                             self.consume(head);
@@ -384,6 +368,43 @@ impl Conn {
             }
         }
     }
+}
+
+/// What a response's head says about its body.
+pub(crate) struct BodyFraming {
+    /// Content-Length, if given.
+    pub length: Option<usize>,
+    /// Transfer-Encoding: chunked.
+    pub chunked: bool,
+    /// The connection closes after this response (HTTP/1.0, or `Connection: close`).
+    pub close: bool,
+}
+
+/// Reads the framing headers of a parsed response head; `None` when a Content-Length is not a
+/// number. Shared by the tokio engine's client and the ticked engine's framer.
+pub(crate) fn body_framing(resp: &httparse::Response) -> Option<BodyFraming> {
+    let mut f = BodyFraming {
+        length: None,
+        chunked: false,
+        close: resp.version == Some(0),
+    };
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            f.length = Some(std::str::from_utf8(h.value).ok()?.trim().parse().ok()?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            f.chunked = h
+                .value
+                .windows(7)
+                .any(|w| w.eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                f.close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                f.close = false;
+            }
+        }
+    }
+    Some(f)
 }
 
 #[cfg(test)]

@@ -66,31 +66,14 @@ pub(crate) fn frame(buf: &[u8], head_only: bool) -> Frame {
             Err(_) => return Frame::Malformed,
         };
         let status = resp.code.unwrap_or(0);
-        let mut length: Option<usize> = None;
-        let mut chunked = false;
-        let mut close = resp.version == Some(0);
-        for h in resp.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                match std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                {
-                    Some(n) => length = Some(n),
-                    None => return Frame::Malformed,
-                }
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = h
-                    .value
-                    .windows(7)
-                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                if h.value.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
-                    close = false;
-                }
-            }
-        }
+        let Some(crate::http::BodyFraming {
+            length,
+            chunked,
+            close,
+        }) = crate::http::body_framing(&resp)
+        else {
+            return Frame::Malformed;
+        };
         if (100..200).contains(&status) {
             at += head;
             continue;
@@ -466,29 +449,7 @@ impl<'a> Ticked<'a> {
         let addr = self.ctx.cfg.target.addr;
         match open(addr) {
             Ok((sock, done)) => {
-                let key = self.free.pop().unwrap_or_else(|| {
-                    self.conns.push(None);
-                    self.conns.len() - 1
-                });
-                self.poller
-                    .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
-                let now = now_ns();
-                self.conns[key] = Some(TConn {
-                    sock,
-                    connecting_since: (!done).then_some(now),
-                    job: None,
-                    buf: Vec::new(),
-                    served: 0,
-                    idle_since: 0,
-                    rx_ns: 0,
-                    eof: false,
-                });
-                self.open += 1;
-                if done {
-                    self.ctx.conns.set(self.ctx.conns.get() + 1);
-                } else {
-                    self.opening += 1;
-                }
+                let key = self.adopt(sock, done, None);
                 match job {
                     Some(j) => self.assign(key, j, false),
                     None if done => self.idle.push(key),
@@ -504,6 +465,39 @@ impl<'a> Ticked<'a> {
                 }
             }
         }
+    }
+
+    /// Takes a new socket into the table (watched by the poller; connected when `done`, else
+    /// connecting) carrying `job` if given; returns its key.
+    fn adopt(
+        &mut self,
+        sock: std::net::TcpStream,
+        done: bool,
+        job: Option<(Job, u64, usize, bool)>,
+    ) -> usize {
+        let key = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        self.poller
+            .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
+        self.conns[key] = Some(TConn {
+            sock,
+            connecting_since: (!done).then(now_ns),
+            job,
+            buf: Vec::new(),
+            served: 0,
+            idle_since: 0,
+            rx_ns: 0,
+            eof: false,
+        });
+        self.open += 1;
+        if done {
+            self.ctx.conns.set(self.ctx.conns.get() + 1);
+        } else {
+            self.opening += 1;
+        }
+        key
     }
 
     /// Gives `job` to connection `key` and writes it if the connection is up.
@@ -619,30 +613,11 @@ impl<'a> Ticked<'a> {
         let addr = self.ctx.cfg.target.addr;
         match open(addr) {
             Ok((sock, done)) => {
-                let key = self.free.pop().unwrap_or_else(|| {
-                    self.conns.push(None);
-                    self.conns.len() - 1
-                });
-                self.poller
-                    .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
                 let len = job.wire.as_bytes().len();
-                self.conns[key] = Some(TConn {
-                    sock,
-                    connecting_since: (!done).then(now_ns),
-                    job: Some((job, sent, len, true)),
-                    buf: Vec::new(),
-                    served: 0,
-                    idle_since: 0,
-                    rx_ns: 0,
-                    eof: false,
-                });
-                self.open += 1;
+                let key = self.adopt(sock, done, Some((job, sent, len, true)));
                 if done {
-                    self.ctx.conns.set(self.ctx.conns.get() + 1);
                     // written from its start; `sent` stays the first write's time
                     self.write(key);
-                } else {
-                    self.opening += 1;
                 }
             }
             Err(e) => {
@@ -853,23 +828,7 @@ impl<'a> Ticked<'a> {
             // the tick nearest the plan's time: the schedule this engine keeps
             let intended = start + (next.at + tick / 2) / tick * tick;
             sched.next();
-            let (tag, wire) = {
-                let mut m = self.ctx.mix.borrow_mut();
-                let (mix, rng) = &mut *m;
-                let tag = mix.pick(rng);
-                (tag, mix.render(tag, rng))
-            };
-            {
-                let mut rec = self.ctx.rec.borrow_mut();
-                rec.rotate(now);
-                rec.cur.offered += 1;
-                record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
-            }
-            let job = Job {
-                intended,
-                tag,
-                wire,
-            };
+            let job = self.ctx.next_job(intended, now);
             if let Some(key) = self.idle.pop() {
                 self.assign(key, job, false);
             } else if self.open < self.cap && self.opening < MAX_OPENING {
