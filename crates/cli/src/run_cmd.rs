@@ -81,6 +81,11 @@ pub struct RunArgs {
     /// connection's set-up is inside each request's latency).
     #[arg(long)]
     pub no_keep_alive: bool,
+    /// The ticked engine with this tick (e.g. `2ms`; overrides the plan's load.tick): the open
+    /// model woken once per tick instead of once per request, responses timed by the kernel's
+    /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
+    #[arg(long)]
+    pub tick: Option<String>,
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -164,7 +169,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
-    apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
+    apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref().map(parse_tick).transpose()?)?;
     if let Some(url) = a.url.clone() {
         return run_url(&a, &plan, &url, &gates);
     }
@@ -682,4 +687,9 @@ mod tests {
             "an open model has no repetitions"
         );
     }
+}
+
+/// `--tick`'s value.
+fn parse_tick(s: &str) -> anyhow::Result<std::time::Duration> {
+    ceiling_plan::parse_duration(s).map_err(|e| anyhow::anyhow!("--tick: {e}"))
 }

@@ -106,6 +106,11 @@ pub struct SearchArgs {
     /// connection's set-up is inside each request's latency).
     #[arg(long)]
     pub no_keep_alive: bool,
+    /// The ticked engine with this tick (e.g. `2ms`; overrides the plan's load.tick): the open
+    /// model woken once per tick instead of once per request, responses timed by the kernel's
+    /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
+    #[arg(long)]
+    pub tick: Option<String>,
     /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
     /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
     /// the other).
@@ -356,7 +361,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
-    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive);
+    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref().map(parse_tick).transpose()?)?;
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }
@@ -1038,4 +1043,9 @@ mod tests {
         assert!(e.to_string().contains("given twice"), "{e}");
         assert!(url_list("ftp://x").is_err());
     }
+}
+
+/// `--tick`'s value.
+fn parse_tick(s: &str) -> anyhow::Result<std::time::Duration> {
+    ceiling_plan::parse_duration(s).map_err(|e| anyhow::anyhow!("--tick: {e}"))
 }

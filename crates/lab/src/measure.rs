@@ -15,15 +15,43 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The generator options `run` and `search` share with the plan: `--threads` and
-/// `--no-keep-alive` override `[load] threads` and `keep_alive`, so run.json records what ran.
-pub fn apply_load_flags(plan: &mut Plan, threads: Option<usize>, no_keep_alive: bool) {
+/// The generator options `run` and `search` share with the plan: `--threads`, `--no-keep-alive`
+/// and `--tick` override `[load] threads`, `keep_alive` and `tick`, so run.json records what
+/// ran. A tick (the plan's or the flag's) is refused where the ticked engine does not run.
+pub fn apply_load_flags(
+    plan: &mut Plan,
+    threads: Option<usize>,
+    no_keep_alive: bool,
+    tick: Option<Duration>,
+) -> anyhow::Result<()> {
     if let Some(t) = threads {
         plan.load.threads = t.clamp(1, 256);
     }
     if no_keep_alive {
         plan.load.keep_alive = false;
     }
+    if let Some(t) = tick {
+        anyhow::ensure!(
+            !t.is_zero() && t <= Duration::from_millis(100),
+            "--tick: between 1µs and 100ms (sends leave at the tick nearest their intended time)"
+        );
+        plan.load.tick = Some(t);
+    }
+    if plan.load.tick.is_some() {
+        let why = if !plan.is_open() {
+            Some("a closed-model plan")
+        } else if plan.load.http2_streams.is_some() {
+            Some("HTTP/2")
+        } else if !plan.load.keep_alive {
+            Some("keep-alive off")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            anyhow::bail!("the ticked engine (--tick, [load] tick) runs the open model over HTTP/1.1 with keep-alive, not {why}");
+        }
+    }
+    Ok(())
 }
 
 /// The plan as the engine runs it: closed-model repetitions become repeated passes over the stages.
