@@ -169,7 +169,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
-    apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref().map(parse_tick).transpose()?)?;
+    apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref())?;
     if let Some(url) = a.url.clone() {
         return run_url(&a, &plan, &url, &gates);
     }
@@ -687,9 +687,4 @@ mod tests {
             "an open model has no repetitions"
         );
     }
-}
-
-/// `--tick`'s value.
-fn parse_tick(s: &str) -> anyhow::Result<std::time::Duration> {
-    ceiling_plan::parse_duration(s).map_err(|e| anyhow::anyhow!("--tick: {e}"))
 }

@@ -361,7 +361,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
-    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref().map(parse_tick).transpose()?)?;
+    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref())?;
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }
@@ -1043,9 +1043,4 @@ mod tests {
         assert!(e.to_string().contains("given twice"), "{e}");
         assert!(url_list("ftp://x").is_err());
     }
-}
-
-/// `--tick`'s value.
-fn parse_tick(s: &str) -> anyhow::Result<std::time::Duration> {
-    ceiling_plan::parse_duration(s).map_err(|e| anyhow::anyhow!("--tick: {e}"))
 }

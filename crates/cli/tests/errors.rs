@@ -177,3 +177,54 @@ fn unknown_stack_is_reported_before_postgres_starts() {
         "{err}"
     );
 }
+
+#[test]
+fn a_tick_is_checked_before_any_stand_starts() {
+    // run and search: a closed-model plan, a zero tick, a word: each refused with the reason,
+    // before PostgreSQL or a stack is started (exit 2, no results directory needed)
+    for (args, says) in [
+        (
+            vec!["run", "plans/003-people.toml", "--tick", "2ms"],
+            "not a closed-model plan",
+        ),
+        (
+            vec!["search", "plans/000-status-mixed.toml", "--tick", "0ms"],
+            "between 1µs and 100ms",
+        ),
+        (
+            vec!["run", "plans/000-status-mixed.toml", "--tick", "abc"],
+            "`abc` is not a duration",
+        ),
+    ] {
+        let o = ceiling().args(&args).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}\n{err}");
+        assert!(
+            err.contains("--tick") || err.contains("ticked engine"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("starting PostgreSQL"), "{args:?}: {err}");
+    }
+    // load: the closed model is refused by the engine, with the reason
+    let o = ceiling()
+        .args([
+            "load",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--connections",
+            "2",
+            "-d",
+            "1s",
+            "--tick",
+            "2ms",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        err.contains("ticked engine") && err.contains("closed model"),
+        "{err}"
+    );
+}

@@ -22,7 +22,7 @@ pub fn apply_load_flags(
     plan: &mut Plan,
     threads: Option<usize>,
     no_keep_alive: bool,
-    tick: Option<Duration>,
+    tick: Option<&str>,
 ) -> anyhow::Result<()> {
     if let Some(t) = threads {
         plan.load.threads = t.clamp(1, 256);
@@ -31,6 +31,7 @@ pub fn apply_load_flags(
         plan.load.keep_alive = false;
     }
     if let Some(t) = tick {
+        let t = ceiling_plan::parse_duration(t).map_err(|e| anyhow::anyhow!("--tick: {e}"))?;
         anyhow::ensure!(
             !t.is_zero() && t <= Duration::from_millis(100),
             "--tick: between 1µs and 100ms (sends leave at the tick nearest their intended time)"
