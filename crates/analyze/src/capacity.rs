@@ -138,11 +138,9 @@ impl Fit {
             .map(|(_, ys)| ys.iter().sum::<f64>() / ys.len() as f64)
             .collect();
         let ws: Vec<f64> = g.iter().map(|(_, ys)| ys.len() as f64).collect();
-        Fit {
-            rates: g.iter().map(|(r, _)| *r).collect(),
-            fitted: isotonic(&means, &ws),
-            counts: g.iter().map(|(_, ys)| ys.len()).collect(),
-        }
+        let rates: Vec<f64> = g.iter().map(|(r, _)| *r).collect();
+        let counts: Vec<usize> = g.iter().map(|(_, ys)| ys.len()).collect();
+        Fit::of_means(&rates, &means, &ws, &counts)
     }
 
     /// Fits one mean per rate with explicit weights (the bootstrap's draws: a rate's weight is
@@ -298,10 +296,20 @@ fn pooled_noise(
             (r - lo).abs() <= 1e-9 * lo.max(1.0) || (r - hi).abs() <= 1e-9 * hi.max(1.0)
         })
     };
-    let mut ss = 0.0;
-    let mut df = 0;
+    within_rates((0.0, 0), groups, means, |r, m| m.abs() < band || is_end(r))
+}
+
+/// `start` plus the within-rate sum of squares of the log margins, and its degrees of freedom,
+/// over the rates probed more than once that `keep(rate, mean)` chooses.
+fn within_rates(
+    start: (f64, usize),
+    groups: &[(f64, Vec<f64>)],
+    means: &[f64],
+    keep: impl Fn(f64, f64) -> bool,
+) -> (f64, usize) {
+    let (mut ss, mut df) = start;
     for ((r, ys), m) in groups.iter().zip(means) {
-        if ys.len() >= 2 && (m.abs() < band || is_end(*r)) {
+        if ys.len() >= 2 && keep(*r, *m) {
             ss += ys.iter().map(|y| (y - m).powi(2)).sum::<f64>();
             df += ys.len() - 1;
         }
@@ -324,15 +332,11 @@ pub const NOISE_PRIOR_DF: usize = 4;
 /// ([`NOISE_PRIOR_DF`] pseudo-observations at [`NOISE_PRIOR_SIGMA`]).
 fn local_noise(groups: &[(f64, Vec<f64>)], means: &[f64], m: f64) -> (f64, usize) {
     let band = NOISE_BAND.ln();
-    let mut ss = NOISE_PRIOR_DF as f64 * NOISE_PRIOR_SIGMA.powi(2);
-    let mut df = NOISE_PRIOR_DF;
-    for ((_, ys), mj) in groups.iter().zip(means) {
-        if ys.len() >= 2 && (mj - m).abs() < band {
-            ss += ys.iter().map(|y| (y - mj).powi(2)).sum::<f64>();
-            df += ys.len() - 1;
-        }
-    }
-    (ss, df)
+    let prior = (
+        NOISE_PRIOR_DF as f64 * NOISE_PRIOR_SIGMA.powi(2),
+        NOISE_PRIOR_DF,
+    );
+    within_rates(prior, groups, means, |_, mj| (mj - m).abs() < band)
 }
 
 /// The noise of the margins near the crossing: the pooled within-rate standard deviation of

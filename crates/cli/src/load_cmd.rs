@@ -339,13 +339,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     rec.finish();
     let mut report = LoadReport::new(&plan, &url, &summary, cpu);
-    report.engine = tick.map(|t| {
-        format!(
-            "ticked, {} (the requests due within a tick leave together, at most {} early or late; responses timed by the kernel's receive stamps)",
-            ceiling_plan::format_duration(t),
-            ceiling_plan::format_duration(t / 2)
-        )
-    });
+    report.engine = tick.map(ceiling_load::describe_tick);
     if let Some(agents) = &agents {
         report.judge_by_agents(&plan, &url, agents);
     }

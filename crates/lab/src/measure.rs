@@ -459,11 +459,7 @@ pub fn measure_watched(
         // the plan's `[load] tick`: what the arrivals and the timing were (issue 36)
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
-            format!(
-                "generator{whose}: the ticked engine, tick {} — the requests due within a tick left together (at most {} early or late), responses timed by the kernel's receive stamps",
-                ceiling_plan::format_duration(t),
-                ceiling_plan::format_duration(t / 2)
-            ),
+            format!("generator{whose}: {}", ceiling_load::describe_tick(t)),
         ));
     }
     if let Some(e) = rec.io_error.take() {

@@ -231,14 +231,7 @@ impl Ctx {
         r: Result<crate::http::Response, ExchangeError>,
     ) -> (Outcome, bool) {
         match r {
-            Ok(resp) => {
-                let o = if self.specs[tag].expects(resp.status) {
-                    Outcome::Ok
-                } else {
-                    Outcome::for_unexpected_status(resp.status)
-                };
-                (o, resp.reusable)
-            }
+            Ok(resp) => (self.status_outcome(tag, resp.status), resp.reusable),
             Err(ExchangeError::Reset) | Err(ExchangeError::Closed) => (Outcome::Reset, false),
             Err(ExchangeError::Malformed) => (Outcome::Other, false),
         }
@@ -374,7 +367,20 @@ impl Ctx {
         if let Some(c) = conn.as_mut() {
             c.idle_since_ns = done;
         }
-        let origin = intended.unwrap_or(started);
+        self.record(tag, intended.unwrap_or(started), sent, done, outcome);
+    }
+
+    /// What a response's status means for request `tag`: ok, or the unexpected status's outcome.
+    fn status_outcome(&self, tag: usize, status: u16) -> Outcome {
+        if self.specs[tag].expects(status) {
+            Outcome::Ok
+        } else {
+            Outcome::for_unexpected_status(status)
+        }
+    }
+
+    /// Records one finished request of `tag`: latency from `origin`, service time from `sent`.
+    fn record(&self, tag: usize, origin: u64, sent: u64, done: u64, outcome: Outcome) {
         let mut rec = self.rec.borrow_mut();
         let ts = rec.tag(done, tag);
         record_us(&mut ts.latency, done.saturating_sub(origin) / 1000);

@@ -97,6 +97,16 @@ pub(crate) fn extra_roots() -> Vec<PathBuf> {
         .clone()
 }
 
+/// What the ticked engine with this tick does to the arrivals and the timing, in one phrase (the
+/// `Engine` line of `ceiling load`, a note in run.json).
+pub fn describe_tick(tick: Duration) -> String {
+    format!(
+        "the ticked engine, tick {}: the requests due within a tick leave together (at most {} early or late), responses timed by the kernel's receive stamps",
+        ceiling_plan::format_duration(tick),
+        ceiling_plan::format_duration(tick / 2)
+    )
+}
+
 /// The options [`set_tls_defaults`] set (system roots, full check if never set).
 pub fn tls_defaults() -> TlsOptions {
     TLS_DEFAULTS.get().cloned().unwrap_or_default()

@@ -26,7 +26,7 @@ use super::{Ctx, Job, MAX_OPENING, PRECONNECT};
 use crate::clock::now_ns;
 use crate::schedule::{Schedule, TimedStage};
 use crate::summary::{ResetExample, ResetKind};
-use ceiling_metrics::{record_us, Outcome};
+use ceiling_metrics::Outcome;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -213,8 +213,8 @@ impl Poller {
         unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
 
-    /// The connections with events now (never waits).
-    fn ready(&mut self) -> impl Iterator<Item = (usize, u32)> + '_ {
+    /// The connections with events now, into `out` (never waits).
+    fn ready_into(&mut self, out: &mut Vec<(usize, u32)>) {
         // SAFETY: the buffer is valid for `len` events.
         let n = unsafe {
             libc::epoll_wait(
@@ -224,9 +224,12 @@ impl Poller {
                 0,
             )
         };
-        self.events[..n.max(0) as usize]
-            .iter()
-            .map(|e| (e.u64 as usize, e.events))
+        out.clear();
+        out.extend(
+            self.events[..n.max(0) as usize]
+                .iter()
+                .map(|e| (e.u64 as usize, e.events)),
+        );
     }
 }
 
@@ -440,6 +443,8 @@ struct Ticked<'a> {
     open: usize,
     opening: usize,
     offset: i128,
+    /// The poller's events of this tick (kept: no allocation per tick).
+    events: Vec<(usize, u32)>,
 }
 
 impl<'a> Ticked<'a> {
@@ -536,12 +541,8 @@ impl<'a> Ticked<'a> {
     /// Records one finished request: latency from its (quantised) intended time, or from its send
     /// if that was earlier (never but by the clock's own jitter).
     fn record(&self, tag: usize, intended: u64, sent: u64, done: u64, outcome: Outcome) {
-        let origin = intended.min(sent);
-        let mut rec = self.ctx.rec.borrow_mut();
-        let ts = rec.tag(done, tag);
-        record_us(&mut ts.latency, done.saturating_sub(origin) / 1000);
-        record_us(&mut ts.service, done.saturating_sub(sent) / 1000);
-        ts.counts.add(outcome);
+        self.ctx
+            .record(tag, intended.min(sent), sent, done, outcome);
     }
 
     /// Drops connection `key`.
@@ -740,11 +741,7 @@ impl<'a> Ticked<'a> {
         if reuse {
             c.idle_since = now;
         }
-        let outcome = if self.ctx.specs[job.tag].expects(status) {
-            Outcome::Ok
-        } else {
-            Outcome::for_unexpected_status(status)
-        };
+        let outcome = self.ctx.status_outcome(job.tag, status);
         self.record(job.tag, job.intended, sent, done, outcome);
         if reuse {
             self.take_next(key);
@@ -771,11 +768,30 @@ impl<'a> Ticked<'a> {
         }
     }
 
-    /// Requests older than the timeout end as timeouts (their connections are dropped); so do
-    /// connects that take longer.
-    fn expire(&mut self, now: u64) {
+    /// Handles every event the poller has now.
+    fn poll(&mut self) {
+        let mut events = std::mem::take(&mut self.events);
+        self.poller.ready_into(&mut events);
+        for &(k, ev) in &events {
+            self.on_event(k, ev);
+        }
+        self.events = events;
+    }
+
+    /// One pass over the connections per tick: a request whose write was cut short is written
+    /// on; a request older than the timeout ends as a timeout (its connection dropped), and so
+    /// does a connect that takes longer.
+    fn sweep(&mut self, now: u64) {
         let timeout = self.ctx.cfg.timeout.as_nanos() as u64;
         for key in 0..self.conns.len() {
+            let Some(c) = self.conns[key].as_ref() else {
+                continue;
+            };
+            if c.connecting_since.is_none()
+                && c.job.as_ref().is_some_and(|(_, _, left, _)| *left > 0)
+            {
+                self.write(key);
+            }
             let Some(c) = self.conns[key].as_ref() else {
                 continue;
             };
@@ -876,6 +892,7 @@ pub(super) fn run_open(
         open: 0,
         opening: 0,
         offset: realtime_offset(),
+        events: Vec::new(),
     };
     let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
     // Like wrk (and the tokio engine), open a first set of keep-alive connections before the
@@ -885,10 +902,7 @@ pub(super) fn run_open(
     }
     while t.opening > 0 && now_ns() + 1_000_000 < start {
         sleep_until(now_ns() + 1_000_000);
-        let ready: Vec<(usize, u32)> = t.poller.ready().collect();
-        for (k, ev) in ready {
-            t.on_event(k, ev);
-        }
+        t.poll();
     }
     let hard_end = start + cfg.hard_limit.as_nanos() as u64;
     let mut next_second = start + 1_000_000_000;
@@ -902,21 +916,8 @@ pub(super) fn run_open(
         let now = now_ns();
         // keep the wall-to-monotonic offset fresh (NTP may slew the wall clock)
         t.offset = realtime_offset();
-        let ready: Vec<(usize, u32)> = t.poller.ready().collect();
-        for (k, ev) in ready {
-            t.on_event(k, ev);
-        }
-        // requests whose writes were cut short: write the rest
-        for key in 0..t.conns.len() {
-            if let Some(c) = &t.conns[key] {
-                if c.connecting_since.is_none()
-                    && c.job.as_ref().is_some_and(|(_, _, left, _)| *left > 0)
-                {
-                    t.write(key);
-                }
-            }
-        }
-        t.expire(now);
+        t.poll();
+        t.sweep(now);
         if ctx.stopping.get() {
             break;
         }
@@ -947,8 +948,7 @@ pub(super) fn run_open(
             next_tick = grid_after(now);
         }
     }
-    let keys: Vec<usize> = (0..t.conns.len()).collect();
-    for k in keys {
+    for k in 0..t.conns.len() {
         t.close(k);
     }
     Ok(())
