@@ -195,10 +195,12 @@ path = "/x"
         let s = settle_against(port, "20s", || true);
         assert!(s.settled, "{}", s.describe());
         let tp: Vec<f64> = s.steps.iter().map(|x| x.throughput_rps).collect();
-        // it ran past the warming seconds (the first step well below full speed) and stopped on
-        // three fast steps, long before the 20-s bound
+        // it ran past the warming seconds (the first step well below full speed: the truth is
+        // ~4.6× between the first second and full speed) and stopped on three fast steps, long
+        // before the 20-s bound. "Fast" is relative to the first step, not an absolute rate: on a
+        // busy 2-core CI box full speed measured 700–760 RPS against the simulated 1000.
         assert!(tp[0] < 0.6 * tp[tp.len() - 1], "{tp:?}");
-        assert!(tp[tp.len() - 3..].iter().all(|x| *x > 700.0), "{tp:?}");
+        assert!(tp[tp.len() - 3..].iter().all(|x| *x > 2.5 * tp[0]), "{tp:?}");
         assert!((5..=10).contains(&tp.len()), "{tp:?}");
         assert!(s.seconds() < 15.0, "{}", s.describe());
     }
