@@ -79,7 +79,7 @@ verify-stacks:
 	done
 
 # Generator efficiency against wrk on a local nginx, over cleartext and TLS, and against h2load
-# over HTTP/2 (results go to docs/benchmarks.md by hand: §36, §37).
+# over HTTP/2 (results go to docs/benchmarks/engine.md by hand: §36, §37).
 bench: build
 	@scripts/setup.sh bench
 	bench/generator-vs-wrk.sh

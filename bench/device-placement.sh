@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 16-core placement check (issue 35 item 3): the search of plan 000 on go-pgx with the lab's
 # parts on disjoint cores, on a machine that has them but no Go, no PostgreSQL and no network
-# (the device machine lent to some sessions; docs/benchmarks.md says which figures came from it).
+# (the device machine lent to some sessions; docs/benchmarks/search.md §39 says which figures came from it).
 #
 #   bench/device-placement.sh pack      # here: builds nothing, bundles what the machine lacks
 #                                       # into .devcarry/ (ceiling, go-pgx's binary and its build
