@@ -14,6 +14,7 @@
 //!
 //! An agent beside a remote stack samples its CPU and memory for the coordinator ([`sampling`]).
 //! The `ceiling agent` listener is in the CLI (crates/cli/src/agents.rs).
+#![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod coordinator;

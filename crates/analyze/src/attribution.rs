@@ -397,6 +397,10 @@ fn capacity(s: &SignalRow) -> Option<f64> {
     }
 }
 
+/// The share of the machine's CPUs stolen by the hypervisor at which steal alone accounts for a
+/// stall fully (less counts in proportion).
+const STEAL_FULL: f64 = 0.5;
+
 /// How far a host stall accounts for second `r`, 0…1: the control (a trivial process at the
 /// stack's priority) slow or missing, the stack's threads waiting for a CPU, other processes'
 /// CPU in proportion to that starvation, or steal. `p99_ms` is the latency the stall has to
@@ -430,7 +434,11 @@ fn host_stall_level(p99_ms: f64, s: &SignalRow) -> Option<f64> {
     let other = s
         .other_cpu_pct
         .map(|o| clamp01((o / cores - 0.1) / 0.3) * starved);
-    let steal = s.host_steal_pct.map(|x| clamp01(x / cores / 0.2));
+    // Steal counts fully when half the box was taken: a VM neighbour's 27% of one core (13% of
+    // a 2-core box) in the second of an overload is this machine's weather, not the stall that
+    // explains it (a search over real sockets saw exactly that, and re-ran a plain overload as
+    // "disturbed" until its budget was gone).
+    let steal = s.host_steal_pct.map(|x| clamp01(x / cores / STEAL_FULL));
     [other, steal, control]
         .into_iter()
         .flatten()

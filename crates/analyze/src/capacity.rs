@@ -234,7 +234,7 @@ pub struct CapacityInterval {
     pub margins: (f64, f64),
     /// Smooth or cliff.
     pub knee: Knee,
-    /// Bootstrap replicates used (0 for Fieller's interval).
+    /// Bootstrap replicates used (for the pooled line: its posterior draws).
     pub replicates: usize,
     /// How the interval was computed (absent in searches stored before pooling: the bracket's
     /// bootstrap).

@@ -304,3 +304,84 @@ mod drift_tests {
         assert_eq!(d.iter().map(|d| d.repetition).collect::<Vec<_>>(), vec![2]);
     }
 }
+
+/// Little's law on a closed model: each connection is always either waiting for a response
+/// (the latency) or between a response and its next request (the generator's turnaround), so
+/// `connections = throughput × (mean latency + mean turnaround)`. The share of the connections'
+/// time the recorded latency accounts for, `throughput × mean latency / connections`, is at most
+/// 1 and close to it when the generator re-sends at once.
+pub const LITTLE_LOW: f64 = 0.8;
+/// Above 1 the law is broken outright (more requests in flight than connections): the latency or
+/// the counts are wrong. The histogram's 3 significant digits, microsecond recording and the
+/// window's edges allow a few percent.
+pub const LITTLE_HIGH: f64 = 1.05;
+
+/// A closed-model shelf where Little's law does not hold within [`LITTLE_LOW`]–[`LITTLE_HIGH`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LittleBreak {
+    /// The shelf (`c=100`, with its repetition when there are several).
+    pub label: String,
+    /// Repetition (0-based).
+    pub repetition: u32,
+    /// Connections the level held.
+    pub connections: usize,
+    /// Completed requests per second.
+    pub throughput_rps: f64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// throughput × mean latency / connections.
+    pub occupancy: f64,
+}
+
+impl LittleBreak {
+    /// One line for the run's warnings.
+    pub fn describe(&self) -> String {
+        let what = if self.occupancy > LITTLE_HIGH {
+            "more requests in flight than connections — the latency or the counts are wrong: do not trust this level's figures"
+        } else {
+            "the connections were idle between a response and the next request for the rest of the time: the generator re-sent late (its own turnaround is not in the latency), so the throughput is partly the generator's and the latency understates a waiting client's"
+        };
+        format!(
+            "Little's law: {}{} — {:.0} RPS × mean {:.3} ms = {:.1} requests in flight on {} connections ({:.0}%): {what}",
+            self.label,
+            if self.repetition > 0 {
+                format!(" #{}", self.repetition + 1)
+            } else {
+                String::new()
+            },
+            self.throughput_rps,
+            self.mean_ms,
+            self.occupancy * self.connections as f64,
+            self.connections,
+            self.occupancy * 100.0
+        )
+    }
+}
+
+/// `throughput × mean latency / connections` of a closed-model shelf with completions; `None`
+/// for an open-model shelf or one where nothing completed.
+pub fn little_occupancy(s: &ShelfResult) -> Option<f64> {
+    let c = s.connections.filter(|&c| c > 0)?;
+    (s.requests > 0 && s.latency.count > 0)
+        .then(|| s.achieved_rps * s.latency.mean_ms / 1000.0 / c as f64)
+}
+
+/// Every valid or failed closed-model shelf where Little's law does not hold (invalid shelves
+/// are already set aside for their own reason).
+pub fn little_breaks(shelves: &[ShelfResult]) -> Vec<LittleBreak> {
+    shelves
+        .iter()
+        .filter(|s| s.verdict != Verdict::Invalid)
+        .filter_map(|s| {
+            let o = little_occupancy(s)?;
+            (!(LITTLE_LOW..=LITTLE_HIGH).contains(&o)).then(|| LittleBreak {
+                label: s.label.clone(),
+                repetition: s.repetition,
+                connections: s.connections.unwrap_or(0),
+                throughput_rps: s.achieved_rps,
+                mean_ms: s.latency.mean_ms,
+                occupancy: o,
+            })
+        })
+        .collect()
+}

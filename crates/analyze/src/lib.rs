@@ -12,7 +12,7 @@
 //! latency limit holds, errors < max, throughput stable (rule in [`ShelfCriteria`]) and the
 //! window is long enough; generator-bound shelves are invalid, not failed; RPS@p99≤SLO is the
 //! mean throughput of the last valid shelf, 0 when none passed.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod attribution;
@@ -46,8 +46,8 @@ pub use capacity::{
     Fit, Knee, Observation, CLIFF_RATIO,
 };
 pub use closed::{
-    aggregate_levels, drift_of_shelves, repetition_drift, LevelAggregate, LevelStats,
-    RepetitionDrift,
+    aggregate_levels, drift_of_shelves, little_breaks, little_occupancy, repetition_drift,
+    LevelAggregate, LevelStats, LittleBreak, RepetitionDrift, LITTLE_HIGH, LITTLE_LOW,
 };
 pub use cost::{cost_table, CostRow, CostTable, HOURS_PER_YEAR};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
@@ -74,7 +74,7 @@ pub use shelf::{
     outcome_map, RequestStats, ShelfAccumulator, ShelfResult, ShelfWindow, SloCheck, Stability,
 };
 pub use stats::{mean, median, spearman, stddev, t_975, Estimate};
-pub use verdict::{fmt_ms, verdict_of, Reason, Verdict};
+pub use verdict::{fmt_ms, generator_reasons, verdict_of, GeneratorHealth, Reason, Verdict};
 pub use warning::{Warning, WarningKind};
 
 #[cfg(test)]

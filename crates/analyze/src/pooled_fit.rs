@@ -13,13 +13,15 @@
 //!   that holds and the lowest that fails.
 //! * **Local model.** Near the crossing (groups whose pooled margin is within ×/÷[`LOCAL_BAND`]
 //!   of 1, on both sides of it) `y` is fitted by weighted least squares as a line in `ln(rate)`;
-//!   the ceiling is where the line crosses 0, its 95% interval by **Fieller's theorem** (exact
-//!   for a ratio of normal estimates: unbounded when the slope is not clearly positive). The
-//!   noise σ² of one probe's log margin is estimated from the residuals around the line and the
-//!   spread of replicates at one rate, with one pseudo-observation at [`NOISE_PRIOR_SIGMA`] so two
-//!   lucky probes cannot make a noisy service look exact. The interval reported is the hull of
-//!   Fieller's interval and the isotonic bracket (the bracket holds the truth for a noise-free
-//!   service whatever the curve's shape; the line may not).
+//!   the ceiling is where the line crosses 0. The noise σ² of one probe's log margin comes from
+//!   the spread of replicates at one rate once they give at least three degrees of freedom, else
+//!   from the residuals around the line. The 95% interval is the crossing under 120 draws of the
+//!   line and σ from their posterior (flat priors, σ² from its scaled χ², so few probes give heavy
+//!   tails; the pooled window's margin of each draw from its bursts model), widened ×1.3 for the
+//!   search's optional stopping, and open above when more than 5% of the draws find no crossing.
+//!   Where the replicates say the service is quiet (σ ≤ 0.2) the interval is hulled with the
+//!   isotonic bracket, which holds the truth of a noise-free service whatever the curve's shape;
+//!   the line may not.
 //! * **Fallback.** Without a local model (a cliff: nothing probed near margin 1; too few probes),
 //!   the isotonic bootstrap of [`crate::capacity::interval`] gives the interval.
 //! * **Transition zone.** The probes' own log margins (each judged alone) near the crossing,
@@ -624,8 +626,8 @@ pub enum IntervalMethod {
     /// pooling; cliffs; too few probes near the crossing).
     #[default]
     Bracket,
-    /// Fieller's interval of the local line through the pooled margins, hulled with the
-    /// bracket.
+    /// The local line through the pooled margins: the crossing under draws from its posterior
+    /// (hulled with the bracket on a quiet service).
     PooledLine,
 }
 

@@ -65,6 +65,11 @@ pub struct PairRatio {
     pub order: Order,
     /// The tolerance the verdict used.
     pub tolerance: f64,
+    /// Set on a pair ranked across a neighbour that could not be compared (a lower bound
+    /// between them in the order): that neighbour's name. Such a pair is not a link of the
+    /// chain; it says what the chain's `?` hides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across: Option<String>,
 }
 
 impl PairRatio {
@@ -104,7 +109,15 @@ impl PairRatio {
             // nothing to divide: one side has no ceiling to set against the other
             return format!("{} {op} {}{}", self.a, self.b, what.replacen(",", ":", 1));
         }
-        format!("{} {op} {}: ×{:.2}{iv}{what}", self.a, self.b, self.ratio)
+        let across = self
+            .across
+            .as_ref()
+            .map(|c| format!(" — across {c}, which could not be placed between them"))
+            .unwrap_or_default();
+        format!(
+            "{} {op} {}: ×{:.2}{iv}{what}{across}",
+            self.a, self.b, self.ratio
+        )
     }
 }
 
@@ -145,6 +158,7 @@ pub fn pair_ratio(a: SearchedRef, b: SearchedRef, tolerance: f64, seed: u64) -> 
         rounds: shared.len(),
         order: Order::NotComparable,
         tolerance,
+        across: None,
     };
     let (Some((ca, alo, ahi)), Some((cb, blo, bhi))) = (a.2, b.2) else {
         return out;
@@ -232,7 +246,9 @@ fn draws(
 /// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
 /// probes, ceiling with an interval)`. A stack without an interval is placed by its lower bound
 /// (the highest rate a pooled probe passed): above a neighbour's whole interval it is ranked
-/// higher (the ratio then a lower bound), else not comparable.
+/// higher (the ratio then a lower bound), else not comparable. Where a link is not comparable,
+/// the stacks on either side of the lower bound that broke it are ranked against each other too
+/// (marked [`PairRatio::across`]): a `?` in the chain does not hide an order the intervals prove.
 pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
     // What is known of a ceiling without an interval: a lower bound, the highest rate a pooled
     // probe passed (a search that ended generator-bound, or that nothing above failed).
@@ -253,7 +269,7 @@ pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
     };
     let mut order: Vec<usize> = (0..stacks.len()).collect();
     order.sort_by(|&i, &j| key(j).total_cmp(&key(i)));
-    order
+    let mut out: Vec<PairRatio> = order
         .windows(2)
         .map(|w| {
             let (x, y) = (&stacks[w[0]], &stacks[w[1]]);
@@ -268,7 +284,24 @@ pub fn rank(stacks: &[Searched], tolerance: f64) -> Vec<PairRatio> {
             }
             p
         })
-        .collect()
+        .collect();
+    // Across a lower bound: x ? y with y only a lower bound — rank x against the next stack that
+    // has an interval, when x has one.
+    let mut across = Vec::new();
+    for (k, w) in order.windows(2).enumerate() {
+        let (x, y) = (&stacks[w[0]], &stacks[w[1]]);
+        if out[k].order != Order::NotComparable || x.2.is_none() || y.2.is_some() {
+            continue;
+        }
+        if let Some(&z) = order[k + 2..].iter().find(|&&z| stacks[z].2.is_some()) {
+            let z = &stacks[z];
+            let mut p = pair_ratio((&x.0, &x.1, x.2), (&z.0, &z.1, z.2), tolerance, 0x2A4C);
+            p.across = Some(y.0.clone());
+            across.push(p);
+        }
+    }
+    out.extend(across);
+    out
 }
 
 /// A ratio that may be NaN (not comparable): written as null, read back as NaN — JSON has no NaN,
@@ -303,6 +336,7 @@ mod tests {
             rounds: 2,
             order: Order::NotComparable,
             tolerance: 0.05,
+            across: None,
         };
         let text = serde_json::to_string(&p).unwrap();
         assert!(text.contains("\"ratio\":null"), "{text}");

@@ -437,6 +437,9 @@ fn derived_warnings(
             )));
         }
     }
+    for b in crate::closed::little_breaks(shelves) {
+        warnings.push(Warning::new(WarningKind::LittlesLaw, b.describe()));
+    }
     for d in crate::closed::drift_of_shelves(shelves) {
         warnings.push(Warning::new(WarningKind::RepetitionDrift, format!(
             "repetitions drift: #{} ran at {:.0}% of the repetitions' median throughput ({} {} of {} levels) — usually a warm-up too short for the JIT, caches and pools, or the machine changing under the run; its figures are inside every level's mean and interval: lengthen the warm-up",

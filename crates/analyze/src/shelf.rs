@@ -4,7 +4,7 @@ use crate::criteria::{LoadModel, ShelfCriteria, SloLimit};
 use crate::hist::{ms, percentile_ms, Percentiles, Sparse};
 use crate::layout::ShelfSpec;
 use crate::resources::{window_of, ResourceWindow};
-use crate::verdict::{verdict_of, Reason, Verdict};
+use crate::verdict::{generator_reasons, verdict_of, GeneratorHealth, Reason, Verdict};
 use ceiling_metrics::{merge_into, new_histogram, Counts, Outcome, ResourceSample, Role, Second};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -676,22 +676,18 @@ fn judge(
     if !m.reached {
         reasons.push(Reason::NotReached);
     } else {
-        // Generator-bound first.
-        if m.lag_p99_ms > c.max_schedule_lag_ms {
-            reasons.push(Reason::GeneratorLag {
-                p99_ms: m.lag_p99_ms,
-                max_ms: c.max_schedule_lag_ms,
-            });
-        }
-        if gen_mean > c.max_generator_cpu {
-            reasons.push(Reason::GeneratorCpu {
-                mean_pct: gen_mean,
-                max_pct: c.max_generator_cpu,
-            });
-        }
-        if overflow > 0 {
-            reasons.push(Reason::BacklogOverflow { refused: overflow });
-        }
+        // Generator-bound first (the one rule, crate::verdict::generator_reasons).
+        reasons.extend(generator_reasons(
+            &GeneratorHealth {
+                open: c.model == LoadModel::Open,
+                lag_p99_ms: m.lag_p99_ms,
+                cpu_mean_pct: gen_mean,
+                overflow,
+                sends: None,
+            },
+            c.max_schedule_lag_ms,
+            c.max_generator_cpu,
+        ));
         // The stack's rules.
         if requests == 0 {
             if offered > 0 {

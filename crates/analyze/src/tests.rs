@@ -1384,3 +1384,110 @@ fn a_lower_bound_above_a_neighbours_whole_interval_is_ranked_higher() {
     let r = rank(&stacks, 0.05);
     assert_eq!(r[0].order, Order::NotComparable, "{}", r[0].describe());
 }
+
+#[test]
+fn a_lower_bound_between_two_intervals_does_not_hide_their_order() {
+    let passed = |rate: f64| {
+        let (shelf, criteria) = probe_shelf(1.0);
+        let mut v = ProbeVerdict::from_shelf(&shelf, &criteria);
+        v.rate = rate;
+        v
+    };
+    // §41's search: go-pgx 6666 (6255–7077), ktor-jdbc only ≥ 5907, spring-mvc-jdbc 3621
+    // (3507–3709). The chain reads go-pgx ? ktor-jdbc > spring-mvc-jdbc; the intervals of go-pgx
+    // and spring-mvc-jdbc are disjoint, so that pair is ranked across ktor-jdbc.
+    let stacks: Vec<Searched> = vec![
+        (
+            "go".into(),
+            vec![passed(6255.0)],
+            Some((6666.0, 6255.0, 7077.0)),
+        ),
+        ("ktor".into(), vec![passed(5907.0)], None),
+        (
+            "mvc".into(),
+            vec![passed(3507.0)],
+            Some((3621.0, 3507.0, 3709.0)),
+        ),
+    ];
+    let r = rank(&stacks, 0.05);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert_eq!(r[0].order, Order::NotComparable);
+    assert_eq!((r[1].a.as_str(), r[1].order), ("ktor", Order::Higher));
+    let x = &r[2];
+    assert_eq!((x.a.as_str(), x.b.as_str()), ("go", "mvc"));
+    assert_eq!(x.across.as_deref(), Some("ktor"));
+    assert_eq!(x.order, Order::Higher, "{}", x.describe());
+    assert!((x.ratio - 6666.0 / 3621.0).abs() < 1e-9);
+    assert!(
+        x.lo.unwrap() > 1.6 && x.hi.unwrap() < 2.1,
+        "{}",
+        x.describe()
+    );
+    assert!(x.describe().contains("across ktor"), "{}", x.describe());
+    // nothing to rank across when the neighbour has an interval
+    let plain: Vec<Searched> = vec![stacks[0].clone(), stacks[2].clone()];
+    assert!(rank(&plain, 0.05).iter().all(|p| p.across.is_none()));
+}
+
+/// Little's law on closed-model levels: 10 and 50 connections whose throughput × mean latency is
+/// (or is not) the connections held. Truth: at 10 connections and 5 ms, 2000 RPS; at 50 and 25 ms,
+/// 2000 RPS.
+#[test]
+fn littles_law_is_checked_on_every_closed_level() {
+    let p = closed_plan();
+    let run = |lat: [f64; 2], tput: [u64; 2]| {
+        let mut parts = Vec::new();
+        for rep in 0..3u32 {
+            let mut acc = RunAccumulator::for_repetition(&p, "s", rep);
+            let mut t = 0u32;
+            for _ in 0..7 {
+                acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
+                t += 1;
+            }
+            for lvl in 0..2 {
+                for _ in 0..30u32 {
+                    let n = tput[lvl];
+                    acc.push_second(&build(
+                        t,
+                        Phase::Measure,
+                        lvl,
+                        &sec(n, vec![tag(n, lat[lvl])]),
+                    ));
+                    t += 1;
+                }
+            }
+            parts.push(acc.finish());
+        }
+        StackAnalysis::combine(parts).unwrap()
+    };
+    let little = |a: &StackAnalysis| -> Vec<String> {
+        a.warnings
+            .iter()
+            .filter(|w| w.kind == WarningKind::LittlesLaw)
+            .map(|w| w.message.clone())
+            .collect()
+    };
+    // Holds: 2000 × 5 ms = 10, 2000 × 25 ms = 50.
+    let a = run([5.0, 25.0], [2000, 2000]);
+    assert!(little(&a).is_empty(), "{:?}", little(&a));
+    assert!((little_occupancy(&a.shelves[0]).unwrap() - 1.0).abs() < 0.01);
+    // At c=50 the latency accounts for 40% of the connections' time (2000 × 10 ms = 20 of 50):
+    // the generator re-sent late; c=10 still holds.
+    let b = run([5.0, 10.0], [2000, 2000]);
+    let w = little(&b);
+    assert_eq!(w.len(), 3, "one per repetition of c=50: {w:?}");
+    assert!(
+        w.iter()
+            .all(|m| m.contains("c=50") && m.contains("40%") && m.contains("re-sent late")),
+        "{w:?}"
+    );
+    // More in flight than connections (2000 × 8 ms = 16 on 10): the figures are wrong.
+    let c = run([8.0, 25.0], [2000, 2000]);
+    let w = little(&c);
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(
+        w.iter()
+            .all(|m| m.contains("c=10") && m.contains("160%") && m.contains("do not trust")),
+        "{w:?}"
+    );
+}

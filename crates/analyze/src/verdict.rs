@@ -96,6 +96,15 @@ pub enum Reason {
         /// Requests refused in the window.
         refused: u64,
     },
+    /// The generator wrote fewer than 99% of the requests its schedule offered, not counting
+    /// those the service kept from being written by refusing their connections (invalid:
+    /// generator-bound). Judged where a run records its sends as a whole (`ceiling load`).
+    Unsent {
+        /// Requests written, plus those whose connection the service refused.
+        sent: u64,
+        /// Requests the schedule offered.
+        offered: u64,
+    },
     /// The kept window is shorter than the minimum (invalid).
     WindowTooShort {
         /// Kept seconds.
@@ -149,6 +158,7 @@ impl Reason {
             Reason::GeneratorLag { .. }
                 | Reason::GeneratorCpu { .. }
                 | Reason::BacklogOverflow { .. }
+                | Reason::Unsent { .. }
         )
     }
 }
@@ -217,6 +227,10 @@ impl fmt::Display for Reason {
                 f,
                 "generator-bound: {refused} requests refused (backlog full)"
             ),
+            Reason::Unsent { sent, offered } => write!(
+                f,
+                "generator-bound: only {sent} of {offered} scheduled requests were sent"
+            ),
             Reason::WindowTooShort { kept_s, min_s } => {
                 write!(
                     f,
@@ -256,6 +270,54 @@ impl fmt::Display for Reason {
     }
 }
 
+/// The generator's own health over a window: what [`generator_reasons`] judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GeneratorHealth {
+    /// Open model: a schedule to keep (the closed model has no schedule lag).
+    pub open: bool,
+    /// Schedule-lag p99, ms.
+    pub lag_p99_ms: f64,
+    /// Mean generator CPU, % of one core.
+    pub cpu_mean_pct: f64,
+    /// Requests refused because the backlog was full.
+    pub overflow: u64,
+    /// (requests written or kept from being written by the service's refused connections,
+    /// requests the schedule offered), where the run records them as a whole; `None` for a
+    /// shelf, whose seconds record lag and overflow but not sends.
+    pub sends: Option<(u64, u64)>,
+}
+
+/// The one generator-bound rule, for a shelf, a probe and `ceiling load` alike: schedule lag p99
+/// above `max_lag_ms` (open model), mean generator CPU above `max_cpu_pct`, any backlog
+/// overflow, or (where sends are recorded) fewer than 99% of the scheduled requests written.
+/// Each reason makes the result describe the generator, not the service.
+pub fn generator_reasons(h: &GeneratorHealth, max_lag_ms: f64, max_cpu_pct: f64) -> Vec<Reason> {
+    let mut out = Vec::new();
+    if h.open && h.lag_p99_ms > max_lag_ms {
+        out.push(Reason::GeneratorLag {
+            p99_ms: h.lag_p99_ms,
+            max_ms: max_lag_ms,
+        });
+    }
+    if h.cpu_mean_pct > max_cpu_pct {
+        out.push(Reason::GeneratorCpu {
+            mean_pct: h.cpu_mean_pct,
+            max_pct: max_cpu_pct,
+        });
+    }
+    if h.overflow > 0 {
+        out.push(Reason::BacklogOverflow {
+            refused: h.overflow,
+        });
+    }
+    if let Some((sent, offered)) = h.sends {
+        if h.open && (sent as f64) < 0.99 * offered as f64 {
+            out.push(Reason::Unsent { sent, offered });
+        }
+    }
+    out
+}
+
 /// Milliseconds with sensible precision: `0.412`, `35.2`, `411`.
 pub fn fmt_ms(x: f64) -> String {
     if !x.is_finite() {
@@ -285,5 +347,57 @@ pub fn verdict_of(reasons: &[Reason]) -> Verdict {
         Verdict::Valid
     } else {
         Verdict::Invalid
+    }
+}
+
+#[cfg(test)]
+mod generator_rule_tests {
+    use super::*;
+
+    #[test]
+    fn one_rule_names_each_way_the_generator_falls_behind() {
+        let fine = GeneratorHealth {
+            open: true,
+            lag_p99_ms: 0.2,
+            cpu_mean_pct: 40.0,
+            overflow: 0,
+            sends: Some((1000, 1000)),
+        };
+        assert!(generator_reasons(&fine, 10.0, 90.0).is_empty());
+        let late = GeneratorHealth {
+            lag_p99_ms: 12.0,
+            ..fine
+        };
+        assert!(matches!(
+            generator_reasons(&late, 10.0, 90.0)[..],
+            [Reason::GeneratorLag { .. }]
+        ));
+        // the closed model keeps no schedule: its lag is not judged
+        let closed = GeneratorHealth {
+            open: false,
+            sends: Some((10, 1000)),
+            ..late
+        };
+        assert!(generator_reasons(&closed, 10.0, 90.0).is_empty());
+        let busy = GeneratorHealth {
+            cpu_mean_pct: 95.0,
+            overflow: 3,
+            sends: Some((980, 1000)),
+            ..fine
+        };
+        let r = generator_reasons(&busy, 10.0, 90.0);
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert!(r.iter().all(Reason::is_generator_bound));
+        assert_eq!(verdict_of(&r), Verdict::Invalid);
+        assert_eq!(
+            r[2].to_string(),
+            "generator-bound: only 980 of 1000 scheduled requests were sent"
+        );
+        // a shelf records no sends: only lag, CPU and overflow are judged
+        let shelf = GeneratorHealth {
+            sends: None,
+            ..busy
+        };
+        assert_eq!(generator_reasons(&shelf, 10.0, 90.0).len(), 2);
     }
 }

@@ -23,6 +23,10 @@ pub enum WarningKind {
     /// levels — a warm-up too short, or the machine changing under the run (derived from the
     /// levels).
     RepetitionDrift,
+    /// Closed model: throughput × mean latency is not the connections held (Little's law), so
+    /// the generator's turnaround or the measurement itself is in the figures (derived from the
+    /// shelves).
+    LittlesLaw,
     /// A settling warm-up (`[settle]`) ran out of time before the throughput stopped moving.
     WarmupNotSettled,
     /// A capacity search found no failing probe above its ceiling (a lower bound), or no ceiling.
@@ -77,6 +81,7 @@ impl WarningKind {
                 | WarningKind::GeneratorBound
                 | WarningKind::RepetitionErrors
                 | WarningKind::RepetitionDrift
+                | WarningKind::LittlesLaw
         )
     }
 }

@@ -1,6 +1,6 @@
 //! `--assert` on `run`, `search` and `load`, and the exit codes they share.
 //!
-//! Exit codes (README "Exit codes"): 0 success; 1 the measurement is incomplete (a stack died, a
+//! Exit codes (docs/commands.md "Exit codes"): 0 success; 1 the measurement is incomplete (a stack died, a
 //! part of the stand exited, nothing reached the service); 2 an error stopped the command (bad
 //! input — a plan, a flag, a gate that does not parse — or a stand that could not start; the
 //! message says which); 3 an `--assert` gate failed; 4 no gate failed but one was inconclusive

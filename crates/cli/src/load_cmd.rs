@@ -640,32 +640,28 @@ impl LoadReport {
         let c = s.counts();
         let lag = Percentiles::of(&s.lag);
         let open = plan.is_open();
-        let mut reasons = Vec::new();
-        if open && lag.p99_ms > plan.analysis.max_schedule_lag.as_secs_f64() * 1000.0 {
-            reasons.push(format!(
-                "schedule lag p99 {:.2} ms > {}",
-                lag.p99_ms,
-                format_duration(plan.analysis.max_schedule_lag)
-            ));
-        }
-        if s.generator_cpu_mean > plan.analysis.max_generator_cpu {
-            reasons.push(format!(
-                "generator CPU {:.0}% of a core > {:.0}%",
-                s.generator_cpu_mean, plan.analysis.max_generator_cpu
-            ));
-        }
-        if s.overflow > 0 {
-            reasons.push(format!("{} requests overflowed the backlog", s.overflow));
-        }
         // Requests whose connection could not be opened were dispatched on time but never
         // written: the service's side, not the generator's.
         let unsent_by_service = s.connect_failures.min(s.offered);
-        if open && ((s.sent + unsent_by_service) as f64) < 0.99 * s.offered as f64 {
-            reasons.push(format!(
-                "only {} of {} scheduled requests were sent",
-                s.sent, s.offered
-            ));
-        }
+        let reasons: Vec<String> = ceiling_analyze::generator_reasons(
+            &ceiling_analyze::GeneratorHealth {
+                open,
+                lag_p99_ms: lag.p99_ms,
+                cpu_mean_pct: s.generator_cpu_mean,
+                overflow: s.overflow,
+                sends: Some((s.sent + unsent_by_service, s.offered)),
+            },
+            plan.analysis.max_schedule_lag.as_secs_f64() * 1000.0,
+            plan.analysis.max_generator_cpu,
+        )
+        .iter()
+        .map(|r| {
+            let text = r.to_string();
+            text.strip_prefix("generator-bound: ")
+                .map(str::to_string)
+                .unwrap_or(text)
+        })
+        .collect();
         let bound = !reasons.is_empty();
         let answered = c.total() - c.get(Outcome::Connect);
         let no_connection = s.connect_failures > 0 && answered == 0;

@@ -1,5 +1,5 @@
 //! `ceiling`: find the highest load a web stack sustains within its latency SLO, and what it costs.
-
+#![forbid(unsafe_code)]
 // The doc comments of the argument structs are the `--help` text users read (clap shows them
 // verbatim), so they are written for a terminal, not for rustdoc: `results/<run-id>/` and
 // `[analysis]` are literal text there.

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use ceiling_analyze::ProbeKind;
 use ceiling_analyze::{probe_criteria, StackAnalysis};
 use ceiling_lab::{measure_watched, now_iso, repo_root, run_id, Halt, MeasureSpec};
-use ceiling_plan::{parse_duration, HttpUrl, PercentileLimit, Plan};
+use ceiling_plan::{parse_duration, HttpUrl, Plan};
 use ceiling_report::{RunReport, Series};
 use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
@@ -124,40 +124,12 @@ pub struct SearchArgs {
     pub stack_agent: Option<String>,
 }
 
-/// Parses `p99<=350ms,errors<1%` into the plan's SLO.
+/// Parses `p99<=350ms,errors<1%` (the plan crate's grammar, [`ceiling_plan::SloSpec`]) into the
+/// plan's SLO.
 pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
-    let mut limits = Vec::new();
-    for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if let Some(v) = part.strip_prefix("errors<") {
-            let v = v.trim();
-            let f = match v.strip_suffix('%') {
-                Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-                None => v.parse::<f64>(),
-            }
-            .ok()
-            .filter(|f| (0.0..=1.0).contains(f))
-            .with_context(|| format!("--slo `{part}`: write errors<1% or errors<0.01"))?;
-            plan.slo.max_error_rate = f;
-            continue;
-        }
-        let (k, v) = part
-            .split_once("<=")
-            .with_context(|| format!("--slo `{part}`: write p99<=350ms"))?;
-        let p: f64 = k
-            .trim()
-            .strip_prefix('p')
-            .and_then(|x| x.replace('_', ".").parse().ok())
-            .filter(|p: &f64| *p > 0.0 && *p < 100.0)
-            .with_context(|| format!("--slo `{part}`: `{k}` is not a percentile like p99"))?;
-        let limit = parse_duration(v).map_err(|e| anyhow::anyhow!("--slo `{part}`: {e}"))?;
-        limits.push(PercentileLimit {
-            percentile: p,
-            limit,
-        });
-    }
-    if !limits.is_empty() {
-        plan.slo.limits = limits;
-    }
+    ceiling_plan::SloSpec::parse(spec)
+        .map_err(|e| anyhow::anyhow!("--slo {e}"))?
+        .apply(&mut plan.slo);
     Ok(())
 }
 

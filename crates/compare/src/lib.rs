@@ -13,7 +13,7 @@
 //! - [`render`]: terminal, Markdown and HTML renderings; JSON is the types' serde form.
 //!
 //! Everything here is a pure function of stored records: nothing is measured.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod claims;

@@ -26,6 +26,7 @@
 //!
 //! Nothing here talks to a cluster; no cluster was reachable where this was written, so the
 //! manifests are validated against the API types (strict decoding in the tests), not applied.
+#![forbid(unsafe_code)]
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};

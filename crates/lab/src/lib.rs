@@ -6,6 +6,7 @@
 //! The binary (crates/cli) parses arguments and prints; the steps and their order live here, once.
 //! The parts underneath have one job each: the stand (PostgreSQL, PgBouncer, stacks, cgroups,
 //! samplers), the load engine, the analysis, the conformance suite.
+#![forbid(unsafe_code)]
 
 pub mod ids;
 pub mod live;

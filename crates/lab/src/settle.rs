@@ -200,7 +200,10 @@ path = "/x"
         // before the 20-s bound. "Fast" is relative to the first step, not an absolute rate: on a
         // busy 2-core CI box full speed measured 700–760 RPS against the simulated 1000.
         assert!(tp[0] < 0.6 * tp[tp.len() - 1], "{tp:?}");
-        assert!(tp[tp.len() - 3..].iter().all(|x| *x > 2.5 * tp[0]), "{tp:?}");
+        assert!(
+            tp[tp.len() - 3..].iter().all(|x| *x > 2.5 * tp[0]),
+            "{tp:?}"
+        );
         assert!((5..=10).contains(&tp.len()), "{tp:?}");
         assert!(s.seconds() < 15.0, "{}", s.describe());
     }

@@ -105,10 +105,13 @@ impl Wire {
 }
 
 struct Compiled {
-    method: String,
+    /// `METHOD /base`, rendered once.
+    head: String,
     path: Template,
     headers: Vec<(String, Template)>,
     body: Option<Template>,
+    /// It carries a Content-Length (a body, or a method that takes one).
+    post_like: bool,
     fixed: Option<Rc<[u8]>>,
 }
 
@@ -118,10 +121,15 @@ pub struct Mix {
     cumulative: Vec<u64>,
     total_weight: u64,
     tables: HashMap<String, Arc<Table>>,
-    host: String,
-    base_path: String,
     keep_alive: bool,
-    row_cache: Vec<(String, usize)>,
+    /// ` HTTP/1.1`, Host and User-Agent: the same for every request, rendered once.
+    after_path: String,
+    /// The row each data source gives the request being rendered (by its table's address: no
+    /// allocation per request).
+    row_cache: Vec<(usize, usize)>,
+    /// Kept between requests so that rendering allocates only the request's own bytes.
+    scratch: String,
+    body_scratch: String,
 }
 
 impl Mix {
@@ -157,10 +165,12 @@ impl Mix {
             acc += s.weight as u64;
             cumulative.push(acc);
             reqs.push(Compiled {
-                method: s.method.clone(),
+                head: format!("{} {}", s.method, base_path.trim_end_matches('/')),
                 path: s.path.clone(),
                 headers: s.headers.clone(),
                 body: s.body.clone(),
+                post_like: s.body.is_some()
+                    || matches!(s.method.as_str(), "POST" | "PUT" | "PATCH"),
                 fixed: None,
             });
         }
@@ -169,10 +179,14 @@ impl Mix {
             cumulative,
             total_weight: acc,
             tables,
-            host: host.to_string(),
-            base_path: base_path.trim_end_matches('/').to_string(),
             keep_alive,
+            after_path: format!(
+                " HTTP/1.1\r\nHost: {host}\r\nUser-Agent: ceiling/{}\r\n",
+                env!("CARGO_PKG_VERSION")
+            ),
             row_cache: Vec::new(),
+            scratch: String::with_capacity(256),
+            body_scratch: String::new(),
         };
         for i in 0..mix.reqs.len() {
             let r = &mix.reqs[i];
@@ -211,16 +225,14 @@ impl Mix {
 
     fn render_into(&mut self, i: usize, rng: &mut ChaCha8Rng, out: &mut Vec<u8>) {
         self.row_cache.clear();
-        let mut s = String::with_capacity(256);
+        let mut s = std::mem::take(&mut self.scratch);
+        let mut body = std::mem::take(&mut self.body_scratch);
+        s.clear();
+        body.clear();
         let r = &self.reqs[i];
-        let _ = write!(s, "{} {}", r.method, self.base_path);
+        s.push_str(&r.head);
         expand(&r.path, &self.tables, &mut self.row_cache, rng, &mut s);
-        let _ = write!(
-            s,
-            " HTTP/1.1\r\nHost: {}\r\nUser-Agent: ceiling/{}\r\n",
-            self.host,
-            env!("CARGO_PKG_VERSION")
-        );
+        s.push_str(&self.after_path);
         for (k, v) in &r.headers {
             s.push_str(k);
             s.push_str(": ");
@@ -230,24 +242,26 @@ impl Mix {
         if !self.keep_alive {
             s.push_str("Connection: close\r\n");
         }
-        let mut body = String::new();
         if let Some(b) = &r.body {
             expand(b, &self.tables, &mut self.row_cache, rng, &mut body);
         }
-        if r.body.is_some() || matches!(r.method.as_str(), "POST" | "PUT" | "PATCH") {
+        if r.post_like {
             let _ = write!(s, "Content-Length: {}\r\n", body.len());
         }
         s.push_str("\r\n");
-        s.push_str(&body);
         out.clear();
+        out.reserve(s.len() + body.len());
         out.extend_from_slice(s.as_bytes());
+        out.extend_from_slice(body.as_bytes());
+        self.scratch = s;
+        self.body_scratch = body;
     }
 }
 
 fn expand(
     t: &Template,
     tables: &HashMap<String, Arc<Table>>,
-    rows: &mut Vec<(String, usize)>,
+    rows: &mut Vec<(usize, usize)>,
     rng: &mut ChaCha8Rng,
     out: &mut String,
 ) {
@@ -258,15 +272,14 @@ fn expand(
                 let v: u128 = rng.gen();
                 let v = (v & !(0xF000u128 << 64) | (0x4000u128 << 64)) & !(0xC000u128 << 48)
                     | (0x8000u128 << 48);
-                let h = format!("{v:032x}");
                 let _ = write!(
                     out,
-                    "{}-{}-{}-{}-{}",
-                    &h[0..8],
-                    &h[8..12],
-                    &h[12..16],
-                    &h[16..20],
-                    &h[20..32]
+                    "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                    (v >> 96) as u32,
+                    (v >> 80) as u16,
+                    (v >> 64) as u16,
+                    (v >> 48) as u16,
+                    v & 0xFFFF_FFFF_FFFF
                 );
             }
             Segment::Int { lo, hi } => {
@@ -281,11 +294,12 @@ fn expand(
                 let col = &table.columns[column];
                 if *count == 1 {
                     // Every single-value placeholder of one source in one request reads the same row.
-                    let row = match rows.iter().find(|(s, _)| s == source) {
+                    let key = Arc::as_ptr(table) as usize;
+                    let row = match rows.iter().find(|(s, _)| *s == key) {
                         Some((_, r)) => *r,
                         None => {
                             let r = rng.gen_range(0..table.rows);
-                            rows.push((source.clone(), r));
+                            rows.push((key, r));
                             r
                         }
                     };

@@ -4,6 +4,7 @@
 //! This is the boundary between the instrument (the `load` and `stand` crates, which produce
 //! [`Second`]s and [`ResourceSample`]s) and the pure analysis (`analyze`, `report`, which only read
 //! them). Histograms are never averaged: windows are merged exactly with [`merge_into`].
+#![forbid(unsafe_code)]
 
 mod audit;
 mod environment;

@@ -3,15 +3,18 @@
 //! A plan is a TOML file (see `plans/` and `docs/plans.md`). This crate parses it into a validated
 //! [`Plan`]; every error names the file, the line and the field ([`PlanError`]), so a user can fix a
 //! plan without reading our source. Nothing here touches sockets or processes.
+#![forbid(unsafe_code)]
 
 mod duration;
 mod model;
 mod raw;
+mod slo;
 mod template;
 mod url;
 
 pub use duration::{format_duration, parse_duration};
 pub use model::*;
+pub use slo::{error_fraction, error_percent, latency_limit, percentile_key, SloSpec};
 pub use template::{Segment, Template};
 pub use url::HttpUrl;
 

@@ -688,30 +688,17 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
         for (k, v) in s.get_ref() {
             let sp = Some(v.span());
             if k == "errors" {
+                let bad = || {
+                    cx.err(
+                        sp.clone(),
+                        "slo.errors",
+                        "write a fraction like 0.01 or a percentage like \"1%\"",
+                    )
+                };
                 slo.max_error_rate = match v.get_ref() {
                     toml::Value::Float(f) if (0.0..=1.0).contains(f) => *f,
-                    toml::Value::String(p) if p.trim().ends_with('%') => p
-                        .trim()
-                        .trim_end_matches('%')
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|v| (0.0..=100.0).contains(v))
-                        .map(|v| v / 100.0)
-                        .ok_or_else(|| {
-                            cx.err(
-                                sp.clone(),
-                                "slo.errors",
-                                "write a fraction like 0.01 or a percentage like \"1%\"",
-                            )
-                        })?,
-                    _ => {
-                        return Err(cx.err(
-                            sp.clone(),
-                            "slo.errors",
-                            "write a fraction like 0.01 or a percentage like \"1%\"",
-                        ))
-                    }
+                    toml::Value::String(p) => crate::slo::error_percent(p).ok_or_else(bad)?,
+                    _ => return Err(bad()),
                 };
             } else if k == "requests" {
                 let tbl = v.get_ref().as_table().ok_or_else(|| {
@@ -1114,20 +1101,13 @@ fn pct_limit(
     key: &str,
     v: &toml::Value,
 ) -> Result<PercentileLimit, PlanError> {
-    let p: f64 = key
-        .strip_prefix('p')
-        .map(|s| s.replace('_', "."))
-        .and_then(|s| s.parse().ok())
-        .filter(|p| *p > 0.0 && *p < 100.0)
-        .ok_or_else(|| {
-            cx.err(
-                sp.clone(),
-                field,
-                format!(
-                    "`{key}` is not a percentile key: use p50, p90, p95, p99, p99_9 … or `errors`"
-                ),
-            )
-        })?;
+    let p: f64 = crate::slo::percentile_key(key).ok_or_else(|| {
+        cx.err(
+            sp.clone(),
+            field,
+            format!("`{key}` is not a percentile key: use p50, p90, p95, p99, p99_9 … or `errors`"),
+        )
+    })?;
     let s = v.as_str().ok_or_else(|| {
         cx.err(
             sp.clone(),
@@ -1135,10 +1115,7 @@ fn pct_limit(
             "must be a duration string like \"350ms\"",
         )
     })?;
-    let limit = parse_duration(s).map_err(|m| cx.err(sp.clone(), field, m))?;
-    if limit.is_zero() {
-        return Err(cx.err(sp.clone(), field, "must be longer than zero"));
-    }
+    let limit = crate::slo::latency_limit(s).map_err(|m| cx.err(sp.clone(), field, m))?;
     Ok(PercentileLimit {
         percentile: p,
         limit,

@@ -10,7 +10,7 @@
 //! write_all(&dir, &rep, &series)?;                      // run.json, summary.md, shelves.csv, report.html
 //! // `ceiling report DIR`: let rep = read_run_json(&dir.join("run.json"))?; let series = load_series(&dir, &rep);
 //! ```
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod fmt;
@@ -721,7 +721,8 @@ pub fn render_terminal(r: &RunReport) -> String {
 /// adjacent pair joined by its verdict (`>` ranked, `≈` tied, `~` not decided, `?` no interval).
 pub fn ranking_line(r: &RunReport) -> String {
     let mut s = String::new();
-    for (k, p) in r.ranking.iter().enumerate() {
+    // the chain's links only: a pair ranked across a `?` is a line of its own below it
+    for (k, p) in r.ranking.iter().filter(|p| p.across.is_none()).enumerate() {
         if k == 0 {
             s.push_str(&p.a);
         }

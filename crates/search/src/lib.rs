@@ -32,8 +32,11 @@
 //! see baseline latency again (bounded by `search.recovery_max`, each wait recorded): a probe never
 //! inherits another probe's backlog. A service that never recovers ends the search with what was
 //! established. **Invalid probes** are retried after recovery, with one more generator thread when
-//! the generator was the limit; a rate the generator cannot drive caps the search, and what the
-//! service held below it is reported as a lower bound — never as 0.
+//! the generator was the limit — but with the same threads when it was starved of CPU rather than
+//! busy (late while using less than [`STARVED_GENERATOR_CPU`] per thread: another thread would
+//! wait the same); a rate the generator cannot drive caps the search, and what the service held
+//! below it is reported as a lower bound — never as 0.
+#![forbid(unsafe_code)]
 
 use ceiling_analyze::{
     capacity_noise, check_plan, confirm_plan, confirm_rate, observations, pooled_interval,
@@ -126,6 +129,10 @@ pub type Log<'a> = &'a mut dyn FnMut(&str);
 
 /// Confirming shelves tried before giving up.
 pub const CONFIRM_ATTEMPTS: u32 = 3;
+/// A generator-bound probe whose generator used less than this much CPU per thread (% of one
+/// core) was starved, not busy: a busy event loop that falls behind runs near 100%.
+pub const STARVED_GENERATOR_CPU: f64 = 50.0;
+
 /// Runs of one probe rate when the generator or the window made it invalid.
 pub const INVALID_ATTEMPTS: u32 = 3;
 /// Never probe below this rate when bracketing downwards.
@@ -453,6 +460,13 @@ impl Searcher<'_> {
                 ));
             }
             let gen = v.generator_bound();
+            let gen_cpu = v.generator_cpu_pct;
+            let late = v
+                .reasons
+                .iter()
+                .any(|r| matches!(r, ceiling_analyze::Reason::GeneratorLag { .. }));
+            let v_starved =
+                gen && late && gen_cpu < STARVED_GENERATOR_CPU * v.threads.max(1) as f64;
             let invalid = v.verdict == Verdict::Invalid || env.is_some();
             let idx = self.st.probes.len();
             self.st.probes.push(v.clone());
@@ -473,7 +487,17 @@ impl Searcher<'_> {
                 }
                 continue;
             }
-            if gen && self.st.threads < self.st.max_threads {
+            // Late while using little CPU: the generator waited for a core the stack and
+            // PostgreSQL held (a shared box); it was not short of threads, and another thread
+            // would only add to the contention. Retried as it is: the stack's demand comes and
+            // goes (ktor-jdbc at 5657 RPS on the 2-core box failed this way twice, then held).
+            if v_starved {
+                (self.log)(&format!(
+                    "    the generator was starved of CPU, not busy ({gen_cpu:.0}% of a core while late): retrying with the same {} thread{} after recovery",
+                    self.st.threads,
+                    if self.st.threads == 1 { "" } else { "s" }
+                ));
+            } else if gen && self.st.threads < self.st.max_threads {
                 self.st.threads += 1;
                 (self.log)(&format!(
                     "    the generator was the limit: retrying with {} threads",

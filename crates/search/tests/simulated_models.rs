@@ -56,6 +56,9 @@ enum Model {
     /// A healthy service (capacity far away) driven by a generator that cannot send more than
     /// `g` RPS on time, whatever its threads: every probe above `g` is generator-bound.
     GenLimited { g: f64 },
+    /// As [`Model::GenLimited`], but the generator is starved of CPU by the other parts on a
+    /// shared box (12% of a core while late), not busy: more threads cannot help.
+    GenStarved { g: f64 },
     /// Healthy (3 ms) up to `c`; a probe above `c` wedges it for good: from then on nothing
     /// completes, its CPU idles and PostgreSQL has no active backend. With `pool_held` its DB
     /// pool stays full (every connection checked out, requests queued for one: the WebFlux/R2DBC
@@ -84,7 +87,7 @@ impl Model {
             Model::Bursty { mu, sigma, .. } => {
                 mu * (1.0 - 5.0 * bursty_pooled_v1(sigma) / LIMIT_MS)
             }
-            Model::GenLimited { g } => g,
+            Model::GenLimited { g } | Model::GenStarved { g } => g,
             Model::Wedge { c, .. } => c,
         }
     }
@@ -184,9 +187,14 @@ impl ProbeRunner for Sim {
             let r = rate.round() as u64;
             s.offered = r;
             s.sent = r;
-            let gen_bound = matches!(self.model, Model::GenLimited { g } if rate > g);
+            let gen_bound =
+                matches!(self.model, Model::GenLimited { g } | Model::GenStarved { g } if rate > g);
             ceiling_metrics::record_us(&mut s.lag, if gen_bound { 50_000 } else { 100 });
-            s.generator_cpu = if gen_bound { 100.0 } else { 10.0 };
+            s.generator_cpu = match (gen_bound, self.model) {
+                (true, Model::GenStarved { .. }) => 12.0,
+                (true, _) => 100.0,
+                _ => 10.0,
+            };
             match self.model {
                 Model::Cliff { c } => {
                     // Work arriving this second: rate × 1/c seconds; served: 1 s.
@@ -232,7 +240,7 @@ impl ProbeRunner for Sim {
                         signals.push(stall_signals(t, hog));
                     }
                 }
-                Model::GenLimited { .. } => {
+                Model::GenLimited { .. } | Model::GenStarved { .. } => {
                     Sim::record(&mut s, r, 3.0, 2.0, Outcome::Ok);
                 }
                 Model::Shed { c } => {
@@ -539,6 +547,46 @@ fn a_generator_limit_gives_a_lower_bound_never_zero() {
         .iter()
         .all(|v| v.recovery.as_ref().is_some_and(|r| r.recovered)));
     assert!(invalid.iter().any(|v| v.threads > 1) || SearchOptions::default().max_threads == 1);
+}
+
+#[test]
+fn a_starved_generator_is_retried_without_more_threads() {
+    // Truth: the generator falls behind above 600 RPS while using 12% of a core — starved by the
+    // stack and PostgreSQL on a shared box (ktor-jdbc on the 2-core machine, docs/benchmarks.md
+    // §41), not busy. Another thread cannot give it CPU: its probes are retried with the same
+    // one thread, and the rate still caps the search when every retry is starved.
+    let p = plan();
+    let mut sim = Sim::new(Model::GenStarved { g: 600.0 }, 1);
+    let mut lines = Vec::new();
+    let mut log = |m: &str| lines.push(m.to_string());
+    let out = search(&p, &mut sim, &SearchOptions::default(), &mut log);
+    assert_eq!(
+        out.status,
+        SearchStatus::GeneratorBound,
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.ceiling_rps >= 0.95 * 600.0 && out.ceiling_rps <= 600.0,
+        "{}",
+        out.describe()
+    );
+    let starved: Vec<_> = out
+        .probes
+        .iter()
+        .filter(|v| v.kind == ceiling_analyze::ProbeKind::Probe && v.generator_bound())
+        .collect();
+    assert!(starved.len() >= 3, "retried: {}", starved.len());
+    assert!(
+        starved.iter().all(|v| v.threads == 1),
+        "no retry with more threads"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("starved") && l.contains("same 1 thread")),
+        "the log says why: {lines:?}"
+    );
 }
 
 #[test]

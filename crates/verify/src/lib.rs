@@ -19,6 +19,7 @@
 //! member of `pg_read_all_stats`) and may write the benchmark tables: the suite inserts a few status
 //! rows and clients, a burst of transfers among clients it creates, and never changes seeded rows
 //! (it reads them).
+#![forbid(unsafe_code)]
 
 mod cases;
 pub mod check;
