@@ -7,7 +7,7 @@
 use ceiling_agent::{encode_line, read_message, Message, WireSecond, MAX_LINE_BYTES};
 use ceiling_metrics::{record_us, Phase, Second};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 fn second() -> Second {
     let mut s = Second::new(3, Phase::Measure, 1, 2);
@@ -68,7 +68,7 @@ fn config(cases: u32) -> Config {
 #[test]
 fn arbitrary_bytes_and_flipped_lines_are_read_or_refused() {
     let cases = 3000;
-    TestRunner::new(config(cases))
+    runner_of(config(cases))
         .run(&prop::collection::vec(any::<u8>(), 0..2048), |b| {
             read_all(&b);
             Ok(())
@@ -77,7 +77,7 @@ fn arbitrary_bytes_and_flipped_lines_are_read_or_refused() {
     println!("agent wire, arbitrary bytes: {cases} cases, no panic");
     let good = valid_lines();
     assert_eq!(read_all(&good), (2, false));
-    TestRunner::new(config(cases))
+    runner_of(config(cases))
         .run(
             &prop::collection::vec((0..good.len(), any::<u8>()), 1..8),
             |flips| {
@@ -98,7 +98,7 @@ fn a_second_with_garbage_histograms_is_an_error_naming_the_field() {
     use base64::Engine as _;
     let w = WireSecond::from_second(&second());
     let cases = 2000;
-    TestRunner::new(config(cases))
+    runner_of(config(cases))
         .run(
             &(
                 0..3usize,
@@ -142,4 +142,10 @@ fn a_line_past_the_bound_is_refused() {
     // 3 × the bound, with no newline: refused once the bound is passed
     let b = vec![b'{'; 3 * MAX_LINE_BYTES];
     assert_eq!(read_all(&b), (0, true));
+}
+
+/// A runner with a fixed seed: every `make test` tries the same cases, so CI is reproducible (a
+/// failure prints the case; the seed can be changed here to explore further).
+fn runner_of(config: Config) -> TestRunner {
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
 }

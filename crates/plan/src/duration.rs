@@ -15,7 +15,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .map(|v| Duration::from_secs_f64(v * mult))
+            // past what a duration holds (`99999999999999999999.5s`): not a duration, no panic
+            .and_then(|v| Duration::try_from_secs_f64(v * mult).ok())
             .ok_or_else(|| {
                 format!("`{s}` is not a duration (write e.g. \"30s\", \"10m\", \"250ms\")")
             });

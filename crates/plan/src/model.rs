@@ -594,7 +594,14 @@ pub mod duration_ms {
     /// Deserialize from fractional milliseconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
-        Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        of_ms::<D::Error>(ms)
+    }
+
+    /// Milliseconds as a duration (negative as zero); an error, not a panic, past what a
+    /// duration holds (a run.json edited by hand: found by crates/report/tests/bad_input.rs).
+    pub(crate) fn of_ms<E: serde::de::Error>(ms: f64) -> Result<Duration, E> {
+        Duration::try_from_secs_f64(ms.max(0.0) / 1000.0)
+            .map_err(|e| E::custom(format!("{ms} ms is not a duration: {e}")))
     }
 }
 
@@ -611,7 +618,9 @@ pub mod opt_duration_ms {
     }
     /// Deserialize from fractional milliseconds or null.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)))
+        Option::<f64>::deserialize(d)?
+            .map(super::duration_ms::of_ms::<D::Error>)
+            .transpose()
     }
 }
 

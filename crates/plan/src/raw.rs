@@ -291,7 +291,20 @@ impl Ctx<'_> {
 pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let cx = Ctx { text, file };
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let msg = e.message().to_string();
+        // toml leaves the message empty for some syntax errors (`-=`: found by the property
+        // tests); its own rendering then still says what it expected
+        let msg = match e.message().trim() {
+            "" => {
+                let shown = e.to_string();
+                let first = shown.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                if first.trim().is_empty() {
+                    "not valid TOML here".to_string()
+                } else {
+                    format!("not valid TOML: {}", first.trim())
+                }
+            }
+            m => m.to_string(),
+        };
         cx.err(e.span(), "", msg)
     })?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -1567,5 +1580,13 @@ path = "/x"
             (Some(lines + 2), "load.threads"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_toml_error_without_a_message_still_says_what_is_wrong() {
+        // found by crates/plan/tests/bad_input.rs: toml's message for `-=` is empty
+        let e = parse_plan("-=", std::path::Path::new("x.toml")).unwrap_err();
+        assert!(!e.message.trim().is_empty(), "{e}");
+        assert_eq!(e.line, Some(1), "{e}");
     }
 }

@@ -112,6 +112,7 @@ mod tests {
             ("p99<=0ms", "longer than zero"),
             ("errors<150%", "write errors<1%"),
             ("errors<2", "write errors<1%"),
+            ("p99<=99999999999999999999999.5s", "not a duration"),
         ] {
             let e = SloSpec::parse(bad).unwrap_err();
             assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
