@@ -151,6 +151,27 @@ impl Reason {
     pub fn voids_shelf(&self) -> bool {
         self.is_generator_bound() || matches!(self, Reason::PartExited { .. })
     }
+    /// For a generator-bound reason, what fell behind, without the `generator-bound:` label (a
+    /// verdict that already says so quotes this); `None` for every other reason.
+    pub fn generator_detail(&self) -> Option<String> {
+        Some(match self {
+            Reason::GeneratorLag { p99_ms, max_ms } => format!(
+                "schedule lag p99 {} ms > {} ms",
+                fmt_ms(*p99_ms),
+                fmt_ms(*max_ms)
+            ),
+            Reason::GeneratorCpu { mean_pct, max_pct } => {
+                format!("generator CPU {mean_pct:.0}% > {}%", trim_float(*max_pct))
+            }
+            Reason::BacklogOverflow { refused } => {
+                format!("{refused} requests refused (backlog full)")
+            }
+            Reason::Unsent { sent, offered } => {
+                format!("only {sent} of {offered} scheduled requests were sent")
+            }
+            _ => return None,
+        })
+    }
     /// True for reasons that mean the generator, not the stack, was the bottleneck.
     pub fn is_generator_bound(&self) -> bool {
         matches!(
@@ -208,28 +229,13 @@ impl fmt::Display for Reason {
             Reason::NothingCompleted { offered } => {
                 write!(f, "no request completed ({offered} offered)")
             }
-            Reason::GeneratorLag { p99_ms, max_ms } => {
-                write!(
-                    f,
-                    "generator-bound: schedule lag p99 {} ms > {} ms",
-                    fmt_ms(*p99_ms),
-                    fmt_ms(*max_ms)
-                )
-            }
-            Reason::GeneratorCpu { mean_pct, max_pct } => {
-                write!(
-                    f,
-                    "generator-bound: generator CPU {mean_pct:.0}% > {}%",
-                    trim_float(*max_pct)
-                )
-            }
-            Reason::BacklogOverflow { refused } => write!(
+            Reason::GeneratorLag { .. }
+            | Reason::GeneratorCpu { .. }
+            | Reason::BacklogOverflow { .. }
+            | Reason::Unsent { .. } => write!(
                 f,
-                "generator-bound: {refused} requests refused (backlog full)"
-            ),
-            Reason::Unsent { sent, offered } => write!(
-                f,
-                "generator-bound: only {sent} of {offered} scheduled requests were sent"
+                "generator-bound: {}",
+                self.generator_detail().unwrap_or_default()
             ),
             Reason::WindowTooShort { kept_s, min_s } => {
                 write!(

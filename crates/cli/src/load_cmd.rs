@@ -655,12 +655,7 @@ impl LoadReport {
             plan.analysis.max_generator_cpu,
         )
         .iter()
-        .map(|r| {
-            let text = r.to_string();
-            text.strip_prefix("generator-bound: ")
-                .map(str::to_string)
-                .unwrap_or(text)
-        })
+        .filter_map(ceiling_analyze::Reason::generator_detail)
         .collect();
         let bound = !reasons.is_empty();
         let answered = c.total() - c.get(Outcome::Connect);

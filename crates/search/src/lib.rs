@@ -465,8 +465,7 @@ impl Searcher<'_> {
                 .reasons
                 .iter()
                 .any(|r| matches!(r, ceiling_analyze::Reason::GeneratorLag { .. }));
-            let v_starved =
-                gen && late && gen_cpu < STARVED_GENERATOR_CPU * v.threads.max(1) as f64;
+            let starved = gen && late && gen_cpu < STARVED_GENERATOR_CPU * v.threads.max(1) as f64;
             let invalid = v.verdict == Verdict::Invalid || env.is_some();
             let idx = self.st.probes.len();
             self.st.probes.push(v.clone());
@@ -491,7 +490,7 @@ impl Searcher<'_> {
             // PostgreSQL held (a shared box); it was not short of threads, and another thread
             // would only add to the contention. Retried as it is: the stack's demand comes and
             // goes (ktor-jdbc at 5657 RPS on the 2-core box failed this way twice, then held).
-            if v_starved {
+            if starved {
                 (self.log)(&format!(
                     "    the generator was starved of CPU, not busy ({gen_cpu:.0}% of a core while late): retrying with the same {} thread{} after recovery",
                     self.st.threads,
