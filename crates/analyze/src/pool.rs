@@ -31,11 +31,6 @@ fn bucket_of(us: u64) -> usize {
         .clamp(0.0, (NBUCKETS - 1) as f64) as usize
 }
 
-/// The value of a bucket, ms.
-pub fn bucket_ms(bucket: usize) -> f64 {
-    value_ms(bucket)
-}
-
 fn value_ms(bucket: usize) -> f64 {
     (bucket as f64 * LOG_STEP).exp() / 1000.0
 }

@@ -478,9 +478,59 @@ fn quadrature() -> Vec<(f64, f64)> {
     nodes.into_iter().zip(w).map(|(z, w)| (z, w / sw)).collect()
 }
 
-/// One latency term of a probe: its limit (ms), its allowance (1 − percentile), and its values
-/// (ms, ascending) with the share of the window above each.
-type TermShape = (f64, f64, Vec<(f64, f64)>);
+/// One latency term of a probe, laid out for [`Bursts::margin`]'s inner loop, which asks millions
+/// of times per interval "what share of this window lies above `limit / factor`": its limit and
+/// allowance (1 − percentile), and the share above each log bucket from the window's first
+/// occupied one to its last (dense, so the question is a subtraction, a floor and an index rather
+/// than an `exp`, a division and a binary search; the answer is the same one, compared in ln).
+struct TermShape {
+    /// ln(limit in µs) in bucket steps, counted from the first occupied bucket: a bucket
+    /// `first + j` lies at or below `limit / e^f` when `j ≤ limit_steps − f / LOG_STEP`.
+    limit_steps: f64,
+    /// The share of requests the term allows above its limit (1 − percentile).
+    allowed: f64,
+    /// `above[j]`: the share of the window above the last occupied bucket ≤ `first + j`; empty
+    /// for a window without requests (whose share above anything is 1).
+    above: Vec<f64>,
+}
+
+impl TermShape {
+    fn of(l: &crate::pool::LatencyCounts) -> TermShape {
+        let total = l.hist.len().max(1) as f64;
+        let mut left = l.hist.len() as f64;
+        let first = l.hist.0.first().map_or(0, |&(b, _)| i64::from(b));
+        let mut above = Vec::new();
+        for &(b, n) in &l.hist.0 {
+            let j = (i64::from(b) - first) as usize;
+            // buckets between two occupied ones keep the share above the lower one
+            let prev = above.last().copied().unwrap_or(1.0);
+            above.resize(j, prev);
+            left -= n as f64;
+            above.push(left / total);
+        }
+        TermShape {
+            limit_steps: (1000.0 * l.limit_ms).ln() / crate::pool::LOG_STEP - first as f64,
+            allowed: (1.0 - l.percentile / 100.0).max(1e-9),
+            above,
+        }
+    }
+
+    /// The share of the window above `limit / e^f`.
+    #[inline]
+    fn share_above(&self, f_steps: f64) -> f64 {
+        let j = self.limit_steps - f_steps;
+        // NaN and anything below the first bucket: the whole window lies above
+        if !(j >= 0.0) {
+            return 1.0;
+        }
+        // truncation is the floor here (j ≥ 0), without a call to libm's floor (no SSE4.1 in the
+        // baseline target); the cast saturates
+        match self.above.get(j as usize) {
+            Some(&a) => a,
+            None => self.above.last().copied().unwrap_or(1.0),
+        }
+    }
+}
 
 /// One probe's window for the pooled model: per latency term its values (ms, ascending) with
 /// the share of the window above each, and its error and shortfall rates.
@@ -518,24 +568,7 @@ impl Bursts {
                     x: s.rate.ln(),
                     y: ln_margin(s.margin),
                     w: w0 * times[i] as f64,
-                    latency: c
-                        .latency
-                        .iter()
-                        .map(|l| {
-                            let total = l.hist.len().max(1) as f64;
-                            let mut above = l.hist.len() as f64;
-                            let vals = l
-                                .hist
-                                .0
-                                .iter()
-                                .map(|&(b, n)| {
-                                    above -= n as f64;
-                                    (crate::pool::bucket_ms(b as usize), above / total)
-                                })
-                                .collect();
-                            (l.limit_ms, (1.0 - l.percentile / 100.0).max(1e-9), vals)
-                        })
-                        .collect(),
+                    latency: c.latency.iter().map(TermShape::of).collect(),
                     err: if c.requests > 0 {
                         c.errors as f64 / c.requests as f64
                     } else {
@@ -577,33 +610,35 @@ impl Bursts {
             .max()
             .unwrap_or(0);
         let mut worst = 0.0f64;
+        // the burst factors' ln in bucket steps, once per call rather than once per probe
+        let steps: Vec<(f64, f64)> = self
+            .quad
+            .iter()
+            .map(|&(z, wq)| (line.sigma * z / crate::pool::LOG_STEP, wq))
+            .collect();
         for k in 0..nterms {
             let mut e = 0.0;
             for p in &self.probes {
-                let Some((limit, allowed, vals)) = p.latency.get(k) else {
+                let Some(term) = p.latency.get(k) else {
                     continue;
                 };
                 // ln of the factor that takes this probe to the line at x, burst removed
-                let base = line.at(x) - p.y;
+                let base = (line.at(x) - p.y) / crate::pool::LOG_STEP;
                 let mut share = 0.0;
-                for &(z, wq) in &self.quad {
-                    let t = limit / (base + line.sigma * z).exp();
-                    let i = vals.partition_point(|v| v.0 <= t);
-                    let above = if i == 0 { 1.0 } else { vals[i - 1].1 };
-                    share += wq * above;
+                for &(z, wq) in &steps {
+                    share += wq * term.share_above(base + z);
                 }
-                e += p.w * share / allowed;
+                e += p.w * share / term.allowed;
             }
             worst = worst.max(e / sw);
         }
         let (mut err, mut short, mut plain) = (0.0, 0.0, 0.0);
         for p in &self.probes {
-            let f = (line.at(x) - p.y).exp() * p.y.exp();
             if p.dead {
                 return CLAMP.1;
             }
             if p.latency.is_empty() {
-                plain += p.w * f;
+                plain += p.w * ((line.at(x) - p.y).exp() * p.y.exp());
             }
             if p.err_limit > 0.0 {
                 err += p.w * p.err * (line.b * (x - p.x)).exp() / p.err_limit;
