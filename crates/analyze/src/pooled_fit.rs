@@ -520,7 +520,7 @@ impl TermShape {
     fn share_above(&self, f_steps: f64) -> f64 {
         let j = self.limit_steps - f_steps;
         // NaN and anything below the first bucket: the whole window lies above
-        if !(j >= 0.0) {
+        if j.is_nan() || j < 0.0 {
             return 1.0;
         }
         // truncation is the floor here (j ≥ 0), without a call to libm's floor (no SSE4.1 in the

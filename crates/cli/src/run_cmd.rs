@@ -7,7 +7,6 @@ use ceiling_analyze::{StackAnalysis, Warning, WarningKind};
 use ceiling_lab::{
     apply_load_flags, measure_stack, now_iso, repo_root, run_id, Halt, Round, StackRunOptions,
 };
-use ceiling_plan::OnPartExit;
 use ceiling_report::{RunReport, Series};
 use ceiling_stand::{Role, Stand, StandOptions};
 use clap::Args;
@@ -358,64 +357,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                         e.describe(),
                         turn.describe(rounds)
                     );
-                    if !e.log_tail.is_empty() {
-                        std::fs::write(
-                            dir.join("logs")
-                                .join(format!("{}-exit-{name}.txt", e.part.as_str())),
-                            &e.log_tail,
-                        )
-                        .ok();
-                    }
                     let last = i + 1 == schedule.len();
-                    match plan.stand.on_part_exit {
-                        OnPartExit::Restart if !last && !stop.load(Ordering::Relaxed) => {
-                            let part = e.part.title();
-                            eprintln!(
-                                "stand: restarting {part} (stand.on_part_exit = \"restart\")…"
-                            );
-                            let t = Instant::now();
-                            // PostgreSQL's restart restarts PgBouncer too (a new port)
-                            let restarted = ceiling_lab::restart_part(&mut stand, e.part);
-                            match restarted {
-                                Ok(_) => {
-                                    eprintln!(
-                                        "stand: {part} ready again in {:.1}s (PostgreSQL {})",
-                                        t.elapsed().as_secs_f64(),
-                                        stand.postgres_version()
-                                    );
-                                    report.warnings.push(Warning::new(WarningKind::PartExited, format!(
-                                        "{what}; {part} was restarted and the run went on with the next stack"
-                                    )));
-                                }
-                                Err(err) => {
-                                    let msg = format!(
-                                        "{what}; restarting it failed, so the run stopped: {err}"
-                                    );
-                                    eprintln!("{msg}");
-                                    report
-                                        .warnings
-                                        .push(Warning::new(WarningKind::PartExited, msg));
-                                    report.stacks = combined(&parts);
-                                    crate::compare_cmd::write_reports(&dir, &report, &series)?;
-                                    break;
-                                }
-                            }
-                        }
-                        OnPartExit::Restart => report
-                            .warnings
-                            .push(Warning::new(WarningKind::PartExited, what)),
-                        OnPartExit::Stop => {
-                            let msg = format!(
-                                "{what}; the run stopped there (stand.on_part_exit = \"stop\")"
-                            );
-                            eprintln!("{msg}");
-                            report
-                                .warnings
-                                .push(Warning::new(WarningKind::PartExited, msg));
-                            report.stacks = combined(&parts);
-                            crate::compare_cmd::write_reports(&dir, &report, &series)?;
-                            break;
-                        }
+                    let out = ceiling_lab::handle_part_exit(
+                        plan.stand.on_part_exit,
+                        &mut stand,
+                        &e,
+                        what,
+                        ceiling_lab::Activity::Run,
+                        !last && !stop.load(Ordering::Relaxed),
+                        &dir.join("logs"),
+                        name,
+                        &mut |line| eprintln!("{line}"),
+                    );
+                    eprintln!("{}", out.message);
+                    report
+                        .warnings
+                        .push(Warning::new(WarningKind::PartExited, out.message));
+                    if out.stop_all {
+                        report.stacks = combined(&parts);
+                        crate::compare_cmd::write_reports(&dir, &report, &series)?;
+                        break;
                     }
                 }
             }

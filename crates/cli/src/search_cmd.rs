@@ -938,10 +938,9 @@ fn stack_round(
     Ok((lim, spec.fairness))
 }
 
-/// A part of the stand (PostgreSQL, PgBouncer) exited during one of `job`'s probes: its log tail
-/// is kept, the search of this stack has ended (the probe was never judged), and the stand either
-/// restarts the part so the other stacks go on, or the whole search stops
-/// (`stand.on_part_exit`).
+/// A part of the stand (PostgreSQL, PgBouncer) exited during one of `job`'s probes: the search
+/// of this stack has ended (the probe was never judged); the stand's policy (`lab`) restarts the
+/// part so the other stacks go on, or stops the whole search.
 fn part_exited(
     plan: &Plan,
     stand: &mut Stand,
@@ -953,42 +952,22 @@ fn part_exited(
 ) {
     job.halted = true;
     let what = format!("{} while `{}` was searched", e.describe(), job.name);
-    if !e.log_tail.is_empty() {
-        let logs = dir.join("logs");
-        std::fs::create_dir_all(&logs).ok();
-        std::fs::write(
-            logs.join(format!("{}-exit-{}.txt", e.part.as_str(), job.name)),
-            &e.log_tail,
-        )
-        .ok();
-    }
-    let msg = match plan.stand.on_part_exit {
-        ceiling_plan::OnPartExit::Restart if !stop.load(Ordering::Relaxed) => {
-            log(&format!(
-                "stand: restarting {} (stand.on_part_exit = \"restart\")…",
-                e.part.title()
-            ));
-            match ceiling_lab::restart_part(stand, e.part) {
-                Ok(_) => format!(
-                    "{what}; this stack's search ended there and {} was restarted for the others",
-                    e.part.title()
-                ),
-                Err(err) => {
-                    job.stop_all = true;
-                    format!("{what}; restarting it failed, so the search stopped: {err:#}")
-                }
-            }
-        }
-        ceiling_plan::OnPartExit::Restart => what,
-        ceiling_plan::OnPartExit::Stop => {
-            job.stop_all = true;
-            format!("{what}; the search stopped there (stand.on_part_exit = \"stop\")")
-        }
-    };
-    log(&msg);
+    let out = ceiling_lab::handle_part_exit(
+        plan.stand.on_part_exit,
+        stand,
+        e,
+        what,
+        ceiling_lab::Activity::Search,
+        !stop.load(Ordering::Relaxed),
+        &dir.join("logs"),
+        &job.name,
+        log,
+    );
+    log(&out.message);
+    job.stop_all |= out.stop_all;
     job.warnings.push(ceiling_analyze::Warning::new(
         ceiling_analyze::WarningKind::PartExited,
-        msg,
+        out.message,
     ));
 }
 

@@ -474,12 +474,19 @@ errors = "1%"
     (port, plan)
 }
 
+/// Taken by the two tests that burn a core with a busy loop and by the one that finds a known
+/// ceiling: libtest runs this file's tests side by side, and on a 2-core machine two busy loops
+/// beside a search leave its service too little CPU (seen: p99 72 ms at 200 RPS, the known
+/// 400-RPS ceiling found at 275). The other tests here send a few hundred requests and share.
+static BUSY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `ceiling search` with `--agents`: every probe's schedule goes to two agents (the plan's text,
 /// the probe's shelf and the plan's data file travel to them), their seconds are merged, and the
 /// search finds the ceiling of a service whose capacity is known: 4 workers × 10 ms = 400 RPS
 /// behind an unbounded queue (the same truth as tests/search_url.rs, found there by one process).
 #[test]
 fn a_search_on_two_agents_finds_the_known_ceiling() {
+    let _apart = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("search");
     let tok = token_file(&dir, "0123456789abcdef-search");
     let (port, plan) = known_capacity_plan(&dir);
@@ -627,6 +634,7 @@ fn busy_loop_and_its_agent(tok: &PathBuf) -> (Agent, Agent) {
 /// CPU from the agent's samples (a bare --url search has none of its own).
 #[test]
 fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
+    let _apart = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("stack-agent");
     let tok = token_file(&dir, "0123456789abcdef-stack-agent");
     let (port, plan) = known_capacity_plan(&dir);
@@ -681,6 +689,7 @@ fn a_stack_agent_reports_the_cpu_of_the_process_it_watches() {
 /// service's CPU from an agent beside it (watching a busy loop of one core, known in advance).
 #[test]
 fn a_run_against_a_url_takes_its_load_from_agents_and_its_cpu_from_the_agent_beside_it() {
+    let _apart = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("run-url");
     let tok = token_file(&dir, "0123456789abcdef-run-url");
     let (port, _) = known_capacity_plan(&dir);

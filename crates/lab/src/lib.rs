@@ -11,6 +11,7 @@
 pub mod ids;
 pub mod live;
 pub mod measure;
+pub mod part_exit;
 pub mod record;
 pub mod settle;
 pub mod stack;
@@ -21,6 +22,7 @@ pub use ids::{now_iso, repo_root, run_id};
 pub use measure::{
     apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured, Round,
 };
+pub use part_exit::{handle_part_exit, Activity, PartExitOutcome};
 pub use record::Recorder;
 pub use settle::{settle_warmup, SettleSpec};
 pub use stack::{footprint_of, load_url, measure_stack, restart_part, watch, StackRunOptions};
