@@ -5,7 +5,9 @@
 # nginx worker (core 0) that answers everything with a static body; each binary runs on core 1, the
 # two alternating A B A B … so drift falls on both. CPU per request = the binary's user+sys CPU /
 # the requests nginx counted (stub_status), never the tool's own report.
-# Usage: bench/generator-templates-ab.sh BIN_A BIN_B [rounds] [seconds] [conns]
+# RATE=R sends an open-model R requests/s instead (--max-connections conns): CPU per request at a
+# rate the generator keeps, rather than at saturation, where it spins and the rate is nginx's.
+# Usage: [RATE=R] bench/generator-templates-ab.sh BIN_A BIN_B [rounds] [seconds] [conns]
 set -euo pipefail
 a_bin=$1; b_bin=$2; rounds=${3:-4}; secs=${4:-8}; conns=${5:-64}
 . "$(dirname "$0")/lib.sh"
@@ -36,15 +38,16 @@ expect = [200]
 hold = 1
 duration = "1s"
 EOF
-echo "# generator-templates-ab: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), closed model $conns connections, ${secs}s x $rounds rounds each"
+echo "# generator-templates-ab: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), ${RATE:+open model $RATE/s, }closed model unless a rate: $conns connections, ${secs}s x $rounds rounds each"
 echo "# A = $a_bin ($("$a_bin" --version 2>/dev/null || echo '?'))"
 echo "# B = $b_bin ($("$b_bin" --version 2>/dev/null || echo '?'))"
 echo "round tool cpu_s requests us_per_request"
 for r in $(seq 1 "$rounds"); do
   for t in A B; do
     b=$a_bin; [ "$t" = B ] && b=$b_bin
+    if [ -n "${RATE:-}" ]; then load=(--rate "$RATE" --max-connections "$conns"); else load=(--connections "$conns"); fi
     read -r _ cpu req _ < <(measure "$t$r" "$b" load "$tmp/plan.toml" --url "http://127.0.0.1:$port" \
-      --connections "$conns" --duration "${secs}s" -q)
+      "${load[@]}" --duration "${secs}s" -q)
     echo "$r $t $cpu $req $(awk -v c="$cpu" -v n="$req" 'BEGIN{printf "%.2f", 1e6*c/n}')"
   done
 done
