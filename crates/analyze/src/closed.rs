@@ -46,6 +46,28 @@ pub struct LevelStats {
     /// PgBouncer CPU, % of one core (when the plan has one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pgbouncer_cpu_pct: Option<Estimate>,
+    /// The latencies as wrk would have printed them (its coordinated-omission correction of
+    /// each repetition's histogram, [`crate::hist::wrk_corrected`]), for sources measured with
+    /// wrk; absent when a repetition has none (older run.json files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrk: Option<WrkStats>,
+}
+
+/// A level's latencies after wrk's correction, over its repetitions (ms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WrkStats {
+    /// Mean.
+    pub mean_ms: Estimate,
+    /// Median.
+    pub p50_ms: Estimate,
+    /// p75.
+    pub p75_ms: Estimate,
+    /// p90.
+    pub p90_ms: Estimate,
+    /// p95.
+    pub p95_ms: Estimate,
+    /// p99.
+    pub p99_ms: Estimate,
 }
 
 impl LevelStats {
@@ -77,6 +99,23 @@ impl LevelStats {
             stack_rss_mb: o(&|s| s.stack.as_ref().map(|w| w.rss_mb_mean)),
             postgres_cpu_pct: o(&|s| s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
             pgbouncer_cpu_pct: o(&|s| s.pgbouncer.as_ref().map(|w| w.cpu_pct_mean)),
+            wrk: if shelves.iter().all(|s| s.wrk_latency.is_some()) {
+                let w = |f: &dyn Fn(&crate::hist::Percentiles) -> f64| {
+                    o(&|s| s.wrk_latency.as_ref().map(f))
+                };
+                (|| {
+                    Some(WrkStats {
+                        mean_ms: w(&|p| p.mean_ms)?,
+                        p50_ms: w(&|p| p.p50_ms)?,
+                        p75_ms: w(&|p| p.p75_ms)?,
+                        p90_ms: w(&|p| p.p90_ms)?,
+                        p95_ms: w(&|p| p.p95_ms)?,
+                        p99_ms: w(&|p| p.p99_ms)?,
+                    })
+                })()
+            } else {
+                None
+            },
         })
     }
 }

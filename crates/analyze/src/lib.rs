@@ -47,11 +47,11 @@ pub use capacity::{
 };
 pub use closed::{
     aggregate_levels, drift_of_shelves, little_breaks, little_occupancy, repetition_drift,
-    LevelAggregate, LevelStats, LittleBreak, RepetitionDrift, LITTLE_HIGH, LITTLE_LOW,
+    LevelAggregate, LevelStats, LittleBreak, RepetitionDrift, WrkStats, LITTLE_HIGH, LITTLE_LOW,
 };
 pub use cost::{cost_table, CostRow, CostTable, HOURS_PER_YEAR};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};
-pub use hist::{percentile_ms, Percentiles};
+pub use hist::{percentile_ms, wrk_corrected, Percentiles, WRK_CORRECTION_MAX_STEPS};
 pub use layout::{shelf_specs, stage_spans, ShelfSpec, StageSpan};
 pub use pool::{pooled_margin, LatencyCounts, LogHist, PooledHist, ProbeCounts};
 pub use pooled_fit::{

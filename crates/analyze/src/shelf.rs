@@ -297,6 +297,15 @@ impl ShelfAccumulator {
                 ok: !matches!(measured, Some(m) if m > l.limit_ms + 1e-9),
             });
         }
+        // wrk's interval: the kept window's time over the requests per connection
+        let wrk_latency = self.spec.connections.and_then(|c| {
+            let per_conn = counts.total() / (c.max(1) as u64);
+            let window_us = self.kept.len() as u64 * 1_000_000;
+            (per_conn > 0)
+                .then(|| crate::hist::wrk_corrected(&overall_lat, window_us / per_conn))
+                .flatten()
+                .map(|h| Percentiles::of(&h))
+        });
         self.measure = Some(ShelfMeasure {
             reached,
             seen: self.seen,
@@ -304,6 +313,7 @@ impl ShelfAccumulator {
             start: self.start,
             end: self.end,
             kept: std::mem::take(&mut self.kept),
+            wrk_latency,
             latency: Percentiles::of(&overall_lat),
             service: Percentiles::of(&overall_svc),
             counts,
@@ -331,6 +341,7 @@ struct ShelfMeasure {
     end: Option<f64>,
     kept: Vec<Kept>,
     latency: Percentiles,
+    wrk_latency: Option<Percentiles>,
     service: Percentiles,
     counts: Counts,
     per_request: Vec<RequestStats>,
@@ -479,6 +490,11 @@ pub struct ShelfResult {
     pub latency: Percentiles,
     /// Service time, all requests.
     pub service: Percentiles,
+    /// Closed model only: `latency` as wrk would print it, after its coordinated-omission
+    /// correction ([`crate::hist::wrk_corrected`]), for comparisons with sources measured with
+    /// wrk. Absent for open-model shelves and in older run.json files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrk_latency: Option<Percentiles>,
     /// Per request name, plan order.
     pub per_request: Vec<RequestStats>,
     /// Every latency limit of the SLO checked.
@@ -775,6 +791,7 @@ fn judge(
         error_rate: rate(errors, requests),
         outcomes: outcome_map(&m.counts),
         latency: m.latency.clone(),
+        wrk_latency: m.wrk_latency.clone(),
         service: m.service.clone(),
         per_request: m.per_request.clone(),
         slo_checks: m.checks.clone(),

@@ -1491,3 +1491,44 @@ fn littles_law_is_checked_on_every_closed_level() {
         "{w:?}"
     );
 }
+
+/// Truth test: a closed-model shelf stores its latencies as wrk would print them — the
+/// correction of its own merged histogram with wrk's interval (the kept window over the
+/// requests per connection), computed here by hand from the seconds fed in.
+#[test]
+fn a_closed_shelf_keeps_its_latencies_as_wrk_would_print_them() {
+    let p = closed_plan();
+    let mut acc = RunAccumulator::for_repetition(&p, "s", 0);
+    let mut t = 0u32;
+    for _ in 0..7 {
+        acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
+        t += 1;
+    }
+    // every second: 1990 requests at 5 ms and 10 stalled for 80 ms
+    for lvl in 0..2 {
+        for _ in 0..30u32 {
+            acc.push_second(&build(
+                t,
+                Phase::Measure,
+                lvl,
+                &sec(2000, vec![tag(1990, 5.0), tag(10, 80.0)]),
+            ));
+            t += 1;
+        }
+    }
+    let a = acc.finish();
+    let s = &a.shelves[0];
+    let c = s.connections.unwrap() as u64;
+    let kept = s.window.kept_s as u64;
+    let mut h = ceiling_metrics::new_histogram();
+    h.record_n(5_000, 1990 * kept).unwrap();
+    h.record_n(80_000, 10 * kept).unwrap();
+    let interval = kept * 1_000_000 / (s.requests / c);
+    let want = crate::hist::wrk_corrected(&h, interval).unwrap();
+    let got = s.wrk_latency.as_ref().expect("a closed shelf has it");
+    assert_eq!(got.count, want.len());
+    assert!(got.count > s.latency.count, "synthetic samples were added");
+    assert_eq!(got, &Percentiles::of(&want));
+    // the recorded figures are unchanged
+    assert_eq!(s.latency.count, h.len());
+}

@@ -463,6 +463,11 @@ pub struct Published {
     /// The source's caveats and the flaws ceiling's reading found.
     #[serde(default)]
     pub caveats: Vec<String>,
+    /// The source's latencies are wrk's, which wrk corrects for coordinated omission before
+    /// printing: the comparison then sets the same correction of ceiling's histograms beside
+    /// them (closed-model runs recorded since it was added), the recorded figure in the note.
+    #[serde(default)]
+    pub wrk_latencies: bool,
     /// Every published table.
     #[serde(default)]
     pub tables: Vec<Table>,

@@ -209,7 +209,7 @@ pub fn compare_runs_with_source(runs: &[&RunReport], published: &Published) -> S
     let plans: Vec<&str> = runs.iter().map(|r| r.plan.name.as_str()).collect();
     let tables: Vec<TableComparison> = published
         .tables_of_plans(&plans)
-        .map(|t| table(runs, t))
+        .map(|t| table(runs, t, published.wrk_latencies))
         .collect();
     let other_tables = published
         .tables
@@ -312,12 +312,12 @@ fn run_of<'a>(runs: &[&'a RunReport], t: &Table, r: &Row) -> &'a RunReport {
         .unwrap_or(runs[0])
 }
 
-fn table(runs: &[&RunReport], t: &Table) -> TableComparison {
+fn table(runs: &[&RunReport], t: &Table, wrk: bool) -> TableComparison {
     let metrics = t.metrics();
     let rows: Vec<RowComparison> = t
         .rows
         .iter()
-        .map(|r| row(run_of(runs, t, r), t, r, &metrics))
+        .map(|r| row(run_of(runs, t, r), t, r, &metrics, wrk))
         .collect();
     let order = order(t, &rows, &metrics);
     let ratios = ratios(t, &rows);
@@ -514,12 +514,61 @@ fn ours_range(a: &StackAnalysis, t: &Table, m: Metric) -> Option<(f64, f64)> {
 }
 
 /// ceiling's figure for `m` at a point: value, 95% half-width, and how it differs in kind.
+/// `wrk`: the source's latencies are wrk's, corrected for coordinated omission before printing;
+/// ceiling's latency figures are then the same correction of its own histograms where the run
+/// has them (closed-model levels), said so in the kind, with the recorded figure beside.
 fn ours_value(
     a: &StackAnalysis,
     t: &Table,
     at: Option<&Ours>,
     m: Metric,
+    wrk: bool,
 ) -> (Option<f64>, Option<f64>, Option<String>) {
+    let wrk_kind = |recorded: Option<f64>| {
+        Some(format!(
+            "wrk-corrected, as the source's wrk printed (recorded: {})",
+            recorded.map_or("—".into(), |v| format!("{v:.3} ms"))
+        ))
+    };
+    if wrk {
+        match at {
+            Some(Ours::Shelf(s)) => {
+                if let Some(w) = &s.wrk_latency {
+                    let pick = |p: &ceiling_analyze::Percentiles| match m {
+                        Metric::AvgMs => Some(p.mean_ms),
+                        Metric::P50Ms => Some(p.p50_ms),
+                        Metric::P75Ms => Some(p.p75_ms),
+                        Metric::P90Ms => Some(p.p90_ms),
+                        Metric::P95Ms => Some(p.p95_ms),
+                        Metric::P99Ms => Some(p.p99_ms),
+                        _ => None,
+                    };
+                    if let Some(v) = pick(w) {
+                        return (Some(v), None, wrk_kind(pick(&s.latency)));
+                    }
+                }
+            }
+            Some(Ours::Level(l)) => {
+                if let Some(h) = l.headline() {
+                    if let Some(w) = &h.wrk {
+                        let pick = |m: Metric| match m {
+                            Metric::AvgMs => Some((&w.mean_ms, Some(&h.mean_ms))),
+                            Metric::P50Ms => Some((&w.p50_ms, Some(&h.p50_ms))),
+                            Metric::P75Ms => Some((&w.p75_ms, h.p75_ms.as_ref())),
+                            Metric::P90Ms => Some((&w.p90_ms, Some(&h.p90_ms))),
+                            Metric::P95Ms => Some((&w.p95_ms, Some(&h.p95_ms))),
+                            Metric::P99Ms => Some((&w.p99_ms, Some(&h.p99_ms))),
+                            _ => None,
+                        };
+                        if let Some((e, rec)) = pick(m) {
+                            return (Some(e.mean), e.ci95, wrk_kind(rec.map(|r| r.mean)));
+                        }
+                    }
+                }
+            }
+            None => {}
+        }
+    }
     // the ceiling row's RPS is the ceiling itself (0 when none), interval from the search
     if t.point == Point::Ceiling && m == Metric::Rps {
         if let Some(s) = &a.search {
@@ -621,7 +670,7 @@ fn ours_value(
     }
 }
 
-fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison {
+fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric], wrk: bool) -> RowComparison {
     let base = |status| RowComparison {
         label: r.label.clone(),
         stack: r.stack.clone(),
@@ -695,7 +744,7 @@ fn row(run: &RunReport, t: &Table, r: &Row, metrics: &[Metric]) -> RowComparison
                     .and_then(|x| x.instances);
                 (n.map(f64::from), None, None)
             } else {
-                ours_value(a, t, at.as_ref(), m)
+                ours_value(a, t, at.as_ref(), m, wrk)
             };
             let p = published.central();
             let range = ours_range(a, t, m);

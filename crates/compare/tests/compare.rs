@@ -624,3 +624,48 @@ fn the_duration_condition_counts_every_repetition_and_the_warmup_once() {
         "185 s planned in total: 60 s of levels × 3 repetitions, after a 5-s warm-up"
     );
 }
+
+/// A source whose latencies are wrk's (`wrk_latencies = true`): ceiling's latency cells take the
+/// shelf's wrk-corrected percentiles, and say so with the recorded figure beside; a source
+/// without the flag, or a shelf without the correction (an older run), keeps the recorded one.
+#[test]
+fn a_wrk_source_is_compared_with_the_wrk_correction_of_ceilings_histogram() {
+    let pa = one_shelf_plan("004-on", 2000);
+    let mut a = RunReport::new(&pa, "sim");
+    a.stacks.push(simulate(&pa, "go-pgx", |_| 5.0, 50.0, 20.0));
+    let text = |wrk: bool| {
+        format!(
+            "source = \"004\"\ntitle = \"t\"\npublished = \"p\"\nseed = \"004_x.txt\"\n\
+             wrk_latencies = {wrk}\n[[tables]]\nid = \"on\"\ntitle = \"on\"\nline = 1\n\
+             plan = \"004-on\"\npoint = \"shelf\"\n[[tables.rows]]\nlabel = \"Go\"\n\
+             stack = \"go-pgx\"\nrate = 2000\np50_ms = 1.0\np99_ms = 9.0\n"
+        )
+    };
+    let p50 = |run: &RunReport, wrk: bool| {
+        let p = parse_published(&text(wrk), Path::new("plans/published/004.toml")).unwrap();
+        let c = compare_with_source(run, &p);
+        let cell = c.tables[0].rows[0]
+            .cells
+            .iter()
+            .find(|c| c.metric == ceiling_compare::Metric::P50Ms)
+            .cloned()
+            .unwrap();
+        (cell.ours.unwrap(), cell.ours_is)
+    };
+    let recorded = a.stacks[0].shelves[0].latency.p50_ms;
+    // an older run (no correction stored): the recorded figure, flag or not
+    assert_eq!(p50(&a, true), (recorded, None));
+    let mut corrected = a.stacks[0].shelves[0].latency.clone();
+    corrected.p50_ms = recorded + 7.0;
+    for s in &mut a.stacks[0].shelves {
+        s.wrk_latency = Some(corrected.clone());
+    }
+    let (v, kind) = p50(&a, true);
+    assert_eq!(v, recorded + 7.0);
+    let kind = kind.unwrap();
+    assert!(
+        kind.contains("wrk-corrected") && kind.contains(&format!("recorded: {recorded:.3} ms")),
+        "{kind}"
+    );
+    assert_eq!(p50(&a, false), (recorded, None));
+}
