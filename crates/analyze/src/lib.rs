@@ -46,8 +46,9 @@ pub use capacity::{
     Fit, Knee, Observation, CLIFF_RATIO,
 };
 pub use closed::{
-    aggregate_levels, drift_of_shelves, little_breaks, little_occupancy, repetition_drift,
-    LevelAggregate, LevelStats, LittleBreak, RepetitionDrift, WrkStats, LITTLE_HIGH, LITTLE_LOW,
+    aggregate_levels, drift_of_shelves, little_breaks, little_edge, little_occupancy,
+    repetition_drift, LevelAggregate, LevelStats, LittleBreak, RepetitionDrift, WrkStats,
+    LITTLE_HIGH, LITTLE_LOW,
 };
 pub use cost::{cost_table, CostRow, CostTable, HOURS_PER_YEAR};
 pub use criteria::{LoadModel, ShelfCriteria, SloLimit, STABILITY_BLOCK_SECS};

@@ -1532,3 +1532,44 @@ fn a_closed_shelf_keeps_its_latencies_as_wrk_would_print_them() {
     // the recorded figures are unchanged
     assert_eq!(s.latency.count, h.len());
 }
+
+/// Little's law allows for the window's edges: a short window whose slowest request is long can
+/// read a few per cent over (requests in flight at its start carry time from before it), by at
+/// most max latency / window. Seen: a 4-s quick window at c=100, slowest 205 ms, 106%.
+#[test]
+fn littles_law_allows_for_the_windows_edges() {
+    let p = closed_plan();
+    let mut acc = RunAccumulator::for_repetition(&p, "s", 0);
+    let mut t = 0u32;
+    for _ in 0..7 {
+        acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
+        t += 1;
+    }
+    for lvl in 0..2 {
+        for _ in 0..30u32 {
+            acc.push_second(&build(
+                t,
+                Phase::Measure,
+                lvl,
+                &sec(2000, vec![tag(2000, 5.0)]),
+            ));
+            t += 1;
+        }
+    }
+    let a = acc.finish();
+    let mut s = a.shelves[0].clone();
+    assert_eq!(s.connections, Some(10));
+    assert_ne!(s.verdict, Verdict::Invalid, "{:?}", s.reasons);
+    assert!(little_breaks(std::slice::from_ref(&s)).is_empty());
+    // 2000 RPS × 5.4 ms = 10.8 on 10 connections: 108%, in a 4-s window
+    s.latency.mean_ms = 5.4;
+    s.window.kept_s = 4.0;
+    s.latency.max_ms = 50.0; // the edges allow 1.25% over the 5%: a break
+    assert_eq!(little_breaks(std::slice::from_ref(&s)).len(), 1);
+    s.latency.max_ms = 205.0; // the edges allow 5.1% over the 5%: within
+    assert!(little_breaks(std::slice::from_ref(&s)).is_empty());
+    assert!((little_edge(&s) - 0.05125).abs() < 1e-9);
+    // and below: 70% is under 80% − 5.1%
+    s.latency.mean_ms = 3.5;
+    assert_eq!(little_breaks(std::slice::from_ref(&s)).len(), 1);
+}
