@@ -1434,30 +1434,10 @@ fn a_lower_bound_between_two_intervals_does_not_hide_their_order() {
 /// 2000 RPS.
 #[test]
 fn littles_law_is_checked_on_every_closed_level() {
-    let p = closed_plan();
     let run = |lat: [f64; 2], tput: [u64; 2]| {
-        let mut parts = Vec::new();
-        for rep in 0..3u32 {
-            let mut acc = RunAccumulator::for_repetition(&p, "s", rep);
-            let mut t = 0u32;
-            for _ in 0..7 {
-                acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
-                t += 1;
-            }
-            for lvl in 0..2 {
-                for _ in 0..30u32 {
-                    let n = tput[lvl];
-                    acc.push_second(&build(
-                        t,
-                        Phase::Measure,
-                        lvl,
-                        &sec(n, vec![tag(n, lat[lvl])]),
-                    ));
-                    t += 1;
-                }
-            }
-            parts.push(acc.finish());
-        }
+        let parts = (0..3u32)
+            .map(|rep| closed_repetition(rep, |lvl| sec(tput[lvl], vec![tag(tput[lvl], lat[lvl])])))
+            .collect();
         StackAnalysis::combine(parts).unwrap()
     };
     let little = |a: &StackAnalysis| -> Vec<String> {
@@ -1492,31 +1472,36 @@ fn littles_law_is_checked_on_every_closed_level() {
     );
 }
 
-/// Truth test: a closed-model shelf stores its latencies as wrk would print them — the
-/// correction of its own merged histogram with wrk's interval (the kept window over the
-/// requests per connection), computed here by hand from the seconds fed in.
-#[test]
-fn a_closed_shelf_keeps_its_latencies_as_wrk_would_print_them() {
+/// One repetition of the closed plan: 7 s of warm-up, then `each` every second of both levels.
+fn one_closed_repetition(each: &Sec) -> StackAnalysis {
+    closed_repetition(0, |_| each.clone())
+}
+
+/// Repetition `rep` of the closed plan: 7 s of warm-up, then 30 s of `level(i)` per level.
+fn closed_repetition(rep: u32, level: impl Fn(usize) -> Sec) -> StackAnalysis {
     let p = closed_plan();
-    let mut acc = RunAccumulator::for_repetition(&p, "s", 0);
+    let mut acc = RunAccumulator::for_repetition(&p, "s", rep);
     let mut t = 0u32;
     for _ in 0..7 {
         acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
         t += 1;
     }
-    // every second: 1990 requests at 5 ms and 10 stalled for 80 ms
     for lvl in 0..2 {
         for _ in 0..30u32 {
-            acc.push_second(&build(
-                t,
-                Phase::Measure,
-                lvl,
-                &sec(2000, vec![tag(1990, 5.0), tag(10, 80.0)]),
-            ));
+            acc.push_second(&build(t, Phase::Measure, lvl, &level(lvl)));
             t += 1;
         }
     }
-    let a = acc.finish();
+    acc.finish()
+}
+
+/// Truth test: a closed-model shelf stores its latencies as wrk would print them — the
+/// correction of its own merged histogram with wrk's interval (the kept window over the
+/// requests per connection), computed here by hand from the seconds fed in.
+#[test]
+fn a_closed_shelf_keeps_its_latencies_as_wrk_would_print_them() {
+    // every second: 1990 requests at 5 ms and 10 stalled for 80 ms
+    let a = one_closed_repetition(&sec(2000, vec![tag(1990, 5.0), tag(10, 80.0)]));
     let s = &a.shelves[0];
     let c = s.connections.unwrap() as u64;
     let kept = s.window.kept_s as u64;
@@ -1538,25 +1523,7 @@ fn a_closed_shelf_keeps_its_latencies_as_wrk_would_print_them() {
 /// most max latency / window. Seen: a 4-s quick window at c=100, slowest 205 ms, 106%.
 #[test]
 fn littles_law_allows_for_the_windows_edges() {
-    let p = closed_plan();
-    let mut acc = RunAccumulator::for_repetition(&p, "s", 0);
-    let mut t = 0u32;
-    for _ in 0..7 {
-        acc.push_second(&build(t, Phase::Warmup, 0, &sec(50, vec![tag(50, 3.0)])));
-        t += 1;
-    }
-    for lvl in 0..2 {
-        for _ in 0..30u32 {
-            acc.push_second(&build(
-                t,
-                Phase::Measure,
-                lvl,
-                &sec(2000, vec![tag(2000, 5.0)]),
-            ));
-            t += 1;
-        }
-    }
-    let a = acc.finish();
+    let a = one_closed_repetition(&sec(2000, vec![tag(2000, 5.0)]));
     let mut s = a.shelves[0].clone();
     assert_eq!(s.connections, Some(10));
     assert_ne!(s.verdict, Verdict::Invalid, "{:?}", s.reasons);
