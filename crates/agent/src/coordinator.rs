@@ -3,9 +3,9 @@
 //! common start instant on its own clock, then merge the seconds they stream back **exactly**
 //! (HdrHistogram addition by second index, never averaged percentiles), in index order, as a local
 //! run would emit them. An agent that vanishes is reported with what it had sent; what arrived is
-//! kept. Used by `ceiling load --agents` (the [`Message::Start`] form, [`coordinate`]) and by
-//! `ceiling run|search --agents` (the [`Message::Run`] form: [`open_job`], then
-//! [`Session::run_job`] at the instant the lab's samplers start from).
+//! kept. Every measurement is one [`Job`]: [`open_job`] (the clock probes and the data files),
+//! then [`Session::run_job`] — `ceiling load --agents` at once, `ceiling run|search --agents` at
+//! the instant the lab's samplers start from.
 
 use crate::session::{self, now_us, Opened};
 use crate::{data_messages, read_message, write_message, Job, Message, OfferedFile};
@@ -61,7 +61,7 @@ pub struct AgentRun {
     pub lost_from_s: Option<u32>,
 }
 
-/// The outcome of [`coordinate`].
+/// The outcome of [`Session::run_job`].
 #[derive(Debug)]
 pub struct Coordinated {
     /// Every agent's seconds merged by index (what a local run's summary would be).
@@ -331,22 +331,6 @@ pub fn open(agents: &Agents, data: &[DataFile]) -> anyhow::Result<Session> {
     })
 }
 
-/// Runs a coordinated session in one go ([`open`], then [`Session::run`] starting
-/// [`START_LEAD`] from now).
-pub fn coordinate(
-    agents: &Agents,
-    data: &[DataFile],
-    start: impl Fn((u64, u64), i64) -> Message,
-    requests: &[RequestSpec],
-    hard_limit: Duration,
-    stop: &Arc<AtomicBool>,
-    on_second: impl FnMut(&Second),
-) -> anyhow::Result<Coordinated> {
-    let s = open(agents, data)?;
-    let at = now_us() + START_LEAD.as_micros() as i64;
-    s.run(at, start, requests, hard_limit, stop, on_second)
-}
-
 impl Session {
     /// Starts every agent at `start_at_us` (this host's clock, µs since the Unix epoch; each
     /// agent is sent it on its own clock through its measured offset) with `start(shard, that
@@ -605,7 +589,6 @@ impl Session {
         self,
         start_at_us: i64,
         job: &Job,
-        requests: &[RequestSpec],
         stop: &Arc<AtomicBool>,
         on_second: impl FnMut(&Second),
     ) -> anyhow::Result<Coordinated> {
@@ -616,7 +599,7 @@ impl Session {
                 shard,
                 start_at_us,
             },
-            requests,
+            &job.requests,
             Duration::from_millis(job.hard_limit_ms),
             stop,
             on_second,

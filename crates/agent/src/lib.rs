@@ -6,9 +6,9 @@
 //! record ([`WireSecond`]: every HdrHistogram in hdrhistogram's V2 + deflate serialisation, base64
 //! in JSON, so a [`Second`] crosses the wire without losing a count), the session opening with its
 //! clock probes ([`session`]) and the coordinator that hands out shares and merges the seconds
-//! exactly ([`coordinator`]). A `ceiling load` run sends its command line ([`Message::Start`]);
-//! a `ceiling run|search` measurement sends a [`Job`] (plan text, this measurement's stages, the
-//! stand's URL) and its data files: it offers them by content digest ([`Message::Offer`]), the
+//! exactly ([`coordinator`]). Every measurement — `ceiling load`, a shelf or probe of `ceiling
+//! run|search` — is sent as a typed [`Job`] (the engine's configuration: request mix, stages,
+//! generator settings, the target's URL) with its data files: offered by content digest ([`Message::Offer`]), the
 //! agent answers which it lacks ([`Message::Want`]), and only those travel ([`Message::Data`]) —
 //! so a search's probes send a plan's 37-MB id file to each agent once, not once per probe.
 //!
@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -94,23 +94,6 @@ pub enum Message {
         /// Why, in words naming the problem.
         reason: String,
     },
-    /// Coordinator → agent, after the clock probes: run this share of the load.
-    Start {
-        /// What to run, as the coordinator's command line gave it (the CLI's own typed
-        /// arguments, serialised at this edge; the protocol does not interpret them).
-        spec: serde_json::Value,
-        /// The plan file's text, when the run has one (the agent does not read the
-        /// coordinator's files), and its name for error messages.
-        plan_toml: Option<String>,
-        /// The plan file's name, for error messages naming the place.
-        plan_name: Option<String>,
-        /// This agent's share of the schedule: it sends every `shard.1`-th intended send time
-        /// starting at `shard.0`.
-        shard: (u64, u64),
-        /// When to start, on the **agent's** clock (µs since the Unix epoch): the coordinator's
-        /// start plus the measured offset, so all agents start together.
-        start_at_us: i64,
-    },
     /// Coordinator → agent, after the clock probes of a session with data files: the files the
     /// job needs, by content; the agent answers [`Message::Want`] with those it does not hold.
     Offer {
@@ -135,13 +118,16 @@ pub enum Message {
         last: bool,
     },
     /// Coordinator → agent, after the clock probes and the job's [`Message::Data`]: run this
-    /// share of one measurement of `ceiling run` or `ceiling search` ([`Job`]).
+    /// share of one measurement ([`Job`]: a `ceiling load` run, or a shelf, pass or probe of
+    /// `ceiling run` or `ceiling search`).
     Run {
         /// What to send, where, for how long.
         job: Box<Job>,
-        /// This agent's share of the schedule, as in [`Message::Start`].
+        /// This agent's share of the schedule: it sends every `shard.1`-th intended send time
+        /// starting at `shard.0`.
         shard: (u64, u64),
-        /// When to start, on the agent's clock, as in [`Message::Start`].
+        /// When to start, on the **agent's** clock (µs since the Unix epoch): the coordinator's
+        /// start plus the measured offset, so all agents start together.
         start_at_us: i64,
     },
     /// Coordinator → agent beside a remote stack (`ceiling agent --sample-stack PID`): sample
@@ -232,36 +218,198 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Longest piece of a data file in one [`Message::Data`], bytes.
 pub const DATA_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
-/// One measurement of `ceiling run` or `ceiling search` as an agent runs it: the coordinator's
-/// plan text (its request mix and data sources) with what the coordinator decided at run time —
-/// the stand's URL, this measurement's warm-up and stages (a search probe's shelf, a `--quick`
-/// run's scaled stages), its seed and its generator settings. The data files are offered before it
-/// ([`Message::Offer`]) and those the agent lacks follow as [`Message::Data`] pieces, so an agent
-/// needs none of the coordinator's files.
+/// One measurement as an agent runs it — a `ceiling load` run, or one shelf, pass or probe of
+/// `ceiling run` / `ceiling search`: the engine's whole configuration as the coordinator decided
+/// it (the request mix with its templates, the stages, the seed, the generator settings), typed,
+/// so an agent parses no plan file and no command line. The data files the requests read are
+/// offered before it by content ([`Message::Offer`]) and those the agent lacks follow as
+/// [`Message::Data`] pieces, so an agent needs none of the coordinator's files. Built with
+/// [`Job::of_config`]; [`Job::config`] checks it on the agent (the wire is not trusted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
-    /// The plan file's text.
-    pub plan_toml: String,
-    /// The plan file's name, for error messages naming the place.
-    pub plan_name: String,
-    /// The running stack's base URL (the agent's own target rule still applies).
+    /// The service's base URL (the agent's own target rule still applies).
     pub url: String,
+    /// The request mix, templates as the plan wrote them.
+    pub requests: Vec<ceiling_plan::RequestSpec>,
+    /// The data sources the requests read, by name; their files come before the job.
+    pub data: Vec<String>,
+    /// Open or closed model.
+    pub model: ceiling_plan::Model,
+    /// Arrival process (open model).
+    pub arrivals: ceiling_plan::Arrivals,
+    /// HTTP keep-alive.
+    pub keep_alive: bool,
+    /// HTTP/2 with this many streams per connection; `None`: HTTP/1.1.
+    pub http2_streams: Option<usize>,
+    /// The ticked engine's tick, µs; `None`: the default engine.
+    pub tick_us: Option<u64>,
     /// Warm-up stages (recorded with phase `warmup`).
     pub warmup: Vec<WireStage>,
     /// Measured stages.
     pub stages: Vec<WireStage>,
     /// Seed of the request stream.
     pub seed: u64,
-    /// HTTP keep-alive.
-    pub keep_alive: bool,
     /// Connection cap of the whole schedule (each agent takes its share).
     pub max_connections: usize,
+    /// Backlog bound of the whole schedule before overload is reported (each agent its share).
+    pub max_backlog: usize,
     /// Request timeout, ms.
     pub timeout_ms: u64,
     /// Generator threads on each agent.
     pub threads: usize,
     /// The engine's bound on the whole run, ms.
     pub hard_limit_ms: u64,
+}
+
+/// Most requests in a job's mix, stages in it, and connections or generator threads an agent
+/// accepts from a coordinator (far above any plan; a bound so a bad message cannot make the agent
+/// allocate without limit).
+pub const JOB_MAX_REQUESTS: usize = 1_000;
+/// See [`JOB_MAX_REQUESTS`].
+pub const JOB_MAX_STAGES: usize = 10_000;
+/// See [`JOB_MAX_REQUESTS`].
+pub const JOB_MAX_CONNECTIONS: usize = 1_000_000;
+/// See [`JOB_MAX_REQUESTS`].
+pub const JOB_MAX_THREADS: usize = 256;
+
+impl Job {
+    /// What the engine configured as `cfg` would run, as a job for agents sending to `url` (the
+    /// base URL: the requests' paths are relative to it). The data sources are `cfg.data`'s names;
+    /// their files travel beside the job.
+    pub fn of_config(cfg: &ceiling_load::LoadConfig, url: &str) -> Job {
+        Job {
+            url: url.to_string(),
+            requests: cfg.requests.clone(),
+            data: cfg.data.keys().cloned().collect(),
+            model: cfg.model,
+            arrivals: cfg.arrivals,
+            keep_alive: cfg.keep_alive,
+            http2_streams: cfg.http2,
+            tick_us: cfg
+                .tick
+                .map(|t| u64::try_from(t.as_micros()).unwrap_or(u64::MAX)),
+            warmup: cfg.warmup.iter().map(WireStage::from).collect(),
+            stages: cfg.stages.iter().map(WireStage::from).collect(),
+            seed: cfg.seed,
+            max_connections: cfg.max_connections,
+            max_backlog: cfg.max_backlog,
+            timeout_ms: ms(cfg.timeout),
+            threads: cfg.threads,
+            hard_limit_ms: ms(cfg.hard_limit),
+        }
+    }
+
+    /// The engine's configuration for this job on an agent: `target` (already checked by the
+    /// agent's own rule), `data` the files the coordinator sent by source name, `shard` this
+    /// agent's share. Refuses, with a sentence naming the field, a job no plan could have made:
+    /// no requests, a template reading a source that was not sent, a count or bound out of range.
+    pub fn config(
+        &self,
+        target: ceiling_load::Target,
+        data: std::collections::BTreeMap<String, std::path::PathBuf>,
+        shard: (u64, u64),
+    ) -> Result<ceiling_load::LoadConfig, String> {
+        use ceiling_plan::Segment;
+        use std::time::Duration;
+        if self.requests.is_empty() || self.requests.len() > JOB_MAX_REQUESTS {
+            return Err(format!(
+                "job: {} requests in the mix (1 to {JOB_MAX_REQUESTS})",
+                self.requests.len()
+            ));
+        }
+        if self.stages.is_empty() || self.warmup.len() + self.stages.len() > JOB_MAX_STAGES {
+            return Err(format!(
+                "job: {} stages and {} warm-up stages (1 to {JOB_MAX_STAGES} in all)",
+                self.stages.len(),
+                self.warmup.len()
+            ));
+        }
+        for name in &self.data {
+            if !data.contains_key(name) {
+                return Err(format!(
+                    "job: the coordinator sent no complete data for source `{name}`"
+                ));
+            }
+        }
+        for r in &self.requests {
+            if r.weight == 0 {
+                return Err(format!("job: request `{}` has weight 0", r.name));
+            }
+            let templates = std::iter::once(&r.path)
+                .chain(r.headers.iter().map(|(_, t)| t))
+                .chain(r.body.iter());
+            for seg in templates.flat_map(|t| &t.segments) {
+                match seg {
+                    Segment::Column { source, count, .. } => {
+                        if !self.data.contains(source) {
+                            return Err(format!(
+                                "job: request `{}` reads data source `{source}`, which the job does not name",
+                                r.name
+                            ));
+                        }
+                        if !(1..=10_000).contains(count) {
+                            return Err(format!(
+                                "job: request `{}` reads {count} rows of `{source}` at once (1 to 10000)",
+                                r.name
+                            ));
+                        }
+                    }
+                    Segment::Int { lo, hi } if lo > hi => {
+                        return Err(format!(
+                            "job: request `{}` has an integer range {lo}..{hi} that is empty",
+                            r.name
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for s in self.warmup.iter().chain(&self.stages) {
+            let ok = match *s {
+                WireStage::Ramp { from, to, .. } => {
+                    [from, to]
+                        .iter()
+                        .all(|r| r.is_finite() && (0.0..=1e7).contains(r))
+                        && from.max(to) > 0.0
+                }
+                WireStage::Hold { rate, .. } => rate.is_finite() && rate > 0.0 && rate <= 1e7,
+                WireStage::Closed {
+                    connections,
+                    duration_ms,
+                    requests,
+                } => {
+                    (1..=JOB_MAX_CONNECTIONS).contains(&connections)
+                        && (duration_ms.is_some() || requests.is_some())
+                }
+            };
+            if !ok {
+                return Err(format!("job: a stage out of range: {s:?}"));
+            }
+        }
+        if shard.1 == 0 || shard.0 >= shard.1 {
+            return Err(format!("job: share {}/{} is not a share", shard.0, shard.1));
+        }
+        Ok(ceiling_load::LoadConfig {
+            target,
+            model: self.model,
+            arrivals: self.arrivals,
+            keep_alive: self.keep_alive,
+            max_connections: self.max_connections.clamp(1, JOB_MAX_CONNECTIONS),
+            http2: self.http2_streams.map(|n| n.clamp(1, 1_000)),
+            timeout: Duration::from_millis(self.timeout_ms.max(1)),
+            seed: self.seed,
+            max_backlog: self.max_backlog.min(100_000_000),
+            warmup: self.warmup.iter().map(ceiling_plan::Stage::from).collect(),
+            stages: self.stages.iter().map(ceiling_plan::Stage::from).collect(),
+            requests: self.requests.clone(),
+            data,
+            threads: self.threads.clamp(1, JOB_MAX_THREADS),
+            hard_limit: Duration::from_millis(self.hard_limit_ms),
+            stop: Default::default(),
+            process_shard: shard,
+            tick: self.tick_us.map(Duration::from_micros),
+        })
+    }
 }
 
 /// A load stage on the wire (the plan's [`ceiling_plan::Stage`], durations in ms).
@@ -935,6 +1083,145 @@ mod tests {
             let back: WireStage = serde_json::from_str(&json).unwrap();
             assert_eq!(&Stage::from(&back), st, "{json}");
         }
+    }
+
+    /// A plan with templates over a data source, headers, a body, Poisson arrivals and HTTP/2.
+    fn job_plan() -> (
+        ceiling_load::LoadConfig,
+        std::collections::BTreeMap<String, std::path::PathBuf>,
+    ) {
+        let toml = r#"
+name = "job"
+[load]
+arrivals = "poisson"
+http2_streams = 8
+seed = 7
+max_connections = 300
+timeout = "3s"
+threads = 3
+[data.ids]
+csv = "@data/ids.csv"
+[[warmup]]
+hold = 50
+duration = "2s"
+[[stages]]
+ramp = { from = 10, to = 200 }
+duration = "5s"
+[[stages]]
+hold = 200
+duration = "10s"
+[[requests]]
+name = "batch"
+weight = 3
+method = "POST"
+path = "/items?ids=${ids.id*10}"
+headers = { "X-Request-Id" = "${uuid}" }
+body = '{"n": ${int:1:9}, "id": "${ids.id}"}'
+expect = [200, 201]
+[[requests]]
+name = "ping"
+path = "/ping"
+"#;
+        let plan = ceiling_plan::parse_plan(toml, std::path::Path::new("job.toml")).unwrap();
+        let target = ceiling_load::parse_target("http://127.0.0.1:8080/api", false).unwrap();
+        let mut cfg =
+            ceiling_load::LoadConfig::from_plan(&plan, target, Some(std::path::Path::new("/d")))
+                .unwrap();
+        cfg.tick = Some(std::time::Duration::from_micros(2500));
+        let sent: std::collections::BTreeMap<_, _> = [(
+            "ids".to_string(),
+            std::path::PathBuf::from("/agent/cache/ab12"),
+        )]
+        .into();
+        (cfg, sent)
+    }
+
+    #[test]
+    fn a_job_carries_the_engines_whole_configuration() {
+        let (cfg, sent) = job_plan();
+        let job = Job::of_config(&cfg, "http://127.0.0.1:8080/api");
+        let line = encode_line(&Message::Run {
+            job: Box::new(job.clone()),
+            shard: (1, 3),
+            start_at_us: 5,
+        })
+        .unwrap();
+        let back: Message = serde_json::from_slice(&line).unwrap();
+        let Message::Run { job: back, .. } = back else {
+            panic!("not a run")
+        };
+        assert_eq!(*back, job);
+        let target = ceiling_load::parse_target(&back.url, false).unwrap();
+        let got = back.config(target, sent.clone(), (1, 3)).unwrap();
+        // everything the engine reads, as the coordinator configured it
+        assert_eq!(got.requests, cfg.requests);
+        assert_eq!(got.stages, cfg.stages);
+        assert_eq!(got.warmup, cfg.warmup);
+        assert_eq!(
+            (got.model, got.arrivals, got.keep_alive, got.http2, got.tick),
+            (cfg.model, cfg.arrivals, cfg.keep_alive, cfg.http2, cfg.tick)
+        );
+        assert_eq!(
+            (got.seed, got.max_connections, got.max_backlog, got.timeout),
+            (cfg.seed, cfg.max_connections, cfg.max_backlog, cfg.timeout)
+        );
+        assert_eq!((got.threads, got.hard_limit), (cfg.threads, cfg.hard_limit));
+        assert_eq!(got.target.base_path, "/api");
+        // the agent's files, not the coordinator's paths; its own share
+        assert_eq!(got.data, sent);
+        assert_eq!(got.process_shard, (1, 3));
+    }
+
+    #[test]
+    fn an_agent_refuses_a_job_no_plan_could_make() {
+        let (cfg, sent) = job_plan();
+        let good = Job::of_config(&cfg, "http://127.0.0.1:8080");
+        let target = || ceiling_load::parse_target("http://127.0.0.1:8080", false).unwrap();
+        let refuse = |j: &Job, data: &std::collections::BTreeMap<String, std::path::PathBuf>| {
+            j.config(target(), data.clone(), (0, 1)).unwrap_err()
+        };
+        let e = refuse(&good, &Default::default());
+        assert!(e.contains("no complete data for source `ids`"), "{e}");
+        let mut j = good.clone();
+        j.data.clear();
+        let e = refuse(&j, &sent);
+        assert!(
+            e.contains("reads data source `ids`, which the job does not name"),
+            "{e}"
+        );
+        let mut j = good.clone();
+        j.requests.clear();
+        assert!(refuse(&j, &sent).contains("0 requests"));
+        let mut j = good.clone();
+        j.requests[0].weight = 0;
+        assert!(refuse(&j, &sent).contains("weight 0"));
+        let mut j = good.clone();
+        if let ceiling_plan::Segment::Column { count, .. } = j.requests[0]
+            .path
+            .segments
+            .iter_mut()
+            .find(|s| matches!(s, ceiling_plan::Segment::Column { .. }))
+            .unwrap()
+        {
+            *count = 1 << 40;
+        }
+        assert!(refuse(&j, &sent).contains("rows of `ids` at once"));
+        let mut j = good.clone();
+        j.stages[1] = WireStage::Hold {
+            rate: f64::NAN,
+            duration_ms: 1000,
+        };
+        assert!(refuse(&j, &sent).contains("a stage out of range"));
+        let mut j = good.clone();
+        j.stages = vec![WireStage::Closed {
+            connections: 0,
+            duration_ms: Some(1000),
+            requests: None,
+        }];
+        assert!(refuse(&j, &sent).contains("a stage out of range"));
+        let e = good.config(target(), sent.clone(), (3, 3)).unwrap_err();
+        assert!(e.contains("is not a share"), "{e}");
+        assert!(good.config(target(), sent, (0, 1)).is_ok());
     }
 
     #[test]

@@ -250,12 +250,13 @@ fn errors(r: &TimeseriesRow) -> u64 {
     r.err_4xx + r.err_5xx + r.err_timeout + r.err_connect + r.err_reset + r.err_other
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The crate's one median ([`crate::stats::median`]), 0 for no seconds at all.
+fn median(v: Vec<f64>) -> f64 {
     if v.is_empty() {
-        return 0.0;
+        0.0
+    } else {
+        crate::stats::median(&v)
     }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn pct(x: f64) -> String {

@@ -639,6 +639,59 @@ fn stability(kept: &[Kept], c: &ShelfCriteria) -> Stability {
     st
 }
 
+/// A generator behind its schedule voids a shelf, because its lateness — and the burst it sends
+/// on catching up — can make a stack look slow. It cannot make it look slower than that: latency
+/// runs from the intended send time, so lateness adds at most the window's worst lag to a
+/// request, and a burst of at most that lag's worth of arrivals adds at most about as much
+/// queueing. So when the schedule lag is the only generator-bound reason and the stack failed
+/// beyond it — a latency limit exceeded by the **service time** (from the actual send) by more
+/// than the worst lag, or errors at or above the plan's rate that are not timeouts (refusals,
+/// resets, 5xx: the stack's own) — the shelf is the stack's failure, with the lag kept as a
+/// note. This is the box-bound case of a 2-core machine: a stack that saturates the machine
+/// also delays the generator's threads (1–2% of a core, 15–60 ms late) while its own answers
+/// take seconds.
+fn outweigh_generator_lag(reasons: &mut [Reason], m: &ShelfMeasure, c: &ShelfCriteria) {
+    let voiding: Vec<&Reason> = reasons.iter().filter(|r| r.voids_shelf()).collect();
+    if !matches!(voiding[..], [Reason::GeneratorLag { .. }]) {
+        return;
+    }
+    let lag = m.lag_max_ms;
+    if !lag.is_finite() || lag < 0.0 {
+        return;
+    }
+    let latency_beyond = m.checks.iter().any(|ch| {
+        let service = match &ch.limit.request {
+            None => Some(&m.service),
+            Some(name) => m
+                .per_request
+                .iter()
+                .find(|r| &r.name == name)
+                .map(|r| &r.service),
+        };
+        !ch.ok
+            && service
+                .and_then(|s| s.get(ch.limit.percentile))
+                .is_some_and(|v| v - lag > ch.limit.limit_ms)
+    });
+    let requests = m.counts.total();
+    let hard_errors = m
+        .counts
+        .errors()
+        .saturating_sub(m.counts.get(Outcome::Timeout));
+    let errors_beyond = hard_errors > 0 && rate(hard_errors, requests) >= c.max_error_rate;
+    if latency_beyond || errors_beyond {
+        for r in reasons.iter_mut() {
+            if let Reason::GeneratorLag { p99_ms, max_ms } = *r {
+                *r = Reason::GeneratorLagOutweighed {
+                    p99_ms,
+                    max_ms,
+                    lag_max_ms: lag,
+                };
+            }
+        }
+    }
+}
+
 fn judge(
     spec: &ShelfSpec,
     c: &ShelfCriteria,
@@ -773,6 +826,7 @@ fn judge(
             }
         }
     }
+    outweigh_generator_lag(&mut reasons, m, c);
     let verdict = verdict_of(&reasons);
     ShelfResult {
         shelf: spec.shelf,

@@ -523,6 +523,60 @@ fn generator_bound_shelves_are_invalid_not_failed() {
         .any(|w| w.kind == WarningKind::GeneratorBound && w.message.contains("generator-bound")));
 }
 
+/// A generator behind its schedule can make a stack look slower by at most its worst lag; a
+/// stack that failed beyond that — its service time over the limit by more than the lag, or
+/// errors of its own — is the stack's failure (the box-bound case of a 2-core machine), while a
+/// failure within the lag's reach stays invalid.
+#[test]
+fn a_stack_failure_beyond_the_generators_lag_is_the_stacks() {
+    let p = open_plan("");
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let r = rate_of(st).max(10);
+        let mut s = healthy(r);
+        s.lag_us = 25_000; // every shelf: lag 25 ms > 10 ms
+        match st {
+            // service 1000 ms: 975 ms beyond the lag, over the 350-ms limit
+            1 => s.tags[0].lat_us = 2_000_000,
+            // service 360 ms: over the limit by less than the 25-ms lag can explain
+            2 => s.tags[0].lat_us = 720_000,
+            // answers in time, but 5% are the stack's own 5xx
+            3 => s.tags[0].err = r * 5 / 100,
+            _ => {}
+        }
+        Some(s)
+    });
+    let a = analyse(&p, &secs, vec![]);
+    let outweighed = |sh: &ShelfResult| {
+        sh.reasons.iter().any(|r| {
+            matches!(r, Reason::GeneratorLagOutweighed { lag_max_ms, .. } if (*lag_max_ms - 25.0).abs() < 0.5)
+        })
+    };
+    let hold100 = &a.shelves[0];
+    assert_eq!(hold100.verdict, Verdict::Failed, "{:?}", hold100.reasons);
+    assert!(outweighed(hold100), "{:?}", hold100.reasons);
+    assert!(!hold100.is_generator_bound());
+    let hold200 = &a.shelves[1];
+    assert_eq!(hold200.verdict, Verdict::Invalid, "{:?}", hold200.reasons);
+    assert!(hold200
+        .reasons
+        .iter()
+        .any(|r| matches!(r, Reason::GeneratorLag { .. })));
+    let hold300 = &a.shelves[2];
+    assert_eq!(hold300.verdict, Verdict::Failed, "{:?}", hold300.reasons);
+    assert!(outweighed(hold300));
+    // the note reads as what it is
+    let text = hold100
+        .reasons
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(
+        text.contains("but the stack failed beyond what that lag explains"),
+        "{text}"
+    );
+}
+
 #[test]
 fn per_request_limits() {
     let p = open_plan("requests = { post = { p99 = \"50ms\" } }");

@@ -84,6 +84,18 @@ pub enum Reason {
         /// Allowed maximum, ms.
         max_ms: f64,
     },
+    /// The generator fell behind its schedule, but the stack failed by more than that lateness
+    /// can explain (see `outweigh_generator_lag` in shelf.rs): a note beside the stack's
+    /// failure, neither a failure nor a reason to void the shelf.
+    GeneratorLagOutweighed {
+        /// Schedule-lag p99 in the window, ms.
+        p99_ms: f64,
+        /// Allowed maximum, ms.
+        max_ms: f64,
+        /// The worst schedule lag in the window, ms: the most the generator's lateness (and the
+        /// burst it sends on catching up) can have added to any request's latency.
+        lag_max_ms: f64,
+    },
     /// The generator's own CPU was saturated (invalid: generator-bound).
     GeneratorCpu {
         /// Mean generator CPU in the window, % of one core.
@@ -229,6 +241,17 @@ impl fmt::Display for Reason {
             Reason::NothingCompleted { offered } => {
                 write!(f, "no request completed ({offered} offered)")
             }
+            Reason::GeneratorLagOutweighed {
+                p99_ms,
+                max_ms,
+                lag_max_ms,
+            } => write!(
+                f,
+                "generator behind (schedule lag p99 {} ms > {} ms, worst {} ms), but the stack failed beyond what that lag explains",
+                fmt_ms(*p99_ms),
+                fmt_ms(*max_ms),
+                fmt_ms(*lag_max_ms)
+            ),
             Reason::GeneratorLag { .. }
             | Reason::GeneratorCpu { .. }
             | Reason::BacklogOverflow { .. }

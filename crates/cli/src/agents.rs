@@ -4,9 +4,10 @@
 //!
 //! A session: the coordinator connects, presents the shared token and probes the agent's clock
 //! ([`ceiling_agent::session`]); when every agent's offset is within the bound it sends each agent
-//! its data files (run/search: offered by digest, [`Message::Offer`]; only those the agent does
-//! not hold from an earlier session travel, [`Message::Data`]) and then its start — `Start` with the `load`
-//! command line, or `Run` with a measurement's [`ceiling_agent::Job`] — carrying its share of the
+//! its data files (offered by digest, [`Message::Offer`]; only those the agent does not hold
+//! from an earlier session travel, [`Message::Data`]) and then `Run` with the measurement's typed
+//! [`ceiling_agent::Job`] (the engine's configuration, the same for `load`, `run` and `search`),
+//! carrying its share of the
 //! schedule (`I/N`: every N-th intended send time from I, so the agents' arrivals together are the
 //! plan's) and a start instant on that agent's own clock. Each agent runs the ordinary engine and
 //! streams every recorded second back as it is recorded; the coordinator adds the seconds of all
@@ -14,7 +15,7 @@
 //! the same recorder, files and report as a local run. An agent that vanishes is reported with
 //! what it had sent; what arrived is kept.
 
-use crate::load_cmd::{build_plan_from, install_ctrlc, LoadArgs};
+use crate::load_cmd::{install_ctrlc, LoadArgs};
 use anyhow::{bail, Context};
 use ceiling_agent::cache::{DataCache, SessionFiles};
 pub use ceiling_agent::coordinator::{AgentRun, Agents, Coordinated};
@@ -22,7 +23,7 @@ use ceiling_agent::session::{self, now_us};
 use ceiling_agent::{encode_line, read_message, write_message, Job, Message, WireSecond};
 use ceiling_load::{target_of, LoadConfig};
 use ceiling_metrics::Second;
-use ceiling_plan::{parse_duration, HttpUrl, Plan, Stage};
+use ceiling_plan::{parse_duration, HttpUrl};
 use clap::Args;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -116,9 +117,6 @@ pub struct AgentArgs {
     /// grant this: the agent's own flag decides.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Directory of data files for plans that use `@data/...` sources (on this host).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
     /// Serve one session, then exit (default: serve sessions one after another until Ctrl-C).
     #[arg(long)]
     pub once: bool,
@@ -269,35 +267,6 @@ fn serve(
     };
     let (cfg, shard, start_at_us) = match first {
         None => return Ok("the coordinator closed after the clock probes".into()),
-        Some(Message::Start {
-            spec,
-            plan_toml,
-            plan_name,
-            shard,
-            start_at_us,
-        }) => {
-            let mut args: LoadArgs = match serde_json::from_value(spec) {
-                Ok(x) => x,
-                Err(e) => return refuse(&mut out, format!("cannot read the run's arguments: {e}")),
-            };
-            if let Err(e) = check_shard(shard) {
-                return refuse(&mut out, e);
-            }
-            args.data_dir = a.data_dir.clone();
-            let name_path =
-                PathBuf::from(plan_name.unwrap_or_else(|| "<coordinator's plan>".into()));
-            let plan = match build_plan_from(
-                &args,
-                plan_toml.as_deref().map(|t| (t, name_path.as_path())),
-            ) {
-                Ok(p) => p,
-                Err(e) => return refuse(&mut out, format!("{e:#}")),
-            };
-            match agent_config(&args, &plan, shard, a.allow_remote) {
-                Ok(c) => (c, shard, start_at_us),
-                Err(e) => return refuse(&mut out, format!("{e:#}")),
-            }
-        }
         Some(Message::Run {
             job,
             shard,
@@ -520,26 +489,14 @@ fn check_shard(shard: (u64, u64)) -> Result<(), String> {
     Ok(())
 }
 
-/// The engine's configuration for a `run`/`search` measurement: the coordinator's plan text with
-/// the job's stages, seed and generator settings, the data files it sent, and this agent's own
-/// target rule (loopback unless started with --allow-remote).
+/// The engine's configuration on an agent: the coordinator's job, this agent's target rule,
+/// the data files the coordinator sent.
 fn job_config(
     job: &Job,
     files: &SessionFiles,
     shard: (u64, u64),
     allow_remote: bool,
 ) -> anyhow::Result<LoadConfig> {
-    let mut plan = ceiling_plan::parse_plan(&job.plan_toml, Path::new(&job.plan_name))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    plan.load.seed = job.seed;
-    plan.load.keep_alive = job.keep_alive;
-    plan.load.max_connections = job.max_connections;
-    plan.load.timeout = Duration::from_millis(job.timeout_ms);
-    for name in plan.data.keys() {
-        if !files.files.contains_key(name) {
-            bail!("the coordinator sent no complete data for source `{name}`");
-        }
-    }
     let parsed = HttpUrl::parse(&job.url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
     let target = target_of(
         &parsed,
@@ -552,58 +509,18 @@ fn job_config(
             "{e} (this agent's rule: start it with --allow-remote to allow this target)"
         )
     })?;
-    // `@data/` sources need some directory to resolve against (any: nothing is read there);
-    // every source is then pointed at the file the coordinator sent.
-    let mut cfg = LoadConfig::from_plan(&plan, target, Some(std::env::temp_dir().as_path()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cfg.data = files.files.clone();
-    cfg.warmup = job.warmup.iter().map(Stage::from).collect();
-    cfg.stages = job.stages.iter().map(Stage::from).collect();
-    cfg.threads = job.threads.clamp(1, 256);
-    cfg.process_shard = shard;
-    cfg.hard_limit = Duration::from_millis(job.hard_limit_ms);
-    Ok(cfg)
+    job.config(target, files.files.clone(), shard)
+        .map_err(anyhow::Error::msg)
 }
 
-/// The engine's configuration on an agent: the coordinator's plan, this agent's target rule.
-fn agent_config(
-    args: &LoadArgs,
-    plan: &Plan,
-    shard: (u64, u64),
-    allow_remote: bool,
-) -> anyhow::Result<LoadConfig> {
-    let url = args
-        .url
-        .clone()
-        .or(plan.target.url.clone())
-        .context("no target in the coordinator's run")?;
-    let mut parsed = HttpUrl::parse(&url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
-    if args.plan.is_none() {
-        parsed.path = "/".into();
-    }
-    // The agent's own rule: loopback unless this agent was started with --allow-remote.
-    let target =
-        target_of(&parsed, &url, allow_remote, &ceiling_load::tls_defaults()).map_err(|e| {
-            anyhow::anyhow!(
-                "{e} (this agent's rule: start it with --allow-remote to allow this target)"
-            )
-        })?;
-    let mut cfg = LoadConfig::from_plan(plan, target, args.data_dir.as_deref())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cfg.threads = plan.load.threads.clamp(1, 64);
-    cfg.process_shard = shard;
-    if let Some(m) = &args.max_time {
-        cfg.hard_limit = parse_duration(m).map_err(|e| anyhow::anyhow!("--max-time: {e}"))?;
-    }
-    Ok(cfg)
-}
-
-/// Runs `a`'s load on the agents `a.agents`, merging their seconds into `on_second` as a local
-/// run would emit them (in order of the second's index), and returns the merged summary.
+/// Runs `ceiling load`'s configured engine (`cfg`, sending to the base URL `url`) on the agents
+/// `a.agents` as one [`Job`] with the plan's data files, merging their seconds into `on_second`
+/// as a local run would emit them (in order of the second's index), and returns the merged
+/// summary.
 pub fn coordinate(
     a: &LoadArgs,
-    plan: &Plan,
-    hard_limit: Duration,
+    cfg: &LoadConfig,
+    url: &str,
     on_second: impl FnMut(&Second),
 ) -> anyhow::Result<Coordinated> {
     let agents = agents_of(
@@ -615,35 +532,10 @@ pub fn coordinate(
     if a.shard.is_some() {
         bail!("--shard and --agents do not combine: the agents take the shares");
     }
-    let mut spec = a.clone();
-    spec.out = None;
-    spec.json = false;
-    spec.quiet = true;
-    spec.shard = None;
-    spec.data_dir = None;
-    let spec = serde_json::to_value(&spec)?;
-    let (plan_toml, plan_name) = match &a.plan {
-        Some(p) => (
-            Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
-            Some(p.display().to_string()),
-        ),
-        None => (None, None),
-    };
+    let job = Job::of_config(cfg, url);
+    let session = ceiling_agent::coordinator::open_job(&agents, &cfg.data)?;
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
-    ceiling_agent::coordinator::coordinate(
-        &agents,
-        &[],
-        |shard, start_at_us| Message::Start {
-            spec: spec.clone(),
-            plan_toml: plan_toml.clone(),
-            plan_name: plan_name.clone(),
-            shard,
-            start_at_us,
-        },
-        &plan.requests,
-        hard_limit,
-        &stop,
-        on_second,
-    )
+    let at = now_us() + ceiling_agent::coordinator::START_LEAD.as_micros() as i64;
+    session.run_job(at, &job, &stop, on_second)
 }

@@ -1,10 +1,12 @@
 //! `ceiling claims`: every source's claims (`plans/published/claims/*.toml`) judged against the
-//! latest runs in `results/` that can answer them; `--write docs/claims.md` regenerates the ledger.
+//! latest runs in `results/` (and the digests in `docs/evidence/`) that can answer them;
+//! `--write docs/claims.md` regenerates the ledger and keeps a digest of every run it cites.
 
 use anyhow::Context;
-use ceiling_compare::claims::{evaluate, load_claims, render_markdown, ClaimsFile};
+use ceiling_compare::claims::{
+    evaluate, keep_evidence, load_claims, load_ledger_runs, render_markdown, ClaimsFile,
+};
 use ceiling_lab::repo_root;
-use ceiling_report::RunReport;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +21,12 @@ pub struct ClaimsArgs {
     /// Where the runs are: every `*/run.json` under it is read.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
-    /// Write the Markdown ledger to this file instead of printing it.
+    /// The ledger's evidence: a digest of each run it cites (`<run-id>.json`), read beside
+    /// `--results` (a run in both is taken from `--results`) and rewritten by `--write`.
+    #[arg(long, default_value = "docs/evidence")]
+    pub evidence: PathBuf,
+    /// Write the Markdown ledger to this file instead of printing it, and keep `--evidence`
+    /// holding a digest of every run it cites (and, for the whole ledger, nothing else).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
     /// Only these sources (comma separated).
@@ -47,30 +54,19 @@ pub fn run(a: ClaimsArgs) -> anyhow::Result<ExitCode> {
             files.push(f);
         }
     }
-    let mut runs: Vec<RunReport> = Vec::new();
-    let mut unreadable = 0;
-    if let Ok(entries) = std::fs::read_dir(&a.results) {
-        for e in entries.flatten() {
-            let path = e.path().join("run.json");
-            if path.is_file() {
-                match ceiling_report::read_run_json(&path) {
-                    Ok(r) => runs.push(r),
-                    Err(_) => unreadable += 1,
-                }
-            }
-        }
-    }
+    let ledger = load_ledger_runs(&a.results, &a.evidence);
     eprintln!(
-        "claims: {} sources, {} runs in {}{}",
+        "claims: {} sources, {} runs in {} and {} more from the digests in {}",
         files.len(),
-        runs.len(),
+        ledger.from_results,
         a.results.display(),
-        if unreadable > 0 {
-            format!(" ({unreadable} run.json files could not be read and were left out)")
-        } else {
-            String::new()
-        }
+        ledger.from_evidence,
+        a.evidence.display(),
     );
+    for why in &ledger.unreadable {
+        eprintln!("claims: left out, could not be read: {why}");
+    }
+    let runs = ledger.runs;
     let judged: Vec<_> = files
         .into_iter()
         .map(|f| {
@@ -88,6 +84,14 @@ pub fn run(a: ClaimsArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             std::fs::write(path, &md).with_context(|| format!("writing {}", path.display()))?;
             eprintln!("claims: wrote {}", path.display());
+            let kept = keep_evidence(&judged, &runs, &a.evidence, a.source.is_empty())
+                .with_context(|| format!("keeping the evidence in {}", a.evidence.display()))?;
+            eprintln!(
+                "claims: evidence in {}: {} digests written, {} removed (no claim cites them)",
+                a.evidence.display(),
+                kept.written.len(),
+                kept.removed.len()
+            );
         }
         None => print!("{md}"),
     }

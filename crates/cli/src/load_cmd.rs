@@ -9,13 +9,13 @@ use ceiling_plan::{
 };
 use clap::Args;
 use hdrhistogram::Histogram;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Arguments of `ceiling load`.
-#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Args, Debug, Clone)]
 #[command(after_help = "Examples:
   ceiling load --url http://127.0.0.1:8080/ping --rate 5000 --duration 30s
   ceiling load --url http://127.0.0.1:8080/ping --connections 64 --duration 10s   (closed model, like wrk -c64)
@@ -29,12 +29,10 @@ pub struct LoadArgs {
     #[arg(long)]
     pub url: Option<String>,
     #[arg(long = "assert", value_name = "GATE", help = crate::gates::HELP)]
-    #[serde(default)]
     pub asserts: Vec<String>,
     /// Serve the per-second figures in Prometheus' text format at http://ADDR/metrics while it
     /// runs (e.g. 127.0.0.1:9464; docs/grafana-dashboard.json reads them from Prometheus).
     #[arg(long, value_name = "ADDR")]
-    #[serde(default)]
     pub metrics_listen: Option<String>,
     /// Open model: hold this rate (requests/s) for --duration.
     #[arg(long, conflicts_with = "connections")]
@@ -121,16 +119,13 @@ pub struct LoadArgs {
     /// process, comma-separated `host:port`: agent i of N sends every N-th intended send time
     /// from i, all start together, and their per-second histograms are merged exactly here.
     #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,…")]
-    #[serde(skip)]
     pub agents: Vec<String>,
     /// File holding the agents' shared token (else the CEILING_AGENT_TOKEN environment variable).
     #[arg(long, value_name = "FILE")]
-    #[serde(skip)]
     pub agent_token_file: Option<PathBuf>,
     /// Refuse to start when an agent's clock differs from this one's by more than this (plus
     /// half the probe's round trip).
     #[arg(long, default_value = "5ms")]
-    #[serde(skip)]
     pub max_clock_offset: String,
 }
 
@@ -183,19 +178,11 @@ pub fn url_plan(
 }
 
 /// Builds the plan from a file or from flags.
+/// Builds the plan from the file `a.plan` names, or from the flags alone, with the flags applied.
 fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
-    build_plan_from(a, None)
-}
-
-/// Builds the plan from flags and the plan file's text when given (`(text, name)`: what an agent
-/// receives from its coordinator), else from the file `a.plan` names.
-pub(crate) fn build_plan_from(a: &LoadArgs, text: Option<(&str, &Path)>) -> anyhow::Result<Plan> {
-    let mut plan = match (&a.plan, text) {
-        (_, Some((t, name))) => {
-            ceiling_plan::parse_plan(t, name).map_err(|e| anyhow::anyhow!("{e}"))?
-        }
-        (Some(p), None) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
-        (None, None) => {
+    let mut plan = match &a.plan {
+        Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+        None => {
             let url = a.url.as_deref().context("give a plan file or --url")?;
             if a.rate.is_none() && a.connections.is_none() {
                 bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
@@ -289,6 +276,8 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     }
     let target =
         target_of(&parsed, &url, a.allow_remote, &tls).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // what agents send to: the base the requests' paths are relative to
+    let base_url = parsed.to_string();
     if plan.settle.is_some() && !a.quiet {
         eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
     }
@@ -333,7 +322,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
         (summary, cpu, None)
     } else {
-        let ran = crate::agents::coordinate(&a, &plan, cfg.hard_limit, |s| rec.second(s))?;
+        let ran = crate::agents::coordinate(&a, &cfg, &base_url, |s| rec.second(s))?;
         let cpu = ran.agents.iter().map(|g| g.cpu_s).sum();
         (ran.merged, cpu, Some(ran.agents))
     };

@@ -166,6 +166,106 @@ fn two_agents_send_the_schedule_exactly_once_and_merge() {
     );
 }
 
+/// Request heads seen by [`recording_server`], in arrival order.
+static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A keep-alive server answering `200 ok` that keeps every request's head (request line and
+/// headers) in [`SEEN`].
+fn recording_server() -> u16 {
+    serve_each("127.0.0.1", |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head: Vec<u8> = buf.drain(..i + 4).collect();
+                SEEN.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            }
+        }
+    })
+}
+
+/// `ceiling load PLAN --agents`: the agents get the plan's request mix as a typed job (templates,
+/// headers) and its data file from the coordinator — they have no plan file and no data
+/// directory of their own — and every request they send reads a row of that file.
+#[test]
+fn agents_send_a_plans_templated_requests_with_the_data_the_coordinator_sent() {
+    let dir = tmp("templated");
+    let tok = token_file(&dir, "0123456789abcdef-templated");
+    let ids: Vec<String> = (0..50).map(|i| format!("id{:03}", i * 7)).collect();
+    let csv = dir.join("ids.csv");
+    std::fs::write(&csv, format!("id\n{}\n", ids.join("\n"))).unwrap();
+    let plan = dir.join("templated.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "templated"
+[data.ids]
+csv = "{}"
+[[stages]]
+hold = 150
+duration = "2s"
+[[requests]]
+name = "item"
+path = "/item/${{ids.id}}"
+headers = {{ "X-Probe" = "n${{int:1:9}}" }}
+"#,
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let port = recording_server();
+    let (a, b) = (agent(&tok), agent(&tok));
+    let list = format!("{},{}", a.addr, b.addr);
+    let out = Command::new(bin())
+        .arg("load")
+        .arg(&plan)
+        .arg("--url")
+        .arg(format!("http://127.0.0.1:{port}"))
+        .args(["--json", "--agents", &list, "--agent-token-file"])
+        .arg(&tok)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["completed"], 300, "{r}");
+    let seen = SEEN.lock().unwrap().clone();
+    assert_eq!(seen.len(), 300, "the server saw every request once");
+    for head in &seen {
+        let path = head.split_whitespace().nth(1).unwrap_or("");
+        let id = path.strip_prefix("/item/").unwrap_or("");
+        assert!(ids.iter().any(|x| x == id), "not a row of the file: {head}");
+        let probe = head
+            .lines()
+            .find_map(|l| {
+                let l = l.to_ascii_lowercase();
+                l.strip_prefix("x-probe: n").map(|v| v.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no templated header: {head}"));
+        assert!(matches!(probe.parse::<u8>(), Ok(1..=9)), "{head}");
+    }
+    // both agents' requests read the file: more than a handful of distinct rows
+    let distinct: std::collections::BTreeSet<_> = seen
+        .iter()
+        .filter_map(|h| h.split_whitespace().nth(1))
+        .collect();
+    assert!(distinct.len() > 20, "{} distinct paths", distinct.len());
+}
+
 /// A server that cuts every response short: it promises 10 bytes of body, sends 2, and closes.
 fn cutting_server() -> u16 {
     serve_each("127.0.0.1", |mut s| {

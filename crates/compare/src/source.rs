@@ -534,17 +534,8 @@ fn ours_value(
         match at {
             Some(Ours::Shelf(s)) => {
                 if let Some(w) = &s.wrk_latency {
-                    let pick = |p: &ceiling_analyze::Percentiles| match m {
-                        Metric::AvgMs => Some(p.mean_ms),
-                        Metric::P50Ms => Some(p.p50_ms),
-                        Metric::P75Ms => Some(p.p75_ms),
-                        Metric::P90Ms => Some(p.p90_ms),
-                        Metric::P95Ms => Some(p.p95_ms),
-                        Metric::P99Ms => Some(p.p99_ms),
-                        _ => None,
-                    };
-                    if let Some(v) = pick(w) {
-                        return (Some(v), None, wrk_kind(pick(&s.latency)));
+                    if let Some(v) = latency_of(w, m).filter(|_| m != Metric::MaxMs) {
+                        return (Some(v), None, wrk_kind(latency_of(&s.latency, m)));
                     }
                 }
             }
@@ -614,12 +605,13 @@ fn ours_value(
         Some(Ours::Shelf(s)) => {
             let v = match m {
                 Metric::Rps => Some(s.achieved_rps),
-                Metric::AvgMs => Some(s.latency.mean_ms),
-                Metric::P50Ms => Some(s.latency.p50_ms),
-                Metric::P90Ms => Some(s.latency.p90_ms),
-                Metric::P95Ms => Some(s.latency.p95_ms),
-                Metric::P99Ms => Some(s.latency.p99_ms),
-                Metric::MaxMs => Some(s.latency.max_ms),
+                Metric::AvgMs
+                | Metric::P50Ms
+                | Metric::P75Ms
+                | Metric::P90Ms
+                | Metric::P95Ms
+                | Metric::P99Ms
+                | Metric::MaxMs => latency_of(&s.latency, m),
                 Metric::ErrorsPct => Some(s.error_rate * 100.0),
                 Metric::Errors => Some(s.errors as f64),
                 Metric::Requests => Some(s.requests as f64),
@@ -643,6 +635,7 @@ fn ours_value(
                 Metric::Rps => Some(&h.throughput_rps),
                 Metric::AvgMs => Some(&h.mean_ms),
                 Metric::P50Ms => Some(&h.p50_ms),
+                Metric::P75Ms => h.p75_ms.as_ref(),
                 Metric::P90Ms => Some(&h.p90_ms),
                 Metric::P95Ms => Some(&h.p95_ms),
                 Metric::P99Ms => Some(&h.p99_ms),
@@ -667,6 +660,21 @@ fn ours_value(
             (e.map(|e| e.mean), e.and_then(|e| e.ci95), kind)
         }
         None => (None, None, None),
+    }
+}
+
+/// A latency figure of a shelf's percentiles (recorded, or as wrk would print them): the one
+/// mapping from a table's latency columns to [`ceiling_analyze::Percentiles`].
+fn latency_of(p: &ceiling_analyze::Percentiles, m: Metric) -> Option<f64> {
+    match m {
+        Metric::AvgMs => Some(p.mean_ms),
+        Metric::P50Ms => Some(p.p50_ms),
+        Metric::P75Ms => Some(p.p75_ms),
+        Metric::P90Ms => Some(p.p90_ms),
+        Metric::P95Ms => Some(p.p95_ms),
+        Metric::P99Ms => Some(p.p99_ms),
+        Metric::MaxMs => Some(p.max_ms),
+        _ => None,
     }
 }
 
@@ -1007,6 +1015,14 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
         "database" => env(run)
             .and_then(|e| e.postgres.clone())
             .map(|v| format!("PostgreSQL {v}")),
+        // the stand hands every stack DB_POOL_SIZE: the plan's [stand] pool_size over each
+        // stack.toml's own (older run.json files recorded no stand settings: unknown)
+        "pools" => run.plan.stand.as_ref().map(|st| match st.pool_size {
+            Some(n) => format!(
+                "every stack's database pool {n} connections (the plan's [stand] pool_size, over each stack.toml's own)"
+            ),
+            None => "each stack's own pool size (its stack.toml [settings] pool_size)".into(),
+        }),
         "load" => Some(
             run.plan
                 .requests

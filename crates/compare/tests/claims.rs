@@ -180,3 +180,92 @@ fn the_latest_unscaled_run_of_the_plan_answers() {
         res[1].notes
     );
 }
+
+/// The ledger's evidence: a digest of each cited run judges every claim exactly as the full run
+/// does, so a checkout without `results/` regenerates the same ledger; the evidence directory
+/// holds the cited runs and, pruned, nothing else.
+#[test]
+fn a_ledger_regenerates_from_its_evidence_alone() {
+    use ceiling_compare::claims::{keep_evidence, load_ledger_runs};
+    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let p = plan();
+    let mut r = RunReport::new(&p, "20261127-000000-gates");
+    r.stacks.push(simulate(&p, "fast", |_| 5.0));
+    r.stacks.push(simulate(&p, "slow", |rate| {
+        if rate > 2000.0 {
+            1200.0
+        } else {
+            8.0
+        }
+    }));
+    r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
+    r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
+    assert!(
+        r.stacks[0]
+            .shelves
+            .iter()
+            .any(|s| !s.per_request.is_empty()),
+        "the simulated run must carry the bulk a digest drops, or this test proves nothing"
+    );
+
+    let dir = std::env::temp_dir().join(format!("ceiling-claims-evidence-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (results, evidence) = (dir.join("results"), dir.join("evidence"));
+    std::fs::create_dir_all(results.join(&r.run_id)).unwrap();
+    std::fs::write(results.join(&r.run_id).join("run.json"), r.to_json()).unwrap();
+    // a stray digest no claim cites, and an unreadable file
+    std::fs::create_dir_all(&evidence).unwrap();
+    let mut stray = RunReport::new(&p, "20250101-000000-gates");
+    stray.stacks = r.stacks.clone();
+    std::fs::write(evidence.join("20250101-000000-gates.json"), stray.to_json()).unwrap();
+    std::fs::write(evidence.join("broken.json"), "{").unwrap();
+
+    let full = load_ledger_runs(&results, &evidence);
+    assert_eq!((full.from_results, full.from_evidence), (1, 1));
+    assert_eq!(full.unreadable.len(), 1, "{:?}", full.unreadable);
+    let judged = vec![(file.clone(), evaluate(&file, &full.runs))];
+    let md_full = render_markdown(&judged);
+
+    // a subset (`--source`) writes its digests and removes nothing
+    let kept = keep_evidence(&judged, &full.runs, &evidence, false).unwrap();
+    assert_eq!(kept.written, ["20261127-000000-gates"]);
+    assert!(kept.removed.is_empty());
+    assert!(evidence.join("20250101-000000-gates.json").is_file());
+    // the whole ledger prunes what no claim cites; writing again changes nothing
+    let kept = keep_evidence(&judged, &full.runs, &evidence, true).unwrap();
+    assert!(kept.written.is_empty(), "{kept:?}");
+    assert_eq!(kept.removed, ["20250101-000000-gates", "broken"]);
+    let again = keep_evidence(&judged, &full.runs, &evidence, true).unwrap();
+    assert_eq!(again, Default::default());
+
+    // the digest is smaller, says what it is, and judges the same
+    let digest_text = std::fs::read_to_string(evidence.join("20261127-000000-gates.json")).unwrap();
+    assert!(
+        digest_text.len() < r.to_json().len(),
+        "the digest is not smaller"
+    );
+    let digest = RunReport::from_json(&digest_text).unwrap();
+    assert!(digest
+        .stacks
+        .iter()
+        .all(|a| a.shelves.iter().all(|s| s.per_request.is_empty())));
+    assert!(digest
+        .warnings
+        .iter()
+        .any(|w| w.message.contains("a digest of run")));
+    assert_eq!(
+        digest.digest().to_json(),
+        digest.to_json(),
+        "digesting a digest changes it"
+    );
+
+    // a fresh checkout: no results, the evidence only
+    let fresh = load_ledger_runs(&dir.join("no-results"), &evidence);
+    assert_eq!((fresh.from_results, fresh.from_evidence), (0, 1));
+    let md_fresh = render_markdown(&[(file.clone(), evaluate(&file, &fresh.runs))]);
+    assert_eq!(
+        md_fresh, md_full,
+        "the ledger changed when judged on its evidence alone"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

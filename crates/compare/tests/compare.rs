@@ -669,3 +669,35 @@ fn a_wrk_source_is_compared_with_the_wrk_correction_of_ceilings_histogram() {
     );
     assert_eq!(p50(&a, false), (recorded, None));
 }
+
+/// The source's pool sizes beside the pool the run's stacks were given: the plan's
+/// `[stand] pool_size` (which the stand hands every stack over its own stack.toml), or each
+/// stack's own; a run that recorded no stand settings says nothing.
+#[test]
+fn the_pools_condition_is_the_pool_the_run_gave_its_stacks() {
+    let text = PUBLISHED.replace(
+        "hardware = \"one Windows host\"",
+        "hardware = \"one Windows host\"\npools = \"all connection pools 100\"",
+    );
+    let p = parse_published(&text, Path::new("plans/published/000.toml")).unwrap();
+    let pools = |r: &RunReport| {
+        compare_with_source(r, &p)
+            .conditions
+            .into_iter()
+            .find(|c| c.key == "pools")
+            .map(|c| (c.source, c.run))
+            .unwrap()
+    };
+    let mut r = run("350ms", 5.0);
+    r.plan.stand.as_mut().unwrap().pool_size = Some(100);
+    let (source, ours) = pools(&r);
+    assert_eq!(source.as_deref(), Some("all connection pools 100"));
+    assert!(
+        ours.as_deref().unwrap().contains("pool 100 connections"),
+        "{ours:?}"
+    );
+    r.plan.stand.as_mut().unwrap().pool_size = None;
+    assert!(pools(&r).1.unwrap().contains("each stack's own pool size"));
+    r.plan.stand = None;
+    assert_eq!(pools(&r).1, None);
+}

@@ -12,8 +12,8 @@
 //!   stacks in turn): the stack as a Deployment with the env contract, the plan's pool size and
 //!   workers, **requests = limits** = the plan's (or the stack's) CPU and memory — the local stand's
 //!   cgroup limits — and its health path as readiness probe; its Service; the generator agents as
-//!   an **Indexed Job** (pod `i` is agent `i`, reachable as `agents-<stack>-<i>.ceiling-agents`),
-//!   each preparing the id CSVs from the database in an init container; and, in
+//!   an **Indexed Job** (pod `i` is agent `i`, reachable as `agents-<stack>-<i>.ceiling-agents`);
+//!   and, in
 //!   `stacks/<name>-run.yaml` (applied once both are ready), the coordinator Job running
 //!   `ceiling run PLAN --url <the stack's Service> --agents …` (the plan's shelves judged by its
 //!   method; the id CSVs sent to the agents from its own init container), run.json on stdout.
@@ -639,12 +639,12 @@ fn agents_job(o: &Options, s: &StackInput) -> Job {
                     subdomain: Some(AGENTS_SERVICE.into()),
                     restart_policy: Some("Never".into()),
                     affinity: Some(apart_from_other_roles("generator")),
-                    init_containers: Some(vec![data_init_container(o)]),
                     containers: vec![Container {
                         name: "agent".into(),
                         image: Some(image(o, "generator")),
                         // serves coordinators until the Job's deadline; the target is the
-                        // cluster's stack Service, not loopback, hence --allow-remote
+                        // cluster's stack Service, not loopback, hence --allow-remote; the
+                        // coordinator sends it the data files its requests read
                         args: Some(vec![
                             "agent".into(),
                             "--listen".into(),
@@ -652,21 +652,16 @@ fn agents_job(o: &Options, s: &StackInput) -> Job {
                             "--allow-remote".into(),
                             "--token-file".into(),
                             "/secrets/agent-token".into(),
-                            "--data-dir".into(),
-                            "/data".into(),
                         ]),
                         ports: Some(vec![ContainerPort {
                             container_port: AGENT_PORT,
                             ..Default::default()
                         }]),
                         resources: Some(exact(o.agent_cpus, o.agent_memory_mb)),
-                        volume_mounts: Some(vec![
-                            mount("secrets", "/secrets"),
-                            mount("data", "/data"),
-                        ]),
+                        volume_mounts: Some(vec![mount("secrets", "/secrets")]),
                         ..Default::default()
                     }],
-                    volumes: Some(vec![secret_volume(), data_volume()]),
+                    volumes: Some(vec![secret_volume()]),
                     ..Default::default()
                 }),
             },

@@ -5,7 +5,7 @@
 use crate::record::Recorder;
 use ceiling_agent::coordinator::{AgentRun, Agents, START_LEAD};
 use ceiling_agent::session::now_us;
-use ceiling_agent::{Job, WireStage};
+use ceiling_agent::Job;
 use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Warning, WarningKind};
 use ceiling_load::{parse_target, LoadConfig};
 use ceiling_plan::{Plan, Stage};
@@ -211,7 +211,9 @@ pub fn measure_watched(
     // agents start, so the stack's signals and the load's seconds share one clock as locally.
     let session = match agents {
         Some(ag) => Some((
-            job_of(plan, url, &cfg)?,
+            // the engine's configuration as this measurement set it, typed: no plan file
+            // travels, so a bare --url search works through agents too
+            Job::of_config(&cfg, url),
             ceiling_agent::coordinator::open_job(ag, &cfg.data)?,
         )),
         None => None,
@@ -340,13 +342,7 @@ pub fn measure_watched(
     let res = match session {
         None => ceiling_load::run(cfg, &mut on_second).map_err(|e| anyhow::anyhow!("{e}")),
         Some((job, agents)) => agents
-            .run_job(
-                start_at_us,
-                &job,
-                &plan.requests,
-                &engine_stop,
-                &mut on_second,
-            )
+            .run_job(start_at_us, &job, &engine_stop, &mut on_second)
             .map(|ran| {
                 agent_runs = Some(ran.agents);
                 ran.merged
@@ -493,31 +489,6 @@ fn rows_on_clock(
         r.t += offset;
     }
     rows
-}
-
-/// What an agent runs for this measurement: the plan's file (its request mix and data sources)
-/// with the engine's stages, seed and generator settings as this measurement set them.
-fn job_of(plan: &Plan, url: &str, cfg: &LoadConfig) -> anyhow::Result<Job> {
-    let plan_toml = std::fs::read_to_string(&plan.file).map_err(|e| {
-        anyhow::anyhow!(
-            "--agents sends the plan's file to every agent, and `{}` cannot be read ({e}); a search of a bare --url has no plan file: write one",
-            plan.file.display()
-        )
-    })?;
-    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    Ok(Job {
-        plan_toml,
-        plan_name: plan.file.display().to_string(),
-        url: url.to_string(),
-        warmup: cfg.warmup.iter().map(WireStage::from).collect(),
-        stages: cfg.stages.iter().map(WireStage::from).collect(),
-        seed: cfg.seed,
-        keep_alive: cfg.keep_alive,
-        max_connections: cfg.max_connections,
-        timeout_ms: ms(cfg.timeout),
-        threads: cfg.threads,
-        hard_limit_ms: ms(cfg.hard_limit),
-    })
 }
 
 /// The agents that vanished mid-measurement, as exits of the generator from the first second

@@ -48,7 +48,7 @@ pub struct Plan {
 }
 
 /// The load model, derived from the stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Model {
     /// Rate-driven: a schedule of intended send times; latency from the intended time.
@@ -58,7 +58,7 @@ pub enum Model {
 }
 
 /// Inter-arrival distribution for the open model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrivals {
     /// Evenly spaced intended send times.
@@ -158,8 +158,9 @@ pub struct DataSource {
     pub needs_stand: bool,
 }
 
-/// One named request of the mix.
-#[derive(Debug, Clone)]
+/// One named request of the mix. Serialisable so a coordinator can send it to its generator
+/// agents as it is (`ceiling_agent::Job`), templates and all.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestSpec {
     /// Name used as the histogram tag and in reports.
     pub name: String,

@@ -7,7 +7,7 @@
 //! - `${int:A:B}`     a random integer in A..=B.
 
 /// One piece of a template.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Segment {
     /// Text copied as is.
     Literal(String),
@@ -32,7 +32,7 @@ pub enum Segment {
 }
 
 /// A parsed template.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Template {
     /// The pieces, in order.
     pub segments: Vec<Segment>,

@@ -24,7 +24,7 @@ pub use tables::{
     shelf_table, summary_table, Table,
 };
 
-use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan, Warning};
+use ceiling_analyze::{LoadModel, ShelfCriteria, StackAnalysis, StageSpan, Warning, WarningKind};
 use ceiling_metrics::{
     read_signals, read_timeseries, Environment, LimitsApplied, SignalRow, TimeseriesRow,
 };
@@ -369,6 +369,34 @@ impl RunReport {
     /// Serialises as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("RunReport is always serialisable")
+    }
+
+    /// What a ledger keeps of this run as evidence (`docs/evidence/`): every figure a table, a
+    /// comparison or a claim reads — shelves, levels, ceilings, searches and their probes'
+    /// verdicts, runtime figures — without the bulk that stays in the run's own results directory
+    /// (each shelf's per-request table, each probe's pooled histograms). A run-level note
+    /// says it is a digest; digesting a digest changes nothing.
+    pub fn digest(&self) -> RunReport {
+        let mut d = self.clone();
+        let lean = |s: &mut ceiling_analyze::ShelfResult| s.per_request.clear();
+        for a in &mut d.stacks {
+            a.shelves.iter_mut().for_each(lean);
+            if let Some(search) = &mut a.search {
+                search.confirms.iter_mut().for_each(lean);
+                for p in &mut search.probes {
+                    p.counts = None;
+                }
+            }
+        }
+        let note = format!(
+            "a digest of run {}: the shelves' per-request tables and the probes' histograms stay in \
+             results/{} of the machine that ran it",
+            d.run_id, d.run_id
+        );
+        if !d.warnings.iter().any(|w| w.message == note) {
+            d.warnings.push(Warning::new(WarningKind::Other, note));
+        }
+        d
     }
 
     /// Parses `run.json` text of this or an older schema version (refuses a newer one).
