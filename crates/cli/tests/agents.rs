@@ -25,24 +25,33 @@ fn server() -> u16 {
 
 /// The same server on `ip` (an address of this host).
 fn server_on(ip: &str) -> u16 {
-    serve_each(ip, |mut s| {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                buf.drain(..i + 4);
-                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                    .is_err()
-                {
-                    return;
-                }
+    serve_each(ip, |s| answer_ok(s, false))
+}
+
+/// Answers every request on `s` with `200 ok` until the peer closes; with `record`, keeps each
+/// request's head (request line and headers) in [`SEEN`].
+fn answer_ok(mut s: std::net::TcpStream, record: bool) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head: Vec<u8> = buf.drain(..i + 4).collect();
+            if record {
+                SEEN.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
             }
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
             }
         }
-    })
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+        }
+    }
 }
 
 /// Listens on an ephemeral port of `ip` and serves each connection with `handle` on a thread of
@@ -169,30 +178,9 @@ fn two_agents_send_the_schedule_exactly_once_and_merge() {
 /// Request heads seen by [`recording_server`], in arrival order.
 static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-/// A keep-alive server answering `200 ok` that keeps every request's head (request line and
-/// headers) in [`SEEN`].
+/// A keep-alive server answering `200 ok` that keeps every request's head in [`SEEN`].
 fn recording_server() -> u16 {
-    serve_each("127.0.0.1", |mut s| {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head: Vec<u8> = buf.drain(..i + 4).collect();
-                SEEN.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&head).into_owned());
-                if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(k) => buf.extend_from_slice(&chunk[..k]),
-            }
-        }
-    })
+    serve_each("127.0.0.1", |s| answer_ok(s, true))
 }
 
 /// `ceiling load PLAN --agents`: the agents get the plan's request mix as a typed job (templates,

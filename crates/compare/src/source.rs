@@ -970,7 +970,8 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
                     .iter()
                     .filter(|s| s.phase == ph)
                     .filter_map(|s| s.duration_s)
-                    .sum()
+                    .sum::<f64>()
+                    + 0.0 // an empty sum is −0.0, which would print as "-0"
             };
             let (warm, pass) = (
                 of(ceiling_metrics::Phase::Warmup),
@@ -980,7 +981,13 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
                 ceiling_analyze::LoadModel::Closed => run.plan.repetitions.max(1),
                 ceiling_analyze::LoadModel::Open => 1,
             };
-            let mut s = if passes > 1 && run.plan.interleaved_rounds > 0 {
+            let mut s = if passes > 1 && run.plan.interleaved_rounds > 0 && warm == 0.0 {
+                // a warm-up bounded by its request count has no planned length (said below)
+                format!(
+                    "{:.0} s planned in total: {pass:.0} s of levels × {passes} repetitions, each a start of its own with its warm-up, the stacks taking turns",
+                    pass * passes as f64
+                )
+            } else if passes > 1 && run.plan.interleaved_rounds > 0 {
                 format!(
                     "{:.0} s planned in total: ({warm:.0} s of warm-up + {pass:.0} s of levels) × {passes} repetitions, each a start of its own, the stacks taking turns",
                     (warm + pass) * passes as f64

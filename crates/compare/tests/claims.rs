@@ -90,12 +90,11 @@ fn verdicts(file: &ClaimsFile, runs: &[RunReport]) -> Vec<(String, ClaimVerdict)
         .collect()
 }
 
-#[test]
-fn each_kind_of_claim_is_judged_where_the_truth_says() {
-    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+/// The run every claim of [`CLAIMS`] is judged on: fast holds both shelves at 5 ms, slow takes
+/// 1.2 s at 3000 RPS; searched ceilings fast 3000–3200, slow 1500–1600 (fast/slow ≈ 1.94, 1.8–2.1).
+fn fast_and_slow() -> RunReport {
     let p = plan();
     let mut r = RunReport::new(&p, "20261127-000000-gates");
-    // fast holds both shelves at 5 ms; slow takes 1.2 s at 3000 RPS
     r.stacks.push(simulate(&p, "fast", |_| 5.0));
     r.stacks.push(simulate(&p, "slow", |rate| {
         if rate > 2000.0 {
@@ -104,9 +103,15 @@ fn each_kind_of_claim_is_judged_where_the_truth_says() {
             8.0
         }
     }));
-    // searched ceilings: fast 3000–3200, slow 1500–1600: fast/slow ≈ 1.94 (1.8–2.1)
     r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
     r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
+    r
+}
+
+#[test]
+fn each_kind_of_claim_is_judged_where_the_truth_says() {
+    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let mut r = fast_and_slow();
     let v = verdicts(&file, std::slice::from_ref(&r));
     assert_eq!(
         v,
@@ -189,17 +194,7 @@ fn a_ledger_regenerates_from_its_evidence_alone() {
     use ceiling_compare::claims::{keep_evidence, load_ledger_runs};
     let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
     let p = plan();
-    let mut r = RunReport::new(&p, "20261127-000000-gates");
-    r.stacks.push(simulate(&p, "fast", |_| 5.0));
-    r.stacks.push(simulate(&p, "slow", |rate| {
-        if rate > 2000.0 {
-            1200.0
-        } else {
-            8.0
-        }
-    }));
-    r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
-    r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
+    let r = fast_and_slow();
     assert!(
         r.stacks[0]
             .shelves

@@ -623,6 +623,19 @@ fn the_duration_condition_counts_every_repetition_and_the_warmup_once() {
         duration(&r),
         "185 s planned in total: 60 s of levels × 3 repetitions, after a 5-s warm-up"
     );
+    // interleaved rounds after a warm-up bounded by its request count (source 002's 100k
+    // requests): no "-0 s of warm-up"
+    let counted = ceiling_plan::parse_plan(
+        "name = \"000-status-mixed\"\nsource = \"000\"\n[load]\nrepetitions = 3\n[[warmup]]\nconnections = 100\nrequests = 1000\n[[stages]]\nconnections = 100\nduration = \"30s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n[slo]\np99 = \"1s\"\n",
+        Path::new("plans/000-status-mixed.toml"),
+    )
+    .unwrap();
+    let mut r = RunReport::new(&counted, "counted");
+    r.plan.interleaved_rounds = 3;
+    assert_eq!(
+        duration(&r),
+        "90 s planned in total: 30 s of levels × 3 repetitions, each a start of its own with its warm-up, the stacks taking turns, after a warm-up bounded by its request count"
+    );
 }
 
 /// A source whose latencies are wrk's (`wrk_latencies = true`): ceiling's latency cells take the
