@@ -643,9 +643,11 @@ fn stability(kept: &[Kept], c: &ShelfCriteria) -> Stability {
 /// on catching up — can make a stack look slow. It cannot make it look slower than that: latency
 /// runs from the intended send time, so lateness adds at most the window's worst lag to a
 /// request, and a burst of at most that lag's worth of arrivals adds at most about as much
-/// queueing. So when the schedule lag is the only generator-bound reason and the stack failed
-/// beyond it — a latency limit exceeded by the **service time** (from the actual send) by more
-/// than the worst lag, or errors at or above the plan's rate that are not timeouts (refusals,
+/// queueing. A generator starved of CPU also reads responses late, which the attribution bounds
+/// at `STARVED_MAX_INFLATION` × its lag p99. So when the schedule lag is the only generator-bound
+/// reason and the stack failed beyond both — a latency limit exceeded by the **service time**
+/// (from the actual send) by more than the worst lag, and by the measured latency beyond that
+/// bound — or with errors at or above the plan's rate that are not timeouts (refusals,
 /// resets, 5xx: the stack's own) — the shelf is the stack's failure, with the lag kept as a
 /// note. This is the box-bound case of a 2-core machine: a stack that saturates the machine
 /// also delays the generator's threads (1–2% of a core, 15–60 ms late) while its own answers
@@ -668,7 +670,13 @@ fn outweigh_generator_lag(reasons: &mut [Reason], m: &ShelfMeasure, c: &ShelfCri
                 .find(|r| &r.name == name)
                 .map(|r| &r.service),
         };
+        // … and beyond what a *starved* generator can do, which reads responses late as well
+        // as sending late: the attribution's own bound (crate::STARVED_MAX_INFLATION × its lag
+        // p99), so a shelf called failed here is never blamed on the generator there
         !ch.ok
+            && ch
+                .measured_ms
+                .is_some_and(|v| v > crate::attribution::STARVED_MAX_INFLATION * m.lag_p99_ms)
             && service
                 .and_then(|s| s.get(ch.limit.percentile))
                 .is_some_and(|v| v - lag > ch.limit.limit_ms)

@@ -533,11 +533,12 @@ fn a_stack_failure_beyond_the_generators_lag_is_the_stacks() {
     let secs = run_plan(&p, 1, |_, st, _, _| {
         let r = rate_of(st).max(10);
         let mut s = healthy(r);
-        s.lag_us = 25_000; // every shelf: lag 25 ms > 10 ms
+        s.lag_us = 15_000; // every shelf: lag 15 ms > 10 ms
         match st {
-            // service 1000 ms: 975 ms beyond the lag, over the 350-ms limit
+            // service 1000 ms: 985 ms beyond the lag, over the 350-ms limit, and the latency
+            // 2 s > 100 × the lag (beyond a starved generator's reach too)
             1 => s.tags[0].lat_us = 2_000_000,
-            // service 360 ms: over the limit by less than the 25-ms lag can explain
+            // service 360 ms: over the limit by less than the 15-ms lag can explain
             2 => s.tags[0].lat_us = 720_000,
             // answers in time, but 5% are the stack's own 5xx
             3 => s.tags[0].err = r * 5 / 100,
@@ -548,7 +549,7 @@ fn a_stack_failure_beyond_the_generators_lag_is_the_stacks() {
     let a = analyse(&p, &secs, vec![]);
     let outweighed = |sh: &ShelfResult| {
         sh.reasons.iter().any(|r| {
-            matches!(r, Reason::GeneratorLagOutweighed { lag_max_ms, .. } if (*lag_max_ms - 25.0).abs() < 0.5)
+            matches!(r, Reason::GeneratorLagOutweighed { lag_max_ms, .. } if (*lag_max_ms - 15.0).abs() < 0.5)
         })
     };
     let hold100 = &a.shelves[0];
@@ -564,6 +565,23 @@ fn a_stack_failure_beyond_the_generators_lag_is_the_stacks() {
     let hold300 = &a.shelves[2];
     assert_eq!(hold300.verdict, Verdict::Failed, "{:?}", hold300.reasons);
     assert!(outweighed(hold300));
+    // within a starved generator's reach (latency ≤ 100 × its lag p99: 1.4 s against 15 ms),
+    // the shelf stays invalid even though the service time is far over the limit
+    let secs = run_plan(&p, 1, |_, st, _, _| {
+        let mut s = healthy(rate_of(st).max(10));
+        s.lag_us = 15_000;
+        if st == 1 {
+            s.tags[0].lat_us = 1_400_000;
+        }
+        Some(s)
+    });
+    let b = analyse(&p, &secs, vec![]);
+    assert_eq!(
+        b.shelves[0].verdict,
+        Verdict::Invalid,
+        "{:?}",
+        b.shelves[0].reasons
+    );
     // the note reads as what it is
     let text = hold100
         .reasons
