@@ -272,9 +272,7 @@ fn serve(
             shard,
             start_at_us,
         }) => {
-            if let Err(e) = check_shard(shard) {
-                return refuse(&mut out, e);
-            }
+            // Job::config refuses a share that is not one, beside the job's other checks
             match job_config(&job, &files, shard, a.allow_remote) {
                 Ok(c) => (c, shard, start_at_us),
                 Err(e) => return refuse(&mut out, format!("{e:#}")),
@@ -477,16 +475,6 @@ impl EofWatch {
         let _ = sock.shutdown(std::net::Shutdown::Both);
         let _ = self.thread.join();
     }
-}
-
-fn check_shard(shard: (u64, u64)) -> Result<(), String> {
-    if shard.1 == 0 || shard.0 >= shard.1 {
-        return Err(format!(
-            "shard {}/{} is not I/N with I < N",
-            shard.0, shard.1
-        ));
-    }
-    Ok(())
 }
 
 /// The engine's configuration on an agent: the coordinator's job, this agent's target rule,
