@@ -3,41 +3,65 @@
 # with plan 000's mix (its four requests, a synthetic status_ids.csv) against one local nginx
 # worker on core 0, the generator alone on core 1, under `perf stat`. Per request (requests as
 # nginx counted them): CPU µs, context switches (≈ wake-ups), system calls; and the fixed cost per
-# second from a run at 10 RPS. Each open-model rate runs on the tokio engine and on the ticked
+# second from a run at 10 RPS. With LONG=S each row runs again for S seconds and a last column
+# gives the steady cost per request: (CPU of the long run − CPU of the short one) / (requests of
+# the long run − requests of the short one), so the process's start-up (plan, data file, threads,
+# first connections) cancels and what is left is what a shelf minutes long pays per request at
+# that rate, its per-tick and per-second costs included.
+# Each open-model rate runs on the tokio engine and on the ticked
 # engine (--tick, default 1ms; TICK=2ms to change). With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
-# in the kernel, in ceiling and in libc. Usage: bench/generator-profile.sh [seconds]
+# in the kernel, in ceiling and in libc. Usage: [LONG=30] bench/generator-profile.sh [seconds]
 set -euo pipefail
 secs=${1:-10}
+long=${LONG:-}
 . "$(dirname "$0")/lib.sh"
 require nginx taskset curl perf "$bin"
 start_nginx "${PORT:-18301}"
 seq 1 100000 | awk 'BEGIN{print "id"}{printf "%08d-0000-4000-8000-%012d\n", $1, $1}' >"$tmp/status_ids.csv"
-echo "# generator-profile: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), plan 000's mix, ${secs}s each"
-echo "| load | requests | CPU µs/request | context switches/request | syscalls/request |"
-echo "|---|---|---|---|---|"
-row() {
-  local label=$1; shift
-  local a b n
+echo "# generator-profile: $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), plan 000's mix, ${secs}s each${long:+, and ${long}s for the steady column}"
+if [ -n "$long" ]; then
+  echo "| load | requests | CPU µs/request | context switches/request | syscalls/request | steady CPU µs/request (${long}s − ${secs}s) |"
+  echo "|---|---|---|---|---|---|"
+else
+  echo "| load | requests | CPU µs/request | context switches/request | syscalls/request |"
+  echo "|---|---|---|---|---|"
+fi
+# one run of `ceiling load` on core 1 for $1 seconds under perf stat; sets cpu_ms, cs, sc, n
+one() {
+  local d=$1; shift
+  local a b
   a=$(count)
   taskset -c 1 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -o "$tmp/stat" \
-    "$bin" load plans/000-status-mixed.toml --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json "$@" >"$tmp/out.json" 2>"$tmp/err" || true
+    "$bin" load plans/000-status-mixed.toml --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json "$@" --duration "${d}s" >"$tmp/out.json" 2>"$tmp/err" || true
   b=$(count)
   n=$((b - a - 1))
-  awk -F, -v n="$n" -v label="$label" '
-    $3=="task-clock"{cpu=$1} $3=="context-switches"{cs=$1} $3=="raw_syscalls:sys_enter"{sc=$1}
-    END{ if (n>0) printf "| %s | %d | %.1f | %.2f | %.2f |\n", label, n, cpu*1000/n, cs/n, sc/n;
-         else printf "| %s | 0 | – | – | – |\n", label }' "$tmp/stat"
-  # the CPU ms of the whole run, for the fixed cost
-  awk -F, '$3=="task-clock"{print $1}' "$tmp/stat" >"$tmp/cpu.$label"
+  read -r cpu_ms cs sc < <(awk -F, '$3=="task-clock"{c=$1} $3=="context-switches"{x=$1} $3=="raw_syscalls:sys_enter"{y=$1} END{print c+0, x+0, y+0}' "$tmp/stat")
 }
-row "open 10 RPS" --rate 10 --duration "${secs}s"
+row() {
+  local label=$1; shift
+  one "$secs" "$@"
+  local c1=$cpu_ms n1=$n line
+  if [ "$n1" -gt 0 ]; then
+    line=$(awk -v c="$cpu_ms" -v x="$cs" -v y="$sc" -v n="$n1" -v l="$label" 'BEGIN{printf "| %s | %d | %.1f | %.2f | %.2f |", l, n, c*1000/n, x/n, y/n}')
+  else
+    line="| $label | 0 | – | – | – |"
+  fi
+  # the CPU ms of the whole run, for the fixed cost
+  echo "$c1" >"$tmp/cpu.$label"
+  if [ -n "$long" ]; then
+    one "$long" "$@"
+    line="$line $(awk -v c1="$c1" -v n1="$n1" -v c2="$cpu_ms" -v n2="$n" 'BEGIN{ if (n2>n1) printf "%.1f |", (c2-c1)*1000/(n2-n1); else printf "– |" }')"
+  fi
+  echo "$line"
+}
+row "open 10 RPS" --rate 10
 for r in 1000 1500 3000 10000; do
-  row "open $r RPS" --rate "$r" --duration "${secs}s" --max-connections 2000
+  row "open $r RPS" --rate "$r" --max-connections 2000
   # the ticked engine (issue 36), the same load, beside it
-  row "open $r RPS, --tick ${TICK:-1ms}" --rate "$r" --duration "${secs}s" --max-connections 2000 --tick "${TICK:-1ms}"
+  row "open $r RPS, --tick ${TICK:-1ms}" --rate "$r" --max-connections 2000 --tick "${TICK:-1ms}"
 done
-row "closed 64 conns" --connections 64 --duration "${secs}s"
-row "closed 1000 conns" --connections 1000 --duration "${secs}s"
+row "closed 64 conns" --connections 64
+row "closed 1000 conns" --connections 1000
 fixed=$(awk -v s="$secs" '{printf "%.1f", $1/s}' "$tmp/cpu.open 10 RPS")
 echo
 echo "fixed cost (10 RPS run, whole process including start-up): ${fixed} ms of CPU per second"

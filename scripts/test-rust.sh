@@ -39,6 +39,7 @@ NOT_MEASURING=(
   verify:ceiling_verify verify:contract
   supervise:ceiling_supervise stand:ceiling_stand pg:ceiling_pg load:ceiling_load
   cli:ceiling cli:errors
+  testkit:ceiling_testkit
 )
 
 t0=$(date +%s)

@@ -13,12 +13,14 @@
 //! so a search's probes send a plan's 37-MB id file to each agent once, not once per probe.
 //!
 //! An agent beside a remote stack samples its CPU and memory for the coordinator ([`sampling`]).
-//! The `ceiling agent` listener is in the CLI (crates/cli/src/agents.rs).
+//! The agent's side of a session and its accept loop are [`serve`]; `ceiling agent` (the CLI)
+//! parses its flags and prints.
 #![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod coordinator;
 pub mod sampling;
+pub mod serve;
 pub mod session;
 
 use base64::Engine as _;

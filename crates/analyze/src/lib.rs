@@ -60,7 +60,8 @@ pub use pooled_fit::{
     TransitionZone, LOCAL_BAND,
 };
 pub use ranking::{
-    pair_ratio, rank, CeilingCi, Order, PairRatio, Searched, SearchedRef, MIN_PAIRED_ROUNDS,
+    pair_ratio, rank, rank_searched, CeilingCi, Order, PairRatio, Searched, SearchedRef,
+    MIN_PAIRED_ROUNDS,
 };
 pub use resources::{window_of, ResourceWindow};
 pub use run::{Ceiling, PartExit, RunAccumulator, StackAnalysis, StackExit};

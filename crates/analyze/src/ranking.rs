@@ -243,6 +243,27 @@ fn draws(
     (failed * 20 <= DRAWS && logs.len() >= 10).then_some(logs)
 }
 
+/// The ranking of several searched stacks' analyses (empty for fewer than two searched): [`rank`]
+/// over each one's probes and ceiling, as `ceiling search` prints it and `ceiling report`
+/// recomputes it from run.json.
+pub fn rank_searched(stacks: &[crate::StackAnalysis], tolerance: f64) -> Vec<PairRatio> {
+    let searched: Vec<Searched> = stacks
+        .iter()
+        .filter_map(|a| {
+            let s = a.search.as_ref()?;
+            Some((
+                a.stack.clone(),
+                s.probes.clone(),
+                s.interval.as_ref().map(|i| (s.ceiling_rps, i.lo, i.hi)),
+            ))
+        })
+        .collect();
+    if searched.len() < 2 {
+        return Vec::new();
+    }
+    rank(&searched, tolerance)
+}
+
 /// Every adjacent pair of `stacks` in the order of their ceilings (highest first): `(name,
 /// probes, ceiling with an interval)`. A stack without an interval is placed by its lower bound
 /// (the highest rate a pooled probe passed): above a neighbour's whole interval it is ranked

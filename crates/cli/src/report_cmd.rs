@@ -39,7 +39,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // …and the ranking of a search's stacks, from their stored probes
     if !report.ranking.is_empty() {
         let tolerance = report.ranking[0].tolerance;
-        report.ranking = crate::search_cmd::ranking(&report.stacks, tolerance);
+        report.ranking = ceiling_analyze::rank_searched(&report.stacks, tolerance);
     }
     let files = crate::compare_cmd::write_reports(&a.dir, &report, &series)?;
     if a.markdown {

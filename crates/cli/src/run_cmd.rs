@@ -1,20 +1,20 @@
 //! `ceiling run PLAN`: the lab end to end — embedded PostgreSQL, each stack in turn (build, start
 //! under limits, verify, warm up, measure, stop, cool down), analysis by the plan's method, and
-//! the report files in `results/<run-id>/`.
+//! the report files in `results/<run-id>/`. The flags become the plan's settings and a
+//! [`RunSetup`] here; the stacks' turns run in `ceiling_lab`.
 
 use anyhow::{bail, Context};
-use ceiling_analyze::{StackAnalysis, Warning, WarningKind};
+use ceiling_analyze::{Warning, WarningKind};
 use ceiling_lab::{
-    apply_load_flags, measure_stack, now_iso, repo_root, run_id, Halt, Round, StackRunOptions,
+    apply_load_flags, now_iso, repo_root, rounds_of, run_id, Progress, RunContext, RunSetup,
 };
 use ceiling_report::{RunReport, Series};
-use ceiling_stand::{Role, Stand, StandOptions};
+use ceiling_stand::{Role, StandOptions};
 use clap::Args;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
 
 /// Arguments of `ceiling run`.
 #[derive(Args, Debug)]
@@ -213,197 +213,42 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     let opts = a.stand.options(&root, &dir);
-    eprintln!(
-        "stand: starting PostgreSQL{}…",
-        match &plan.stand.pgbouncer {
-            Some(b) => format!(
-                " and PgBouncer ({} pooling, default_pool_size {})",
-                b.pool_mode.as_str(),
-                b.default_pool_size
-            ),
-            None => String::new(),
-        }
-    );
-    let mut stand = match Stand::start(&opts, &plan.stand) {
+    let progress = Progress::new(|l| eprintln!("{l}"));
+    let mut stand = match ceiling_lab::open_stand(&opts, &plan.stand, &progress) {
         Ok(s) => s,
         Err(e) if ceiling_stand::cancelled() => {
-            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
+            return stopped_early(&dir, &mut report, &Series::new(), &e.to_string());
         }
-        Err(e) => return Err(anyhow::anyhow!("{e}")),
+        Err(e) => return Err(e.into()),
     };
-    eprintln!(
-        "stand: PostgreSQL {} ready; preparing data (seed {})…",
-        stand.postgres_version(),
-        plan.stand.seed
-    );
-    let t = Instant::now();
-    let data = match stand.prepare_data(plan.stand.seed) {
-        Ok(d) => d,
-        Err(e) if ceiling_stand::cancelled() => {
-            stand.stop();
-            return stopped_early(&dir, &mut report, &series_none(), &e.to_string());
-        }
-        Err(e) => return Err(anyhow::anyhow!("{e}")),
-    };
-    eprintln!(
-        "stand: data ready in {:.1}s ({})",
-        t.elapsed().as_secs_f64(),
-        if data.reused { "reused" } else { "seeded" }
-    );
-    let data_dir = stand.data_dir().map(Path::to_path_buf);
-    report.environment = Some(stand.fingerprint());
-    if let Some(l) = stand.postgres_limits() {
-        report.limits.insert("postgres".into(), l.clone());
-    }
-    if let Some(l) = stand.generator_limits() {
-        report.limits.insert("generator".into(), l.clone());
-    }
-    report.placement = Some(stand.placement().clone());
-    eprintln!("stand: placement: {}", stand.placement().describe());
-    if let Some(b) = stand.pgbouncer() {
-        eprintln!(
-            "stand: PgBouncer {} on 127.0.0.1:{} ({} pooling, default_pool_size {}); the stacks connect through it",
-            b.binary().version,
-            b.port(),
-            b.settings().pool_mode.as_str(),
-            b.settings().default_pool_size
-        );
-        report
-            .limits
-            .insert(Role::Pgbouncer.as_str().into(), b.limits_applied().clone());
-    }
+    ceiling_lab::record_stand(&stand, &mut report);
     let mut series = Series::new();
-    let mut exit: u8 = 0;
-    // Each stack's analyses so far (one per round when interleaved), by the stack's place in the
-    // list (a list may name a stack twice when not interleaved).
-    let mut parts: BTreeMap<usize, Vec<StackAnalysis>> = BTreeMap::new();
-    // stacks that could not be started: not tried again in later rounds
-    let mut not_measured: BTreeSet<usize> = BTreeSet::new();
-    let schedule = turns(&plan.target.stacks, rounds);
-    if rounds > 0 {
-        eprintln!(
-            "interleaved: {} stacks × {rounds} repetitions, each repetition a start of its own with the plan's warm-up, the stacks taking turns (A B A B …); --no-interleave runs them one after the other",
-            plan.target.stacks.len()
-        );
-    }
-
-    for (i, turn) in schedule.iter().enumerate() {
-        let name = &turn.stack;
-        if not_measured.contains(&turn.index) {
-            continue;
-        }
-        if stop.load(Ordering::Relaxed) {
-            report.warnings.push(Warning::new(
-                WarningKind::StoppedEarly,
-                format!("stopped before stack `{name}`{}", turn.describe(rounds)),
-            ));
-            break;
-        }
-        if i > 0 && !plan.stand.cooldown.is_zero() {
-            eprintln!(
-                "cool-down {}…",
-                ceiling_plan::format_duration(plan.stand.cooldown)
-            );
-            sleep_unless(plan.stand.cooldown, &stop);
-        }
-        if rounds > 0 {
-            eprintln!("[{name}]{}", turn.describe(rounds));
-        }
-        // a round starts on the stack's clock past its earlier rounds (their rows, in `series`)
-        let round = turn.repetition.map(|repetition| Round {
-            repetition,
-            offset_s: series
-                .get(name)
-                .and_then(|rows| rows.last())
-                .map_or(0, |r| r.t + 1 + ROUND_GAP_S),
-        });
-        // later rounds start what the first one built and verified
-        let later = turn.repetition.is_some_and(|r| r > 0);
-        match measure_stack(
-            &plan,
-            StackRunOptions {
-                allow_unverified: a.allow_unverified,
-                // once: the later rounds start what the first one built
-                rebuild: a.rebuild && !later,
-                quiet: a.quiet,
-                agents: agents.as_ref(),
-                round,
-            },
-            &mut stand,
-            name,
-            &dir,
-            data_dir.as_deref(),
-            &stop,
-        ) {
-            Ok((m, lim)) => {
-                report.limits.insert(name.clone(), lim);
-                if let Some(f) = &m.fairness {
-                    report.fairness.insert(name.clone(), f.clone());
-                }
-                if turn.repetition.is_some() {
-                    series.entry(name.clone()).or_default().extend(m.rows);
-                } else {
-                    series.insert(name.clone(), m.rows);
-                }
-                parts.entry(turn.index).or_default().push(m.analysis);
-                if let Some(Halt::StackDied(_)) = m.halt {
-                    // its analysis says so; the run goes on with the next stack
-                    exit = 1;
-                }
-                if let Some(Halt::PartExited(e)) = m.halt {
-                    exit = 1;
-                    let what = format!(
-                        "{} while `{name}` was measured{}",
-                        e.describe(),
-                        turn.describe(rounds)
-                    );
-                    let last = i + 1 == schedule.len();
-                    let out = ceiling_lab::handle_part_exit(
-                        plan.stand.on_part_exit,
-                        &mut stand,
-                        &e,
-                        what,
-                        ceiling_lab::Activity::Run,
-                        !last && !stop.load(Ordering::Relaxed),
-                        &dir.join("logs"),
-                        name,
-                        &mut |line| eprintln!("{line}"),
-                    );
-                    eprintln!("{}", out.message);
-                    report
-                        .warnings
-                        .push(Warning::new(WarningKind::PartExited, out.message));
-                    if out.stop_all {
-                        report.stacks = combined(&parts);
-                        crate::compare_cmd::write_reports(&dir, &report, &series)?;
-                        break;
-                    }
-                }
-            }
-            Err(e) => {
-                let msg = format!(
-                    "stack `{name}` was not measured{}: {e:#}",
-                    turn.describe(rounds)
-                );
-                eprintln!("{msg}");
-                report
-                    .warnings
-                    .push(Warning::new(WarningKind::StackNotMeasured, msg));
-                not_measured.insert(turn.index);
-                exit = 1;
-            }
-        }
-        // Flush what we have after every turn, so an interrupted run keeps its results.
-        report.stacks = combined(&parts);
-        let placement = stand.placement().clone();
-        for st in &mut report.stacks {
-            // a ceiling the shared box set is called that, with the stack's quota as recorded
-            let quota = report.limits.get(&st.stack).and_then(|l| l.cpus);
-            st.note_placement(&placement, quota);
-        }
-        crate::compare_cmd::write_reports(&dir, &report, &series)?;
-    }
+    let setup = RunSetup {
+        allow_unverified: a.allow_unverified,
+        rebuild: a.rebuild,
+        quiet: a.quiet,
+        agents,
+        rounds,
+    };
+    let mut checkpoint = |r: &RunReport, s: &Series| -> anyhow::Result<()> {
+        crate::compare_cmd::write_reports(&dir, r, s)?;
+        Ok(())
+    };
+    let ran = ceiling_lab::run_stacks(
+        &mut RunContext {
+            plan: &plan,
+            setup: &setup,
+            dir: &dir,
+            stop: &stop,
+            progress,
+            checkpoint: &mut checkpoint,
+        },
+        &mut stand,
+        &mut report,
+        &mut series,
+    );
     stand.stop();
+    let exit = ran?;
     write_and_print_as(&a, &dir, &report, &series)?;
     if stop.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(130));
@@ -472,6 +317,7 @@ fn run_url(
             agents: agents.as_ref(),
             stack_agent: stack_agent.as_ref(),
             round: None,
+            progress: &Progress::new(|l| eprintln!("{l}")),
         },
         &stop,
         || None,
@@ -500,10 +346,6 @@ fn print_load_notes(plan: &ceiling_plan::Plan, agents: Option<&crate::agents::Ag
     }
 }
 
-fn series_none() -> Series {
-    Series::new()
-}
-
 /// A run cancelled before any stack was measured: says where, writes the (empty) report so the
 /// results directory explains itself, and exits 130.
 fn stopped_early(
@@ -520,132 +362,4 @@ fn stopped_early(
     let files = crate::compare_cmd::write_reports(dir, report, series)?;
     eprintln!("results: {}", file_list(&files));
     Ok(ExitCode::from(130))
-}
-
-/// Seconds left between a stack's rounds on its clock, so a round's first second never follows
-/// the previous round's last as if the run had gone on.
-const ROUND_GAP_S: u32 = 10;
-
-/// Rounds of an interleaved run: the plan's repetitions when several stacks are measured under a
-/// closed model with repetitions (and `--no-interleave` was not given); 0 = not interleaved.
-fn rounds_of(plan: &ceiling_plan::Plan, no_interleave: bool) -> u32 {
-    let reps = plan.load.repetitions;
-    if no_interleave || plan.is_open() || reps < 2 || plan.target.stacks.len() < 2 {
-        0
-    } else {
-        reps
-    }
-}
-
-/// One stack's turn in a run.
-#[derive(Debug, Clone, PartialEq)]
-struct Turn {
-    /// The stack's place in the plan's list.
-    index: usize,
-    /// Its name.
-    stack: String,
-    /// In an interleaved run, the repetition this turn measures.
-    repetition: Option<u32>,
-}
-
-impl Turn {
-    /// ` (repetition 2 of 3)` in an interleaved run, else nothing.
-    fn describe(&self, rounds: u32) -> String {
-        match self.repetition {
-            Some(r) => format!(" (repetition {} of {rounds})", r + 1),
-            None => String::new(),
-        }
-    }
-}
-
-/// The run's turns: every stack once, or with `rounds` every stack once per round (A B A B …).
-fn turns(stacks: &[String], rounds: u32) -> Vec<Turn> {
-    let one = |repetition: Option<u32>| {
-        stacks.iter().enumerate().map(move |(index, s)| Turn {
-            index,
-            stack: s.clone(),
-            repetition,
-        })
-    };
-    if rounds == 0 {
-        one(None).collect()
-    } else {
-        (0..rounds).flat_map(|r| one(Some(r))).collect()
-    }
-}
-
-/// Each stack's analysis from its turns so far, in the plan's order: a stack measured in rounds
-/// has its rounds joined ([`StackAnalysis::combine`]); one measured once is as measured.
-fn combined(parts: &BTreeMap<usize, Vec<StackAnalysis>>) -> Vec<StackAnalysis> {
-    parts
-        .values()
-        .filter_map(|p| match p.as_slice() {
-            [one] => Some(one.clone()),
-            _ => StackAnalysis::combine(p.clone()),
-        })
-        .collect()
-}
-
-fn sleep_unless(d: Duration, stop: &AtomicBool) {
-    let end = Instant::now() + d;
-    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100).min(end - Instant::now()));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(t: &[Turn]) -> Vec<String> {
-        t.iter()
-            .map(|t| format!("{}{}", t.stack, t.describe(2)))
-            .collect()
-    }
-
-    #[test]
-    fn interleaved_turns_take_the_stacks_in_rounds() {
-        let stacks = vec!["a".to_string(), "b".to_string()];
-        assert_eq!(
-            names(&turns(&stacks, 2)),
-            [
-                "a (repetition 1 of 2)",
-                "b (repetition 1 of 2)",
-                "a (repetition 2 of 2)",
-                "b (repetition 2 of 2)"
-            ]
-        );
-        assert_eq!(names(&turns(&stacks, 0)), ["a", "b"]);
-        assert_eq!(turns(&stacks, 2)[3].index, 1);
-    }
-
-    #[test]
-    fn only_a_closed_models_repetitions_of_several_stacks_are_interleaved() {
-        let plan = |text: &str| ceiling_plan::parse_plan(text, Path::new("t.toml")).unwrap();
-        let closed = |reps: u32, stacks: &str| {
-            plan(&format!(
-                "name = \"c\"\n[target]\nstacks = [{stacks}]\n[load]\nrepetitions = {reps}\n[[stages]]\nconnections = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n"
-            ))
-        };
-        assert_eq!(rounds_of(&closed(3, "\"a\", \"b\""), false), 3);
-        assert_eq!(
-            rounds_of(&closed(3, "\"a\", \"b\""), true),
-            0,
-            "--no-interleave"
-        );
-        assert_eq!(
-            rounds_of(&closed(1, "\"a\", \"b\""), false),
-            0,
-            "one repetition"
-        );
-        assert_eq!(rounds_of(&closed(3, "\"a\""), false), 0, "one stack");
-        let open = plan(
-            "name = \"o\"\n[target]\nstacks = [\"a\", \"b\"]\n[[stages]]\nhold = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n",
-        );
-        assert_eq!(
-            rounds_of(&open, false),
-            0,
-            "an open model has no repetitions"
-        );
-    }
 }

@@ -1,23 +1,22 @@
 //! `ceiling search`: RPS@p99≤SLO found automatically, as an estimate with a 95% interval (baseline,
 //! bracket, narrow on the fitted SLO margin, replicate, confirm; recovery after every overload),
-//! for one or several stacks on the stand, or for any URL with or without a plan.
+//! for one or several stacks on the stand, or for any URL with or without a plan. The flags become
+//! the plan's settings and a [`SearchSetup`] here; the search itself runs in `ceiling_lab`.
 
 use crate::load_cmd::install_ctrlc;
 use crate::run_cmd::{write_and_print, StandArgs};
 use anyhow::{bail, Context};
-use ceiling_analyze::ProbeKind;
-use ceiling_analyze::{probe_criteria, StackAnalysis};
-use ceiling_lab::{measure_watched, now_iso, repo_root, run_id, Halt, MeasureSpec};
+use ceiling_lab::{
+    now_iso, repo_root, run_id, Progress, SearchContext, SearchOverrides, SearchSetup,
+};
 use ceiling_plan::{parse_duration, HttpUrl, Plan};
 use ceiling_report::{RunReport, Series};
-use ceiling_search::{search, ProbeRunner, ProbeSpec, Search, SearchOptions};
-use ceiling_stand::{SampleTarget, Stand};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 /// Arguments of `ceiling search`.
 #[derive(Args, Debug)]
@@ -133,140 +132,6 @@ pub fn apply_slo(plan: &mut Plan, spec: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Probes run through `measure` (sampling, hlog, CSV per probe).
-struct Runner<'a> {
-    url: String,
-    /// The stack's plain-HTTP URL for its `/metrics` (a stand stack; `url` may be its TLS port).
-    metrics_url: Option<String>,
-    stack: String,
-    data_dir: Option<PathBuf>,
-    dir: PathBuf,
-    targets: Box<dyn Fn() -> Vec<SampleTarget> + 'a>,
-    stop: Arc<AtomicBool>,
-    /// The per-second watch ([`ceiling_lab::watch`] on the stand; nothing for a bare URL).
-    watch: Box<dyn FnMut() -> Option<Halt> + 'a>,
-    /// What stopped a probe, when the watch did: the search of this stack ends there.
-    halted: Option<Halt>,
-    last_rows: Vec<ceiling_metrics::TimeseriesRow>,
-    t0: Instant,
-    /// Generator agents for every probe (`--agents`).
-    agents: Option<crate::agents::Agents>,
-    /// The agent beside a remote stack (`--stack-agent`).
-    stack_agent: Option<crate::agents::Agents>,
-}
-
-impl Runner<'static> {
-    /// The runner for a service that is already running at `url`: no stand to watch, the
-    /// generator's own process sampled (and the service's, through `stack_agent`, when given).
-    fn for_url(
-        url: &str,
-        name: &str,
-        a: &SearchArgs,
-        dir: &Path,
-        stop: &Arc<AtomicBool>,
-        t0: Instant,
-        stack_agent: Option<crate::agents::Agents>,
-    ) -> anyhow::Result<Runner<'static>> {
-        Ok(Runner {
-            url: url.to_string(),
-            metrics_url: None,
-            stack: name.to_string(),
-            data_dir: a.data_dir.clone(),
-            dir: dir.join(name),
-            targets: Box::new(|| {
-                vec![SampleTarget::process(
-                    ceiling_metrics::Role::Generator,
-                    std::process::id(),
-                )]
-            }),
-            stop: stop.clone(),
-            watch: Box::new(|| None),
-            halted: None,
-            last_rows: Vec::new(),
-            t0,
-            agents: a.agent.agents()?,
-            stack_agent,
-        })
-    }
-}
-
-/// One sentence for a halt, as a probe's error.
-fn halt_text(h: &Halt) -> String {
-    match h {
-        Halt::StackDied(m) => format!("the stack is not running: {m}"),
-        Halt::PartExited(e) => format!(
-            "{} — the probe measured a broken stand, not the stack, and the search of this stack stops here",
-            e.describe()
-        ),
-    }
-}
-
-impl ProbeRunner for Runner<'_> {
-    fn run(&mut self, plan: &Plan, spec: &ProbeSpec) -> Result<StackAnalysis, String> {
-        if let Some(h) = self.halted.as_ref() {
-            return Err(halt_text(h));
-        }
-        if let Some(h) = (self.watch)() {
-            let e = halt_text(&h);
-            self.halted = Some(h);
-            return Err(e);
-        }
-        let sub = match spec.kind {
-            ProbeKind::Check => "checks",
-            _ => "probes",
-        };
-        let out = self.dir.join(sub).join(&spec.label);
-        let offset = self.t0.elapsed().as_secs() as u32;
-        let watch = &mut self.watch;
-        let m = measure_watched(
-            MeasureSpec {
-                plan,
-                stack: &self.stack,
-                url: &self.url,
-                metrics_url: self.metrics_url.as_deref(),
-                data_dir: self.data_dir.as_deref(),
-                out_dir: &out,
-                sampler_targets: (self.targets)(),
-                threads: spec.threads,
-                quiet: true,
-                agents: self.agents.as_ref(),
-                stack_agent: self.stack_agent.as_ref(),
-                round: None,
-            },
-            &self.stop,
-            watch,
-        )
-        .map_err(|e| format!("{e:#}"))?;
-        if let Some(h) = m.halt {
-            // The probe's figures are not the stack's: never a verdict, the search ends here.
-            let e = halt_text(&h);
-            self.halted = Some(h);
-            return Err(e);
-        }
-        // One time axis for the whole search: each probe's seconds placed where the probe ran.
-        if spec.kind != ProbeKind::Check {
-            self.last_rows.extend(m.rows.into_iter().map(|mut r| {
-                r.t += offset;
-                r
-            }));
-        }
-        Ok(m.analysis)
-    }
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-    fn idle(&mut self, d: std::time::Duration) {
-        // Sleep in slices so Ctrl-C is seen within 100 ms.
-        let end = Instant::now() + d;
-        while !self.stopped() && Instant::now() < end {
-            std::thread::sleep((end - Instant::now()).min(std::time::Duration::from_millis(100)));
-        }
-    }
-    fn now_s(&self) -> f64 {
-        self.t0.elapsed().as_secs_f64()
-    }
-}
-
 /// The plan of a bare-URL search: one request, the given SLO, and search settings sized for an
 /// interactive question (10-s probes, a 30-s confirming shelf, a 15-minute budget).
 fn bare_plan(a: &SearchArgs, url: &str) -> anyhow::Result<Plan> {
@@ -337,67 +202,25 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }
-    if let Some(r) = a.repeat {
-        plan.search.repeat = r.clamp(1, 100);
-    }
-    if let Some(m) = &a.max_time {
-        plan.search.max_time = parse_duration(m).map_err(|e| anyhow::anyhow!("--max-time: {e}"))?;
-    }
-    if let Some(r) = a.start_rate {
-        // written so that NaN is refused too
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if !(r >= 1.0) {
-            bail!("--start-rate must be at least 1");
-        }
-        plan.search.start_rate = r;
-    }
-    if let Some(t) = a.tolerance {
-        if !(0.001..=0.5).contains(&t) {
-            bail!("--tolerance must be between 0.001 and 0.5");
-        }
-        plan.search.tolerance = t;
-    }
-    let d = |v: &Option<String>, what: &str| -> anyhow::Result<Option<std::time::Duration>> {
+    let d = |v: &Option<String>, what: &str| -> anyhow::Result<Option<Duration>> {
         v.as_deref()
             .map(|x| parse_duration(x).map_err(|e| anyhow::anyhow!("--{what}: {e}")))
             .transpose()
     };
-    if let Some(p) = d(&a.probe, "probe")? {
-        plan.search.probe = p;
-    }
-    if let Some(p) = d(&a.probe_trim, "probe-trim")? {
-        plan.search.probe_trim = p;
-    }
-    if plan.search.probe_trim >= plan.search.probe {
-        bail!(
-            "--probe-trim must be shorter than the probe ({})",
-            ceiling_plan::format_duration(plan.search.probe)
-        );
-    }
-    if let Some(c) = d(&a.confirm, "confirm")? {
-        plan.search.confirm = c;
-    }
-    let c = plan.search.confirm;
-    if !c.is_zero() {
-        // Judge a shorter confirming shelf proportionally: keep the plan's trims and window as
-        // fractions of a shelf of source length (20 min in plan 000).
-        let a_ = &mut plan.analysis;
-        let need = a_.trim_head + a_.trim_tail + a_.min_window;
-        if c < need {
-            let f = c.as_secs_f64() / need.as_secs_f64();
-            a_.trim_head = a_.trim_head.mul_f64(f);
-            a_.trim_tail = a_.trim_tail.mul_f64(f);
-            a_.min_window = a_.min_window.mul_f64(f);
-        }
-        // Windows are counted in whole seconds: leave one second of slack so a full-length
-        // confirming shelf can meet its own minimum window.
-        let room = c
-            .saturating_sub(a_.trim_head + a_.trim_tail)
-            .as_secs()
-            .saturating_sub(1);
-        a_.min_window = a_
-            .min_window
-            .min(std::time::Duration::from_secs(room.max(1)));
+    ceiling_lab::apply_search_overrides(
+        &mut plan,
+        &SearchOverrides {
+            repeat: a.repeat,
+            max_time: d(&a.max_time, "max-time")?,
+            start_rate: a.start_rate,
+            tolerance: a.tolerance,
+            probe: d(&a.probe, "probe")?,
+            probe_trim: d(&a.probe_trim, "probe-trim")?,
+            confirm: d(&a.confirm, "confirm")?,
+        },
+    )?;
+    if !a.stacks.is_empty() {
+        plan.target.stacks = a.stacks.clone();
     }
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
@@ -408,40 +231,39 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     let mut report = RunReport::new(&plan, id);
     report.started = now_iso();
     let mut series = Series::new();
-    // a stack died, or a part of the stand (PostgreSQL, PgBouncer) exited, under one of the probes
-    let mut halted = false;
-    eprintln!(
-        "ceiling search {} → {}  SLO {}; probes of {} from {:.0} RPS (×{} until one fails), then placed around the pooled estimate (probes at one rate pool into one window) until the long-run ceiling's 95% interval is within ±{}% (a cliff: {} probes at each end of the bracket); confirm {}; budget {} per stack",
-        plan.name,
-        dir.display(),
-        plan.slo.describe(),
-        ceiling_plan::format_duration(plan.search.probe),
-        plan.search.start_rate,
-        plan.search.growth,
-        plan.search.tolerance * 100.0,
-        plan.search.repeat,
-        if plan.search.confirm.is_zero() {
-            "none".to_string()
-        } else {
-            ceiling_plan::format_duration(plan.search.confirm)
-        },
-        ceiling_plan::format_duration(plan.search.max_time)
-    );
+    eprintln!("{}", ceiling_lab::describe_search(&plan, &dir));
     if plan.scaled_by != 1.0 {
         eprintln!(
             "note: SCALED search — probe and confirm durations × {}",
             plan.scaled_by
         );
     }
-    let mut log = |m: &str| eprintln!("{m}");
     if !plan.load.keep_alive {
         eprintln!("note: keep-alive off — a new TCP connection for every request, its set-up inside the latency");
     }
-    let opts = SearchOptions {
-        threads: plan.load.threads.max(1),
-        ..Default::default()
+    let several = urls
+        .as_ref()
+        .map_or(plan.target.stacks.len() > 1, |u| u.len() > 1);
+    let setup = SearchSetup {
+        allow_unverified: a.allow_unverified,
+        agents: a.agent.agents()?,
+        per_round: ceiling_lab::per_round(a.round, several),
+        data_dir: a.data_dir.clone(),
     };
-
+    let mut checkpoint = |r: &RunReport, s: &Series| -> anyhow::Result<()> {
+        crate::compare_cmd::write_reports(&dir, r, s)?;
+        Ok(())
+    };
+    let mut cx = SearchContext {
+        plan: &plan,
+        setup: &setup,
+        dir: &dir,
+        stop: &stop,
+        progress: Progress::new(|l| eprintln!("{l}")),
+        checkpoint: &mut checkpoint,
+    };
+    // a stack died, or a part of the stand (PostgreSQL, PgBouncer) exited, under one of the probes
+    let mut halted = false;
     if let Some(urls) = urls.as_ref().filter(|u| u.len() > 1) {
         if a.stack_agent.is_some() {
             bail!("--stack-agent samples one service; with several --url, leave it out");
@@ -453,146 +275,27 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             None,
             &ceiling_stand::CgroupSystem::detect(),
         ));
-        search_urls(
-            &plan,
-            &a,
-            urls,
-            &dir,
-            &stop,
-            &opts,
-            &mut report,
-            &mut series,
-            &mut log,
-        )?;
+        ceiling_lab::search_urls(&mut cx, urls, &mut report, &mut series)?;
     } else if let Some((_, url)) = urls.as_ref().and_then(|u| u.first()) {
-        let name = "url".to_string();
         ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
         report.environment = Some(ceiling_stand::fingerprint(
             None,
             &ceiling_stand::CgroupSystem::detect(),
         ));
         let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
-        let mut runner = Runner::for_url(url, &name, &a, &dir, &stop, Instant::now(), stack_agent)?;
-        let out = search(&plan, &mut runner, &opts, &mut log);
-        series.insert(name.clone(), std::mem::take(&mut runner.last_rows));
-        report.stacks.push(StackAnalysis::from_search(
-            &name,
-            probe_criteria(&plan),
-            out,
-        ));
+        ceiling_lab::search_url(&mut cx, "url", url, stack_agent, &mut report, &mut series);
     } else {
         let root = repo_root()?;
-        if !a.stacks.is_empty() {
-            plan.target.stacks = a.stacks.clone();
-        }
         if plan.target.stacks.is_empty() {
             bail!("no stacks: pass --stacks or --url");
         }
         let stand_opts = a.stand.options(&root, &dir);
-        let mut stand =
-            Stand::start(&stand_opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
-        stand
-            .prepare_data(plan.stand.seed)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        report.environment = Some(stand.fingerprint());
-        if let Some(l) = stand.postgres_limits() {
-            report.limits.insert("postgres".into(), l.clone());
-        }
-        if let Some(l) = stand.pgbouncer_limits() {
-            report.limits.insert("pgbouncer".into(), l.clone());
-        }
-        if let Some(l) = stand.generator_limits() {
-            report.limits.insert("generator".into(), l.clone());
-        }
-        report.placement = Some(stand.placement().clone());
-        eprintln!("stand: placement: {}", stand.placement().describe());
-        let data_dir = stand.data_dir().map(Path::to_path_buf);
+        let mut stand = ceiling_lab::open_stand(&stand_opts, &plan.stand, &cx.progress)?;
+        ceiling_lab::record_stand(&stand, &mut report);
         let names = plan.target.stacks.clone();
-        // Several stacks: rounds of a few probes each, A B A B …, so the machine's drift over the
-        // search falls on every stack alike. One stack: one round to the end.
-        let per_round = match a.round {
-            Some(0) => None,
-            Some(n) => Some(n),
-            None if names.len() > 1 => Some(4),
-            None => None,
-        };
-        if names.len() > 1 {
-            eprintln!(
-                "stacks interleaved: {}",
-                match per_round {
-                    Some(n) => format!("rounds of {n} probes per stack, each round on a freshly started stack (verify on the first)"),
-                    None => "no (--round 0): each stack searched to the end in turn".into(),
-                }
-            );
-        }
-        let t0 = Instant::now();
-        let mut jobs: Vec<StackJob> = names
-            .iter()
-            .map(|n| StackJob::new(n, &plan, &opts))
-            .collect();
-        let mut stop_all = false;
-        loop {
-            let mut ran = false;
-            for job in jobs.iter_mut() {
-                if stop.load(Ordering::Relaxed) || stop_all {
-                    break;
-                }
-                if job.search.finished() || job.error.is_some() {
-                    continue;
-                }
-                let max_steps = per_round;
-                ran = true;
-                match stack_round(
-                    &plan,
-                    &a,
-                    &mut stand,
-                    job,
-                    &dir,
-                    data_dir.as_deref(),
-                    &stop,
-                    t0,
-                    max_steps,
-                    &mut log,
-                ) {
-                    Ok((lim, fairness)) => {
-                        report.limits.insert(job.name.clone(), lim);
-                        if let Some(f) = fairness {
-                            report.fairness.insert(job.name.clone(), f);
-                        }
-                    }
-                    Err(e) => job.error = Some(format!("{e:#}")),
-                }
-                stop_all |= job.stop_all;
-                halted |= job.halted;
-            }
-            // Results so far, after every round: an interrupted search keeps what it measured.
-            report.stacks = jobs.iter().filter_map(StackJob::analysis).collect();
-            for st in &mut report.stacks {
-                // a ceiling the shared box set is called that, with the stack's quota as recorded
-                let quota = report.limits.get(&st.stack).and_then(|l| l.cpus);
-                st.note_placement(stand.placement(), quota);
-            }
-            report.ranking = ranking(&report.stacks, plan.search.tolerance);
-            report.warnings = jobs
-                .iter()
-                .filter_map(|j| {
-                    j.error.as_ref().filter(|_| j.rounds == 0).map(|e| {
-                        ceiling_analyze::Warning::new(
-                            ceiling_analyze::WarningKind::StackNotMeasured,
-                            format!("stack `{}` was not searched: {e}", j.name),
-                        )
-                    })
-                })
-                .collect();
-            for j in &jobs {
-                series.insert(j.name.clone(), j.rows.clone());
-            }
-            crate::compare_cmd::write_reports(&dir, &report, &series)?;
-            if !ran || stop.load(Ordering::Relaxed) || stop_all {
-                break;
-            }
-        }
+        let end = ceiling_lab::search_stacks(&mut cx, &mut stand, &names, &mut report, &mut series);
         stand.stop();
+        halted = end?.halted;
     }
     if a.json {
         crate::compare_cmd::write_reports(&dir, &report, &series)?;
@@ -679,296 +382,6 @@ fn url_list(text: &str) -> anyhow::Result<Vec<(String, String)>> {
         bail!("--url: no URL given");
     }
     Ok(out)
-}
-
-/// `--url A,B,…`: services already running, searched in interleaved rounds (A B A B …, `--round`
-/// probes each) so the machine's drift over the search falls on all alike, and ranked by the
-/// paired ratio of their ceilings. Nothing is restarted between rounds (ceiling did not start
-/// them); the plan's warm-up runs once per service, before its first round.
-#[allow(clippy::too_many_arguments)]
-fn search_urls(
-    plan: &Plan,
-    a: &SearchArgs,
-    urls: &[(String, String)],
-    dir: &Path,
-    stop: &Arc<AtomicBool>,
-    opts: &SearchOptions,
-    report: &mut RunReport,
-    series: &mut Series,
-    log: &mut dyn FnMut(&str),
-) -> anyhow::Result<()> {
-    let per_round = match a.round {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None => Some(4),
-    };
-    eprintln!(
-        "services interleaved: {}",
-        match per_round {
-            Some(n) => format!("rounds of {n} probes per service (A B A B …)"),
-            None => "no (--round 0): each service searched to the end in turn".into(),
-        }
-    );
-    let t0 = Instant::now();
-    let mut jobs: Vec<(StackJob, String)> = urls
-        .iter()
-        .map(|(name, url)| (StackJob::new(name, plan, opts), url.clone()))
-        .collect();
-    loop {
-        let mut ran = false;
-        for (job, url) in jobs.iter_mut() {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if job.search.finished() || job.error.is_some() {
-                continue;
-            }
-            ran = true;
-            let mut runner = Runner::for_url(url, &job.name, a, dir, stop, t0, None)?;
-            job.rounds += 1;
-            log(&format!("[{}] round {} ({url})…", job.name, job.rounds));
-            let warm = if job.rounds == 1 {
-                warm_up(plan, &mut runner, job.rounds, log)
-            } else {
-                None
-            };
-            match warm {
-                Some(e) => job.error = Some(format!("warm-up failed: {e}")),
-                None => {
-                    job.search.run_round(&mut runner, per_round, log);
-                }
-            }
-            job.rows.extend(std::mem::take(&mut runner.last_rows));
-        }
-        // Results so far, after every round: an interrupted search keeps what it measured.
-        report.stacks = jobs.iter().filter_map(|(j, _)| j.analysis()).collect();
-        report.ranking = ranking(&report.stacks, plan.search.tolerance);
-        for (j, _) in &jobs {
-            series.insert(j.name.clone(), j.rows.clone());
-        }
-        crate::compare_cmd::write_reports(dir, report, series)?;
-        if !ran || stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-    }
-}
-
-/// The plan's warm-up (JIT, pools, caches), recorded under checks/ and never judged; the error
-/// when it could not run. Nothing when the plan has none.
-fn warm_up(
-    plan: &Plan,
-    runner: &mut Runner<'_>,
-    round: u32,
-    log: &mut dyn FnMut(&str),
-) -> Option<String> {
-    if plan.warmup.is_empty() {
-        return None;
-    }
-    let mut wp = plan.clone();
-    wp.stages = wp.warmup.clone();
-    wp.warmup.clear();
-    let spec = ProbeSpec {
-        label: format!("warmup-{round}"),
-        threads: plan.load.threads.max(1),
-        kind: ProbeKind::Check,
-    };
-    log(&format!(
-        "  warm-up: {}",
-        ceiling_plan::format_duration(wp.total_duration())
-    ));
-    runner.run(&wp, &spec).err()
-}
-
-/// The ranking of several searched stacks (empty for one): the ratio of each adjacent pair's
-/// ceilings, paired by rounds.
-pub(crate) fn ranking(stacks: &[StackAnalysis], tolerance: f64) -> Vec<ceiling_analyze::PairRatio> {
-    let searched: Vec<ceiling_analyze::Searched> = stacks
-        .iter()
-        .filter_map(|a| {
-            let s = a.search.as_ref()?;
-            Some((
-                a.stack.clone(),
-                s.probes.clone(),
-                s.interval.as_ref().map(|i| (s.ceiling_rps, i.lo, i.hi)),
-            ))
-        })
-        .collect();
-    if searched.len() < 2 {
-        return Vec::new();
-    }
-    ceiling_analyze::rank(&searched, tolerance)
-}
-
-/// One stack's search across rounds.
-struct StackJob {
-    name: String,
-    search: Search,
-    rows: Vec<ceiling_metrics::TimeseriesRow>,
-    warnings: Vec<ceiling_analyze::Warning>,
-    /// Why the stack could not run a round (build, start, verify, death).
-    error: Option<String>,
-    rounds: u32,
-    /// The stack died, or a part of the stand exited, during one of its probes (its search ended
-    /// there).
-    halted: bool,
-    /// …and the search of every stack stops (`stand.on_part_exit = "stop"`, or the part could
-    /// not be restarted).
-    stop_all: bool,
-    /// The stack's artifact size and its memory at the end of its latest round.
-    footprint: Option<ceiling_metrics::Footprint>,
-}
-
-impl StackJob {
-    /// A search of `name` that has run no round yet.
-    fn new(name: &str, plan: &Plan, opts: &SearchOptions) -> StackJob {
-        StackJob {
-            name: name.to_string(),
-            search: Search::new(plan, opts),
-            rows: Vec::new(),
-            warnings: Vec::new(),
-            error: None,
-            rounds: 0,
-            halted: false,
-            stop_all: false,
-            footprint: None,
-        }
-    }
-
-    /// The analysis so far (None when no round ran).
-    fn analysis(&self) -> Option<StackAnalysis> {
-        if self.rounds == 0 {
-            return None;
-        }
-        // Conclude a copy: the search may go on after this report is written.
-        let criteria = probe_criteria(self.search.plan());
-        let stop = self
-            .error
-            .as_ref()
-            .map(|e| ceiling_analyze::StopReason::Error { message: e.clone() });
-        let mut a =
-            StackAnalysis::from_search(&self.name, criteria, self.search.clone().finish(stop));
-        a.warnings.extend(self.warnings.iter().cloned());
-        a.footprint = self.footprint.clone();
-        Some(a)
-    }
-}
-
-/// Starts the stack (verifying it on its first round), runs its plan's warm-up if any, one round
-/// of its search, and stops it.
-#[allow(clippy::too_many_arguments)]
-fn stack_round(
-    plan: &Plan,
-    a: &SearchArgs,
-    stand: &mut Stand,
-    job: &mut StackJob,
-    dir: &Path,
-    data_dir: Option<&Path>,
-    stop: &Arc<AtomicBool>,
-    t0: Instant,
-    max_steps: Option<usize>,
-    log: &mut dyn FnMut(&str),
-) -> anyhow::Result<(
-    ceiling_stand::LimitsApplied,
-    Option<ceiling_stand::Fairness>,
-)> {
-    let name = job.name.clone();
-    // verified on the first round; later rounds start the same (cached) build
-    let (spec, mut stack, warnings) = ceiling_lab::start_verified(
-        plan,
-        stand,
-        &name,
-        dir,
-        a.allow_unverified,
-        false,
-        job.rounds > 0,
-    )?;
-    if job.rounds == 0 {
-        job.warnings.extend(warnings);
-    }
-    job.rounds += 1;
-    let lim = stack.limits_applied().clone();
-    let url = ceiling_lab::load_url(&stack);
-    let metrics_url = Some(stack.url());
-    let stack_cell = std::cell::RefCell::new(&mut stack);
-    let stand_cell = std::cell::RefCell::new(&mut *stand);
-    let mut runner = Runner {
-        url,
-        metrics_url,
-        stack: name.clone(),
-        data_dir: data_dir.map(Path::to_path_buf),
-        dir: dir.join(&name),
-        targets: Box::new(|| {
-            stand_cell
-                .borrow()
-                .sampler_targets(Some(&**stack_cell.borrow()), Some(std::process::id()))
-        }),
-        stop: stop.clone(),
-        watch: Box::new(|| {
-            ceiling_lab::watch(&mut stand_cell.borrow_mut(), &mut stack_cell.borrow_mut())
-        }),
-        halted: None,
-        last_rows: Vec::new(),
-        t0,
-        agents: a.agent.agents()?,
-        stack_agent: None,
-    };
-    log(&format!("[{name}] round {}…", job.rounds));
-    // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does.
-    let warmup_failed = warm_up(plan, &mut runner, job.rounds, log);
-    if warmup_failed.is_none() {
-        job.search.run_round(&mut runner, max_steps, log);
-    }
-    job.rows.extend(std::mem::take(&mut runner.last_rows));
-    let halted = runner.halted.take();
-    drop(runner);
-    job.footprint = Some(ceiling_lab::footprint_of(
-        &spec,
-        stack.is_alive().then(|| stack.pid()),
-    ));
-    stack.stop();
-    match halted {
-        Some(Halt::PartExited(e)) => part_exited(plan, stand, job, dir, stop, &e, log),
-        // its search ended there (the stop reason quotes the crash report); the others go on
-        Some(Halt::StackDied(_)) => job.halted = true,
-        None => {}
-    }
-    if let Some(e) = warmup_failed {
-        bail!("warm-up failed: {e}");
-    }
-    Ok((lim, spec.fairness))
-}
-
-/// A part of the stand (PostgreSQL, PgBouncer) exited during one of `job`'s probes: the search
-/// of this stack has ended (the probe was never judged); the stand's policy (`lab`) restarts the
-/// part so the other stacks go on, or stops the whole search.
-fn part_exited(
-    plan: &Plan,
-    stand: &mut Stand,
-    job: &mut StackJob,
-    dir: &Path,
-    stop: &Arc<AtomicBool>,
-    e: &ceiling_analyze::PartExit,
-    log: &mut dyn FnMut(&str),
-) {
-    job.halted = true;
-    let what = format!("{} while `{}` was searched", e.describe(), job.name);
-    let out = ceiling_lab::handle_part_exit(
-        plan.stand.on_part_exit,
-        stand,
-        e,
-        what,
-        ceiling_lab::Activity::Search,
-        !stop.load(Ordering::Relaxed),
-        &dir.join("logs"),
-        &job.name,
-        log,
-    );
-    log(&out.message);
-    job.stop_all |= out.stop_all;
-    job.warnings.push(ceiling_analyze::Warning::new(
-        ceiling_analyze::WarningKind::PartExited,
-        out.message,
-    ));
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use anyhow::Context;
 use ceiling_lab::repo_root;
 use ceiling_plan::{format_duration, parse_duration};
-use ceiling_stand::{Stand, StandOptions, BENCH, BENCH_PASSWORD};
+use ceiling_stand::{StandOptions, BENCH, BENCH_PASSWORD};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,12 +54,8 @@ pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
     opts.log_dir = dir.join("logs");
-    eprintln!("stand: starting PostgreSQL…");
-    let mut stand = Stand::start(&opts, &plan.stand).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("stand: placement: {}", stand.placement().describe());
-    stand
-        .prepare_data(plan.stand.seed)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let progress = ceiling_lab::Progress::new(|l| eprintln!("{l}"));
+    let mut stand = ceiling_lab::open_stand(&opts, &plan.stand, &progress)?;
     let (_spec, mut stack, warnings) = ceiling_lab::start_verified(
         &plan,
         &stand,
@@ -68,6 +64,7 @@ pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
         a.allow_unverified,
         a.rebuild,
         false,
+        &progress,
     )?;
     for w in &warnings {
         eprintln!("warning: {w}");

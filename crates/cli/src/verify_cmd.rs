@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context};
 use ceiling_lab::{repo_root, run_suite};
-use ceiling_stand::{StackSpec, Stand, StandOptions};
+use ceiling_stand::{StackSpec, StandOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,30 +66,25 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?
                 .stand,
         };
-        eprintln!(
-            "stand: starting PostgreSQL{}…",
-            if settings.pgbouncer.is_some() {
-                " and PgBouncer"
-            } else {
-                ""
-            }
-        );
-        let mut stand = Stand::start(&opts, &settings).map_err(|e| anyhow::anyhow!("{e}"))?;
-        stand
-            .prepare_data(settings.seed)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut stand = ceiling_lab::open_stand(
+            &opts,
+            &settings,
+            &ceiling_lab::Progress::new(|l| eprintln!("{l}")),
+        )?;
         eprintln!("[{name}] building…");
-        stand
+        let r = stand
             .build_stack(&spec, a.rebuild)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (only, partial) = ceiling_lab::verify::cases_for(&spec, &a.only);
-        if let (true, Some(what)) = (a.only.is_empty(), partial) {
-            eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");
-        }
-        let r = ceiling_lab::verify::verify_fresh(&stand, &spec, &settings, &only, |url| {
-            eprintln!("[{name}] verifying {url}…")
-        })
-        .context("running the conformance suite");
+            .map_err(anyhow::Error::from)
+            .and_then(|_| {
+                let (only, partial) = ceiling_lab::verify::cases_for(&spec, &a.only);
+                if let (true, Some(what)) = (a.only.is_empty(), partial) {
+                    eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");
+                }
+                ceiling_lab::verify::verify_fresh(&stand, &spec, &settings, &only, |url| {
+                    eprintln!("[{name}] verifying {url}…")
+                })
+                .context("running the conformance suite")
+            });
         stand.stop();
         r?
     };

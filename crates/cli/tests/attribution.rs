@@ -32,6 +32,7 @@
 //!   (SIGCONT; also on a failed assertion): nothing completes, the stack, PostgreSQL and the host
 //!   idle, the stack's `/metrics` silent → `stack_hung`.
 
+use ceiling_testkit::repo_root;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,13 +40,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 /// Why the environment cannot run these tests, if it cannot.
 fn missing() -> Option<String> {

@@ -289,7 +289,9 @@ fn ctrl_c_stops_a_build_at_once() {
 
 #[test]
 fn second_ctrl_c_forces_the_exit() {
-    if !have_postgres() || !Path::new("/usr/bin/python3").exists() && which_python().is_none() {
+    if !have_postgres()
+        || !Path::new("/usr/bin/python3").exists() && ceiling_testkit::on_path("python3").is_none()
+    {
         eprintln!("skipping: needs PostgreSQL server binaries and python3");
         return;
     }
@@ -337,14 +339,6 @@ fn second_ctrl_c_forces_the_exit() {
         "the stack's server survived"
     );
     postgres_gone(&root);
-}
-
-fn which_python() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("python3"))
-            .find(|p| p.is_file())
-    })
 }
 
 /// A build that takes 987 s and ignores SIGTERM.

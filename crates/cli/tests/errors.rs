@@ -2,24 +2,13 @@
 //! listens, the offered rate, TLS options that cannot apply, an unknown stack. Each of these once said something
 //! misleading (see the assertions' messages).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use ceiling_testkit::{output_text as text, repo_root};
+use std::process::Command;
 
 fn ceiling() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ceiling"));
     c.current_dir(repo_root());
     c
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// A loopback port nobody listens on: bound by us, then closed.

@@ -9,16 +9,10 @@
 //! Needs PostgreSQL server binaries, Go (go-pgx) and nginx (nginx-static); skipped with a message
 //! without them, like the other stand tests.
 
-use std::path::{Path, PathBuf};
+use ceiling_testkit::repo_root;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 /// Why the environment cannot run this test, if it cannot.
 fn missing() -> Option<String> {

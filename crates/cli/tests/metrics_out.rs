@@ -3,19 +3,16 @@
 //! the second `timeseries.csv` recorded — the same offered and achieved requests and p99.
 
 use prometheus_parse::{Scrape, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The body of a `200` answer to `GET path`.
 fn http_get(addr: &str, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+    match ceiling_testkit::http_get(addr, path)? {
+        (200, body) => Some(body),
+        _ => None,
+    }
 }
 
 fn gauge(scrape: &Scrape, name: &str, quantile: Option<&str>) -> Option<f64> {

@@ -7,6 +7,7 @@
 //! Needs PostgreSQL server binaries and Go (to build go-pgx); skipped with a message without them,
 //! like the stand's own integration tests.
 
+use ceiling_testkit::repo_root;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,13 +15,6 @@ use std::time::{Duration, Instant};
 
 /// The two tests start a stand each over the same `.ceiling/` cache: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 const PLAN: &str = r#"
 name = "pg-dies"
@@ -125,8 +119,8 @@ fn prepare(name: &str, plan: &str, plan_text: &str) -> Option<(PathBuf, PathBuf,
     let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
         .iter()
         .any(|d| Path::new(d).exists())
-        || which("postgres");
-    if !have_pg || !which("go") {
+        || ceiling_testkit::on_path("postgres").is_some();
+    if !have_pg || ceiling_testkit::on_path("go").is_none() {
         eprintln!("skipping: needs PostgreSQL server binaries and Go");
         return None;
     }
@@ -256,12 +250,6 @@ fn killed_postgres_invalidates_the_shelf_and_the_run_goes_on() {
     if let Some(p) = postgres_pid(&root, owner) {
         panic!("registry still lists PostgreSQL {p}");
     }
-}
-
-fn which(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
-        .unwrap_or(false)
 }
 
 const SEARCH_PLAN: &str = r#"

@@ -4,38 +4,15 @@
 //!
 //! Needs PostgreSQL server binaries and Go (to build go-pgx); skipped with a message without them.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use ceiling_testkit::repo_root;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn which(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
-        .unwrap_or(false)
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 /// The status code of `GET path` on 127.0.0.1:port, or `None` when nothing answers.
 fn get(port: u16, path: &str) -> Option<u16> {
-    let mut s =
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).ok()?;
-    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+    ceiling_testkit::http_get(("127.0.0.1", port), path).map(|(status, _)| status)
 }
 
 #[test]
@@ -43,8 +20,8 @@ fn a_stack_stays_up_until_its_time_is_over_then_everything_stops() {
     let have_pg = ["/usr/lib/postgresql", "/usr/local/pgsql"]
         .iter()
         .any(|d| Path::new(d).exists())
-        || which("postgres");
-    if !have_pg || !which("go") {
+        || ceiling_testkit::on_path("postgres").is_some();
+    if !have_pg || ceiling_testkit::on_path("go").is_none() {
         eprintln!("skipping: needs PostgreSQL server binaries and Go");
         return;
     }

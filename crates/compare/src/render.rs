@@ -434,6 +434,13 @@ fn test_text(d: &Diff) -> String {
             "95% intervals{}",
             if overlap { " overlap" } else { " apart" }
         ),
+        Test::PairedRounds { rounds, paired } => {
+            if paired {
+                format!("ratio paired over {rounds} rounds")
+            } else {
+                format!("ratio, probes drawn unpaired ({rounds} shared rounds)")
+            }
+        }
         Test::None => "one value each".into(),
     }
 }

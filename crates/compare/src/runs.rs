@@ -99,6 +99,16 @@ pub enum Test {
         /// Whether the two intervals overlap.
         overlap: bool,
     },
+    /// Two searches of one run, whose stacks took turns in rounds: the ratio of their ceilings
+    /// from the search's own ranking bootstrap ([`ceiling_analyze::pair_ratio`]), paired by the
+    /// rounds both searched in so the machine's drift between rounds cancels (drawn
+    /// independently with fewer than [`ceiling_analyze::MIN_PAIRED_ROUNDS`] shared rounds).
+    PairedRounds {
+        /// Rounds with probes of both stacks.
+        rounds: usize,
+        /// Paired by rounds (true) or drawn independently.
+        paired: bool,
+    },
     /// One value each: no test.
     None,
 }
@@ -202,6 +212,10 @@ pub fn compare_stacks(run: &RunReport, a: &str, b: &str) -> Result<RunComparison
     };
     let (x, y) = (find(a)?, find(b)?);
     let mut warnings = Vec::new();
+    let mut compared = stack(x, y);
+    if let Some(d) = paired_ceiling(x, y) {
+        compared.ceiling = d;
+    }
     let (ia, ib) = (
         run.stacks.iter().position(|s| s.stack == a),
         run.stacks.iter().position(|s| s.stack == b),
@@ -219,7 +233,41 @@ pub fn compare_stacks(run: &RunReport, a: &str, b: &str) -> Result<RunComparison
         b: format!("{} {b}", run.run_id),
         plan: run.plan.name.clone(),
         warnings,
-        stacks: vec![stack(x, y)],
+        stacks: vec![compared],
+    })
+}
+
+/// B's ceiling against A's when both are searches of one run with intervals: the ratio and its
+/// 95% interval as the search ranks them (paired by rounds), not two intervals read as normals.
+/// `None` when either has no interval (a lower bound, no ceiling found).
+fn paired_ceiling(a: &StackAnalysis, b: &StackAnalysis) -> Option<Diff> {
+    let (sa, sb) = (a.search.as_ref()?, b.search.as_ref()?);
+    let ci = |s: &ceiling_analyze::SearchOutcome| {
+        s.interval.as_ref().map(|i| (s.ceiling_rps, i.lo, i.hi))
+    };
+    let (ca, cb) = (ci(sa)?, ci(sb)?);
+    // B over A, as every other row of a comparison reads
+    let p = ceiling_analyze::pair_ratio(
+        (&b.stack, &sb.probes, Some(cb)),
+        (&a.stack, &sa.probes, Some(ca)),
+        sa.tolerance,
+        0x2A4C,
+    );
+    let (lo, hi) = (p.lo?, p.hi?);
+    let ratio_ci = Some((lo, hi));
+    let significant = Some(lo > 1.0 || hi < 1.0);
+    Some(Diff {
+        quantity: Quantity::Ceiling,
+        a: ceiling_figure(a),
+        b: ceiling_figure(b),
+        ratio: p.ratio,
+        ratio_ci,
+        test: Test::PairedRounds {
+            rounds: p.rounds,
+            paired: p.paired,
+        },
+        significant,
+        verdict: verdict_text(Quantity::Ceiling, p.ratio, ratio_ci, significant),
     })
 }
 

@@ -129,6 +129,8 @@ pub struct MeasureSpec<'a> {
     /// appended to the stack's earlier rounds on one clock. `None`: the whole plan (every
     /// closed-model repetition a pass) in this one measurement, its files written afresh.
     pub round: Option<Round>,
+    /// Where its lines for the person watching go (a settled warm-up, a part that exited).
+    pub progress: &'a crate::Progress,
 }
 
 /// Runs the plan's load against a started stack and analyses it, while `watch` is polled every
@@ -154,6 +156,7 @@ pub fn measure_watched(
         agents,
         stack_agent,
         round,
+        progress,
     } = spec;
     if agents.is_some() && plan.settle.is_some() && !plan.is_open() {
         anyhow::bail!(
@@ -174,11 +177,12 @@ pub fn measure_watched(
                     threads,
                     stack: stack_name,
                     quiet,
+                    progress,
                 },
                 stop,
                 || watch().is_none(),
             )?;
-            eprintln!("[{stack_name}] {}", s.describe());
+            progress.say(&format!("[{stack_name}] {}", s.describe()));
             Some(s)
         }
         _ => None,
@@ -322,14 +326,15 @@ pub fn measure_watched(
                     if let Halt::PartExited(e) = &mut h {
                         e.from_s = halt_at;
                         if !quiet {
-                            eprintln!();
+                            // below the progress bar's line
+                            progress.say("");
                         }
-                        eprintln!(
+                        progress.say(&format!(
                             "[{stack_name}] {} EXITED ({}) at t≈{} s — stopping this stack's measurement; its shelves from then on are invalid",
                             e.part.title(),
                             e.status,
                             e.from_s
-                        );
+                        ));
                         acc.stand_part_exited(e.clone());
                     }
                     halt = Some(h);

@@ -30,6 +30,8 @@ pub struct SettleSpec<'a> {
     pub stack: &'a str,
     /// No per-step lines.
     pub quiet: bool,
+    /// Where the per-step lines go.
+    pub progress: &'a crate::Progress,
 }
 
 /// Runs the plan's last warm-up stage in steps of `settle.step` until the last `settle.steps` steps agree or `settle.max` of stepping has passed. Between steps
@@ -48,6 +50,7 @@ pub fn settle_warmup(
         threads,
         stack,
         quiet,
+        progress,
     } = spec;
     let Some(Stage::Closed {
         connections,
@@ -90,7 +93,7 @@ pub fn settle_warmup(
             ceiling_load::run(config(vec![stage])?, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
         let step = step_of(&summary, settle.step, t0.elapsed());
         if !quiet {
-            eprintln!(
+            progress.say(&format!(
                 "[{stack}] warm-up step {}: {:.0} RPS, p50 {:.2} ms, p99 {:.2} ms{}",
                 out.steps.len() + 1,
                 step.throughput_rps,
@@ -101,7 +104,7 @@ pub fn settle_warmup(
                 } else {
                     String::new()
                 }
-            );
+            ));
         }
         out.steps.push(step);
         let tp: Vec<f64> = out.steps.iter().map(|s| s.throughput_rps).collect();
@@ -174,6 +177,7 @@ path = "/x"
             threads: 1,
             stack: "sim",
             quiet: true,
+            progress: &crate::Progress::none(),
         };
         settle_warmup(spec, &Arc::new(AtomicBool::new(false)), alive).unwrap()
     }

@@ -78,13 +78,16 @@ pub struct StackRunOptions<'a> {
     /// One round of an interleaved run (one repetition, on the stack's one clock); `None`: the
     /// whole plan in this start.
     pub round: Option<Round>,
+    /// Where the steps are said (`None`: nowhere).
+    pub progress: Option<&'a crate::Progress>,
 }
 
 /// One stack's lifecycle in a run: start it verified, measure it while PostgreSQL, PgBouncer and
 /// the stack are watched every second, then read its statements and the bank's books on its own
-/// copy of the data, and stop it. Returns the measurement and the limits record. With
-/// [`StackRunOptions::round`], this start measures one repetition (one pass over the levels after the plan's warm-up), its
-/// records appended to the stack's earlier rounds ([`Round`]).
+/// copy of the data, and stop it; its steps said to `opts.progress`. Returns the measurement and
+/// the limits record. With [`StackRunOptions::round`], this start measures one repetition (one pass
+/// over the levels after the plan's warm-up), its records appended to the stack's earlier rounds
+/// ([`Round`]).
 pub fn measure_stack(
     plan: &Plan,
     opts: StackRunOptions<'_>,
@@ -95,6 +98,8 @@ pub fn measure_stack(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(Measured, LimitsApplied)> {
     let round = opts.round;
+    let none = crate::Progress::none();
+    let progress = opts.progress.unwrap_or(&none);
     let (stack_spec, mut stack, mut warnings) = start_verified(
         plan,
         stand,
@@ -103,6 +108,7 @@ pub fn measure_stack(
         opts.allow_unverified,
         opts.rebuild,
         opts.round.is_some_and(|r| r.repetition > 0),
+        progress,
     )?;
     let lim = stack.limits_applied().clone();
     let _ = stand.stat_statements_reset();
@@ -123,6 +129,7 @@ pub fn measure_stack(
         agents: opts.agents,
         stack_agent: None, // the stand samples its own stacks
         round,
+        progress,
     };
     let res = measure_watched(spec, stop, || watch(stand, &mut stack));
     let pg_dead = matches!(

@@ -2,6 +2,7 @@
 //! suite, and started again on a clean copy of the data.
 
 use crate::verify::verify_fresh;
+use crate::Progress;
 use anyhow::bail;
 use ceiling_analyze::{Warning, WarningKind};
 use ceiling_plan::Plan;
@@ -13,7 +14,8 @@ use std::time::Instant;
 /// a clean copy of the data (verify writes rows). Refuses an unverified stack unless allowed.
 /// `verified_before`: this build was verified by an earlier start in the same run or search (a
 /// later round), so the suite is not run again and nothing is said about it. Returns the spec,
-/// the running stack and warnings for the report.
+/// the running stack and warnings for the report; each step is said to `progress` as it begins.
+#[allow(clippy::too_many_arguments)]
 pub fn start_verified(
     plan: &Plan,
     stand: &Stand,
@@ -22,39 +24,42 @@ pub fn start_verified(
     allow_unverified: bool,
     rebuild: bool,
     verified_before: bool,
+    progress: &Progress,
 ) -> anyhow::Result<(
     ceiling_stand::StackSpec,
     ceiling_stand::RunningStack,
     Vec<Warning>,
 )> {
     let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!("[{name}] building…");
+    progress.say(&format!("[{name}] building…"));
     let t = Instant::now();
     let b = stand
         .build_stack(&spec, rebuild)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!(
+    progress.say(&format!(
         "[{name}] build {} in {:.1}s",
         if b.skipped { "cached" } else { "done" },
         t.elapsed().as_secs_f64()
-    );
+    ));
     let mut warnings = Vec::new();
     if verified_before {
         // the first round's verdict (and its warnings) stands for the same build
     } else if plan.stand.verify {
         let (only, partial) = crate::verify::cases_for(&spec, &[]);
         if let Some(what) = partial {
-            eprintln!("[{name}] PARTIAL CONTRACT (a baseline): checking {what}");
+            progress.say(&format!(
+                "[{name}] PARTIAL CONTRACT (a baseline): checking {what}"
+            ));
             warnings.push(Warning::new(WarningKind::PartialContract, format!(
                 "PARTIAL CONTRACT: a baseline that serves {what}; its figures are a reference point, not a stack doing the API's work"
             )));
         }
         let res = verify_fresh(stand, &spec, &plan.stand, &only, |url| {
-            eprintln!("[{name}] verifying the contract at {url}…")
+            progress.say(&format!("[{name}] verifying the contract at {url}…"))
         });
         match res {
             Ok(r) if r.failed() == 0 => {
-                eprintln!("[{name}] verify: all {} cases passed", r.passed())
+                progress.say(&format!("[{name}] verify: all {} cases passed", r.passed()))
             }
             Ok(r) => {
                 let failed: Vec<&str> = r.failures().map(|c| c.name.as_str()).collect();
@@ -69,7 +74,9 @@ pub fn start_verified(
                 if !allow_unverified {
                     bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
                 }
-                eprintln!("[{name}] {detail} — measuring anyway (--allow-unverified)");
+                progress.say(&format!(
+                    "[{name}] {detail} — measuring anyway (--allow-unverified)"
+                ));
                 warnings.push(Warning::new(
                     WarningKind::Unverified,
                     format!("UNVERIFIED: {detail}; measured with --allow-unverified"),
@@ -79,9 +86,9 @@ pub fn start_verified(
                 if !allow_unverified {
                     bail!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
                 }
-                eprintln!(
+                progress.say(&format!(
                     "[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)"
-                );
+                ));
                 warnings.push(Warning::new(
                     WarningKind::Unverified,
                     format!(
@@ -100,7 +107,10 @@ pub fn start_verified(
         .fresh_db_for(&spec)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(d) = &spec.database {
-        eprintln!("[{name}] SCHEMA CHANGED by the stack: {}", d.describe());
+        progress.say(&format!(
+            "[{name}] SCHEMA CHANGED by the stack: {}",
+            d.describe()
+        ));
         warnings.push(Warning::new(
             WarningKind::SchemaChanged,
             format!(
@@ -109,14 +119,14 @@ pub fn start_verified(
             ),
         ));
     }
-    eprintln!("[{name}] starting on a fresh copy of the data…");
+    progress.say(&format!("[{name}] starting on a fresh copy of the data…"));
     let stack = stand
         .start_stack(&spec, &plan.stand, db)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!(
+    progress.say(&format!(
         "[{name}] healthy at {}; limits: {}",
         stack.url(),
         stack.limits_applied().summary()
-    );
+    ));
     Ok((spec, stack, warnings))
 }

@@ -1005,6 +1005,27 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
         ];
         let r = ceiling_analyze::rank(&stacks, 0.05);
         let p = &r[0];
+        // `ceiling compare` of the two stacks of this search reads the ranking's own paired
+        // interval (B against A: a over b), not two intervals taken for normals
+        let mut run = ceiling_report::RunReport::new(&pa, "t");
+        let criteria = ceiling_analyze::probe_criteria(&pa);
+        run.stacks = vec![
+            StackAnalysis::from_search("a", criteria.clone(), oa.clone()),
+            StackAnalysis::from_search("b", criteria, ob.clone()),
+        ];
+        let c = ceiling_compare::compare_stacks(&run, "b", "a").unwrap();
+        let ceiling = &c.stacks[0].ceiling;
+        if p.a == "a" && p.lo.is_some() {
+            assert!(
+                matches!(
+                    ceiling.test,
+                    ceiling_compare::runs::Test::PairedRounds { .. }
+                ),
+                "{:?}",
+                ceiling.test
+            );
+            assert_eq!(ceiling.ratio_ci, p.lo.zip(p.hi), "seed {seed}");
+        }
         if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
             compared += 1;
 

@@ -9,15 +9,9 @@
 
 use ceiling_plan::{PgBouncerSettings, PoolMode};
 use ceiling_stand::*;
-use std::path::{Path, PathBuf};
+use ceiling_testkit::repo_root;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn settings(pool_mode: PoolMode) -> ceiling_plan::StandSettings {
     ceiling_plan::StandSettings {

@@ -7,16 +7,10 @@
 //! against PostgreSQL 16 (fetched from Maven Central when not installed).
 
 use ceiling_stand::*;
+use ceiling_testkit::repo_root;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn source_000_settings() -> BTreeMap<String, String> {
     [

@@ -5,12 +5,12 @@
 //! outlives the test binary even if it is killed; on the normal path [`Env`]'s drop stops them by
 //! PID (go-pgx with SIGTERM, PostgreSQL with SIGINT = fast shutdown) and removes the directory.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use ceiling_testkit::{free_port, http_get, repo_root};
 
 /// A started child process, stopped by PID on drop.
 pub struct Proc {
@@ -80,13 +80,6 @@ impl Drop for Proc {
     }
 }
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 fn which(name: &str, extra: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -127,33 +120,6 @@ fn lookup_user(name: &str) -> Option<(u32, u32)> {
     }
     // SAFETY: non-null, points to a valid passwd.
     unsafe { Some(((*pw).pw_uid, (*pw).pw_gid)) }
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path` with a plain blocking socket: (status, body).
-pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let status = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((status, body))
 }
 
 fn tail(path: &Path, n: usize) -> String {
@@ -364,7 +330,7 @@ impl Env {
         env.go = Some(Proc::spawn("go-pgx", cmd, libc::SIGTERM, libc::SIGTERM));
         let t0 = Instant::now();
         loop {
-            if let Some((200, _)) = http_get(env.go_port, "/health") {
+            if let Some((200, _)) = http_get(("127.0.0.1", env.go_port), "/health") {
                 break;
             }
             if let Some(st) = env.go.as_mut().unwrap().exited() {

@@ -1,0 +1,97 @@
+//! The helpers ceiling's test binaries share, so each test file holds its test and nothing
+//! written twice: where the repository is, whether a tool is installed, a loopback port nobody
+//! uses, a plain blocking `GET`, and a finished command's output as text. A dev-dependency only:
+//! nothing here reaches a shipped binary.
+#![forbid(unsafe_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+/// The repository's root (every crate lives in `crates/<name>`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository's root exists")
+}
+
+/// Where `bin` is on PATH, if it is.
+pub fn on_path(bin: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(bin))
+        .find(|p| p.is_file())
+}
+
+/// A loopback port nobody listens on now: bound, then released.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a loopback port")
+        .port()
+}
+
+/// `GET path` on `addr` over a fresh connection closed after the answer: its status code and
+/// body, or `None` when nothing answers within 2 s (connect) and 5 s (the answer).
+pub fn http_get(addr: impl ToSocketAddrs, path: &str) -> Option<(u16, String)> {
+    let addr = addr.to_socket_addrs().ok()?.next()?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    // a server that keeps the connection open past its answer ends the read by the timeout
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+/// A finished command's stdout and stderr as text.
+pub fn output_text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_holds_the_workspace_and_a_free_port_is_free() {
+        assert!(repo_root().join("Cargo.toml").is_file());
+        assert!(repo_root().join("crates/testkit").is_dir());
+        let p = free_port();
+        assert!(std::net::TcpListener::bind(("127.0.0.1", p)).is_ok());
+        assert!(on_path("sh").is_some());
+        assert!(on_path("no-such-tool-ceiling").is_none());
+    }
+
+    #[test]
+    fn a_get_reads_the_status_and_body_and_nothing_listening_is_none() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            c.write_all(b"HTTP/1.1 418 I'm a teapot\r\nContent-Length: 5\r\n\r\nshort")
+                .unwrap();
+        });
+        assert_eq!(http_get(addr, "/x"), Some((418, "short".to_string())));
+        server.join().unwrap();
+        assert_eq!(http_get(("127.0.0.1", free_port()), "/"), None);
+    }
+}
