@@ -30,3 +30,26 @@ fn a_16_core_search_of_go_pgx_is_bracketed_by_its_own_probes() {
         iv.method
     );
 }
+
+/// A known fault, kept as its evidence (issue 35 item 7: "a result never contradicts its own
+/// evidence"). `ceiling search --url slow=…,fast=… --probe 2s --probe-trim 500ms --round 3
+/// --max-time 90s` (`crates/cli/tests/search_url.rs`, 2026-11-28 02:01 UTC) on a FIFO service of
+/// 400 RPS capacity: 403 RPS passed three times (pooled margin 0.80) and 409 failed — the bracket —
+/// yet the search then probed 136–154 RPS eighteen times (every one passing at p99 ≈ 12 ms,
+/// margin ≈ 0.25) and concluded **144 RPS (95% CI 140–600)** by its pooled line, whose bursts
+/// model turned the spread of 1.5-s windows into a long-run ceiling below rates whose own pooled
+/// windows (18 s of them) pass by ×4. Ignored until the fit is fixed: the estimate must not lie
+/// below a rate whose pooled probes pass over a window as long as the plan's.
+#[test]
+#[ignore = "known fault of the pooled fit on few short probes (issue 35)"]
+fn a_search_never_concludes_below_rates_its_own_pooled_probes_pass() {
+    let text = include_str!("data/fifo-400-slow-probes.json");
+    let probes: Vec<ProbeVerdict> = serde_json::from_str(text).expect("recorded probes parse");
+    let iv = pooled_interval(&samples(&probes), 0x5EED).expect("bracketed");
+    assert_eq!((iv.bracket_lo, iv.bracket_hi), (403.0, 409.0), "{iv:?}");
+    assert!(
+        iv.estimate >= 380.0,
+        "the ceiling {:.0} lies below 136–154 RPS's pooled passes and the 403 bracket: {iv:?}",
+        iv.estimate
+    );
+}
