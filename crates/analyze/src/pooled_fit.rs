@@ -202,12 +202,17 @@ impl PooledFit {
         let ys: Vec<f64> = groups.iter().map(|g| g.y).collect();
         let ws: Vec<f64> = groups.iter().map(|g| g.weight).collect();
         let fitted = capacity::isotonic(&ys, &ws);
-        let local = local_model(samples, times);
-        PooledFit {
+        let mut fit = PooledFit {
             groups,
             fitted,
-            local,
-        }
+            local: None,
+        };
+        let reach = match fit.bracket() {
+            Bracket::Between { lo, hi } => Some((lo.ln(), hi.ln(), fit.iso_crossing())),
+            _ => None,
+        };
+        fit.local = local_model(samples, times, reach);
+        fit
     }
 
     /// The bracket of the pooled crossing.
@@ -273,15 +278,39 @@ impl PooledFit {
 }
 
 /// The local model (see the module doc), or `None` when the probes near the crossing are too
-/// few, do not straddle it, or show no rise with the rate.
-fn local_model(samples: &[Sample], times: &[u32]) -> Option<Local> {
+/// few, do not straddle it, or show no rise with the rate. `reach`: the isotonic bracket of the
+/// pooled groups (ln of its ends) and its crossing, when they bracket.
+fn local_model(
+    samples: &[Sample],
+    times: &[u32],
+    reach: Option<(f64, f64, Option<f64>)>,
+) -> Option<Local> {
     let band = LOCAL_BAND.ln();
     let first = fit_near(samples, times, |s| ln_margin(s.margin).abs() <= band)?;
     // Then only the probes within ±LOCAL_SPAN (in ln rate) of that crossing, where the curve is
     // nearly straight: a probe moved far along a wrong slope would own the pooled tail.
     let mut l = first;
-    for _ in 0..2 {
-        let xc = l.crossing().ln();
+    // A first line over the whole band is bent by the knee's curve: its low-rate probes' large
+    // residuals, moved to the crossing as bursts, can pull its crossing far below the pooled
+    // groups' own bracket — to rates whose pooled probes pass (a 400-RPS queue bracketed at
+    // 403–409 once gave 144: crates/analyze/tests/recorded_probes.rs). The pooled evidence wins:
+    // such a crossing is re-centred on the isotonic crossing before the local refits.
+    // (Beyond 4 × LOCAL_SPAN in ln rate — ×/÷1.6 — the line's crossing contradicts the pooled
+    // groups; nearer, a bursty knee's long-run crossing may lie a little outside their bracket.)
+    let far = 4.0 * LOCAL_SPAN;
+    let outside = |x: f64| reach.is_some_and(|(lo, hi, _)| x < lo - far || x > hi + far);
+    let mut centre = l.crossing().ln();
+    if outside(centre) {
+        if let Some((_, _, Some(iso))) = reach {
+            centre = iso.ln();
+        }
+    }
+    for round in 0..2 {
+        let xc = if round == 0 {
+            centre
+        } else {
+            l.crossing().ln()
+        };
         let mut span = LOCAL_SPAN;
         let next = loop {
             match fit_near(samples, times, |s| (s.rate.ln() - xc).abs() <= span) {
@@ -294,6 +323,10 @@ fn local_model(samples: &[Sample], times: &[u32]) -> Option<Local> {
             Some(n) => l = n,
             None => break,
         }
+    }
+    // Still beyond the pooled bracket's reach: no local model (the isotonic bootstrap instead).
+    if outside(l.crossing().ln()) {
+        return None;
     }
     Some(l)
 }

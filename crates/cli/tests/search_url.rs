@@ -91,9 +91,9 @@ fn a_bare_url_is_searched_and_printed_as_json() {
 /// 2026-11-27/28 gave slow "≥ 300" (no bracket in its budget), fast 448 (445–487) beside its 2-s
 /// probes passing up to 485, ×1.33 (1.26–1.45), ×1.26 (0.95–1.56, not decided), and once slow 144
 /// (140–600) after probes had bracketed it at 403–409 — a fault of the pooled fit on few short
-/// probes, open in issue 35. Accuracy and coverage are asserted where trials are many: the
-/// single-URL test above, `crates/search/tests/` (seeded, virtual clock) and
-/// bench/search-coverage.sh (real sockets).
+/// probes, fixed since (`crates/analyze/tests/recorded_probes.rs`). Accuracy and coverage are
+/// asserted where trials are many: the single-URL test above, `crates/search/tests/` (seeded,
+/// virtual clock) and bench/search-coverage.sh (real sockets).
 #[test]
 fn several_urls_are_searched_in_turns_and_ranked_by_their_ratio() {
     let slow = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
