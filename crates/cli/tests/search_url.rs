@@ -21,11 +21,10 @@ fn a_bare_url_needs_an_slo() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
-fn a_bare_url_is_searched_and_printed_as_json() {
-    let port = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
-    let dir = std::env::temp_dir().join(format!("ceiling-search-url-{}", std::process::id()));
-    let out = ceiling()
+/// `ceiling search --url` of the 400-RPS FIFO service on `port` without a plan, 2-s probes from
+/// 150 RPS, no confirming shelf, `--json`, results under `dir`; `more` flags appended.
+fn search_fifo(port: u16, dir: &std::path::Path, more: &[&str]) -> std::process::Output {
+    ceiling()
         .args([
             "search",
             "--url",
@@ -40,16 +39,20 @@ fn a_bare_url_is_searched_and_printed_as_json() {
             "500ms",
             "--confirm",
             "0s",
-            "--repeat",
-            "1",
-            "--max-time",
-            "3m",
             "--json",
             "--results",
         ])
-        .arg(&dir)
+        .arg(dir)
+        .args(more)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_bare_url_is_searched_and_printed_as_json() {
+    let port = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
+    let dir = std::env::temp_dir().join(format!("ceiling-search-url-{}", std::process::id()));
+    let out = search_fifo(port, &dir, &["--repeat", "1", "--max-time", "3m"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
@@ -192,29 +195,7 @@ fn coverage_over_real_sockets() {
             "ceiling-search-coverage-{}-{trial}",
             std::process::id()
         ));
-        let out = ceiling()
-            .args([
-                "search",
-                "--url",
-                &format!("http://127.0.0.1:{port}/x"),
-                "--slo",
-                "p99<=50ms,errors<1%",
-                "--start-rate",
-                "150",
-                "--probe",
-                "2s",
-                "--probe-trim",
-                "500ms",
-                "--confirm",
-                "0s",
-                "--max-time",
-                "4m",
-                "--json",
-                "--results",
-            ])
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = search_fifo(port, &dir, &["--max-time", "4m"]);
         std::fs::remove_dir_all(&dir).ok();
         assert!(
             out.status.success(),
