@@ -37,9 +37,15 @@ echo 10240 >"$gen_cg/cpu.shares"
 hogs=()
 cleanup() {
   for h in "${hogs[@]}"; do kill "$h" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rmdir "$stack_cg" "$gen_cg" 2>/dev/null || true
+  for h in "${hogs[@]}"; do wait "$h" 2>/dev/null || true; done
   kill "$ngx" 2>/dev/null || true
+  wait "$ngx" 2>/dev/null || true
+  # a cgroup is removable once its last task has gone; the kernel may take a moment after exit
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    rmdir "$stack_cg" "$gen_cg" 2>/dev/null && break
+    sleep 0.2
+  done
+  [ ! -d "$stack_cg" ] && [ ! -d "$gen_cg" ] || echo "left behind: $stack_cg $gen_cg (rmdir them)" >&2
   rm -rf "$tmp"
 }
 trap cleanup EXIT
