@@ -5,8 +5,8 @@
 //! ([`crate::Message::Data`]), each checked against its digest on arrival. A search's probes are
 //! sessions of their own, so a plan's 37-MB id file travels to each agent once, not once per probe.
 
+use crate::error::{refuse, Context, Result};
 use crate::OfferedFile;
-use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -93,20 +93,17 @@ impl DataCache {
 
     /// Takes a coordinator's offer: the session's files that this agent holds are taken from the
     /// cache, the others are returned as wanted (and room is made for them).
-    pub fn begin(
-        &mut self,
-        offered: &[OfferedFile],
-    ) -> anyhow::Result<(SessionFiles, Vec<String>)> {
+    pub fn begin(&mut self, offered: &[OfferedFile]) -> Result<(SessionFiles, Vec<String>)> {
         self.sessions += 1;
         let mut session = SessionFiles::default();
         let mut want = Vec::new();
         let mut wanted_bytes = 0u64;
         for f in offered {
             if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                bail!("data source `{}`: its digest is not 64 hex digits", f.name);
+                refuse!("data source `{}`: its digest is not 64 hex digits", f.name);
             }
             if session.offered.insert(f.name.clone(), f.clone()).is_some() {
-                bail!("the coordinator offered data source `{}` twice", f.name);
+                refuse!("the coordinator offered data source `{}` twice", f.name);
             }
             match self.entries.get_mut(&f.sha256.to_ascii_lowercase()) {
                 // (a file removed behind the agent's back is simply sent again)
@@ -122,7 +119,7 @@ impl DataCache {
             }
         }
         if wanted_bytes > MAX_SESSION_DATA {
-            bail!("the coordinator offered more than {MAX_SESSION_DATA} bytes of data");
+            refuse!("the coordinator offered more than {MAX_SESSION_DATA} bytes of data");
         }
         // room for what is wanted: the least recently used files not in this session go first
         while self.bytes() + wanted_bytes > self.max_bytes {
@@ -150,13 +147,13 @@ impl DataCache {
         name: &str,
         text: &str,
         last: bool,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         use sha2::Digest as _;
         let Some(offer) = s.offered.get(name) else {
-            bail!("the coordinator sent data source `{name}`, which it did not offer");
+            refuse!("the coordinator sent data source `{name}`, which it did not offer");
         };
         if s.files.contains_key(name) {
-            bail!(
+            refuse!(
                 "the coordinator sent data source `{name}`, which this agent holds or has received"
             );
         }
@@ -178,7 +175,7 @@ impl DataCache {
         let r = s.receiving.get_mut(name).expect("inserted above");
         r.bytes += text.len() as u64;
         if r.bytes > offer.bytes {
-            bail!(
+            refuse!(
                 "data source `{name}`: more than the {} bytes offered arrived",
                 offer.bytes
             );
@@ -194,7 +191,7 @@ impl DataCache {
         let digest = crate::hex(&r.hash.finalize());
         if r.bytes != offer.bytes || digest != offer.sha256.to_ascii_lowercase() {
             let _ = std::fs::remove_file(&r.path);
-            bail!(
+            refuse!(
                 "data source `{name}` arrived damaged: {} bytes with SHA-256 {digest}, offered {} bytes with {}",
                 r.bytes,
                 offer.bytes,
@@ -244,7 +241,7 @@ mod tests {
     }
 
     /// Sends `text` as source `name` in pieces of at most 3 bytes, as the coordinator would.
-    fn send(c: &mut DataCache, s: &mut SessionFiles, name: &str, text: &str) -> anyhow::Result<()> {
+    fn send(c: &mut DataCache, s: &mut SessionFiles, name: &str, text: &str) -> Result<()> {
         let b = text.as_bytes();
         let mut i = 0;
         loop {

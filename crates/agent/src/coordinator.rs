@@ -7,9 +7,9 @@
 //! then [`Session::run_job`] — `ceiling load --agents` at once, `ceiling run|search --agents` at
 //! the instant the lab's samplers start from.
 
+use crate::error::{refusal, refuse, Context, Result};
 use crate::session::{self, now_us, Opened};
 use crate::{data_messages, read_message, write_message, Job, Message, OfferedFile};
-use anyhow::{bail, Context};
 use ceiling_load::Summary;
 use ceiling_metrics::Second;
 use ceiling_plan::RequestSpec;
@@ -106,7 +106,7 @@ pub(crate) async fn connect(
     token: &str,
     what: &str,
     flags: &str,
-) -> anyhow::Result<(
+) -> Result<(
     BufReader<tokio::net::tcp::OwnedReadHalf>,
     tokio::net::tcp::OwnedWriteHalf,
     Opened,
@@ -175,7 +175,7 @@ impl DataFile {
     /// Source `name`'s file at `path`. Hashed (and held) the first time this process sees it;
     /// afterwards, while its size and modification time are unchanged, offered by the digest
     /// kept then and read only if an agent wants it (and then checked against that digest).
-    pub fn at_path(name: &str, path: &std::path::Path) -> anyhow::Result<Self> {
+    pub fn at_path(name: &str, path: &std::path::Path) -> Result<Self> {
         let what = || reading(name, path);
         let meta = std::fs::metadata(path).with_context(what)?;
         let stamp = (meta.len(), meta.modified().with_context(what)?);
@@ -209,7 +209,7 @@ impl DataFile {
     /// The file's text as the [`Message::Data`] pieces that carry it. A file read now from disk
     /// must still have the offered digest: one changed since it was offered is refused here
     /// rather than sent under the old digest.
-    fn messages(&self) -> anyhow::Result<Vec<Message>> {
+    fn messages(&self) -> Result<Vec<Message>> {
         let name = &self.offer.name;
         match &self.text {
             Text::Held(t) => Ok(data_messages(name, t)),
@@ -220,7 +220,7 @@ impl DataFile {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(path);
-                    bail!(
+                    refuse!(
                         "data source `{name}` ({}) changed after it was offered to the agents \
                          (its content no longer has the digest offered); run again",
                         path.display()
@@ -248,7 +248,7 @@ async fn deliver<R, W>(
     addr: &str,
     data: &[DataFile],
     pieces: &mut [Option<Vec<Message>>],
-) -> anyhow::Result<()>
+) -> Result<()>
 where
     R: tokio::io::AsyncBufRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -265,18 +265,20 @@ where
         .with_context(|| format!("agent {addr}: reading its answer to the data offer"))?;
     let names = match answer {
         Some(Message::Want { names }) => names,
-        Some(Message::Refused { reason }) => bail!("agent {addr} refused the job's data: {reason}"),
-        Some(m) => bail!(
+        Some(Message::Refused { reason }) => {
+            refuse!("agent {addr} refused the job's data: {reason}")
+        }
+        Some(m) => refuse!(
             "agent {addr}: expected its answer to the data offer, got {}",
             m.kind()
         ),
-        None => bail!("agent {addr} closed the channel at the data offer"),
+        None => refuse!("agent {addr} closed the channel at the data offer"),
     };
     if let Some(n) = names
         .iter()
         .find(|n| !data.iter().any(|f| &f.offer.name == *n))
     {
-        bail!("agent {addr} asked for data source `{n}`, which was not offered");
+        refuse!("agent {addr} asked for data source `{n}`, which was not offered");
     }
     for (f, p) in data.iter().zip(pieces.iter_mut()) {
         if !names.contains(&f.offer.name) {
@@ -298,9 +300,9 @@ where
 /// when an offset exceeds `agents.max_clock_offset` (naming the agent), then offers every agent
 /// the job's `data` and sends each the files it lacks, so that no agent's start waits on another's
 /// transfer.
-pub fn open(agents: &Agents, data: &[DataFile]) -> anyhow::Result<Session> {
+pub fn open(agents: &Agents, data: &[DataFile]) -> Result<Session> {
     if agents.addresses.is_empty() {
-        bail!("no agents given");
+        refuse!("no agents given");
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -314,14 +316,14 @@ pub fn open(agents: &Agents, data: &[DataFile]) -> anyhow::Result<Session> {
             chans.push((r, w));
         }
         session::check_offsets(&opened, agents.max_clock_offset.as_micros() as i64)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(|e| refusal!("{e}"))?;
         if !data.is_empty() {
             let mut pieces = vec![None; data.len()];
             for (i, (r, w)) in chans.iter_mut().enumerate() {
                 deliver(r, w, &agents.addresses[i], data, &mut pieces).await?;
             }
         }
-        anyhow::Ok((opened, chans))
+        Ok::<_, crate::error::AgentError>((opened, chans))
     })?;
     Ok(Session {
         rt,
@@ -345,7 +347,7 @@ impl Session {
         hard_limit: Duration,
         stop: &Arc<AtomicBool>,
         mut on_second: impl FnMut(&Second),
-    ) -> anyhow::Result<Coordinated> {
+    ) -> Result<Coordinated> {
         let Session {
             rt,
             addresses,
@@ -448,7 +450,7 @@ impl Session {
                 match ev {
                     Event::Msg(Message::Second(w)) => {
                         let s = w.to_second().map_err(|e| {
-                            anyhow::anyhow!(
+                            refusal!(
                                 "agent {}: a second that does not decode: {e}",
                                 runs[i].address
                             )
@@ -486,7 +488,7 @@ impl Session {
                         merged.resets.merge(&runs[i].summary.resets);
                         if let Some(w) = tls {
                             let t = w.to_tally().map_err(|e| {
-                                anyhow::anyhow!(
+                                refusal!(
                                     "agent {}: a TLS tally that does not decode: {e}",
                                     runs[i].address
                                 )
@@ -554,7 +556,7 @@ impl Session {
                 on_second(&s);
             }
             if !refusals.is_empty() {
-                bail!("{}", refusals.join("; "));
+                refuse!("{}", refusals.join("; "));
             }
             merged.connect_failures = failures;
             merged.connect_error = first_error;
@@ -574,11 +576,11 @@ impl Session {
 /// process hashed before and that has not changed since is not read again unless sent
 /// ([`DataFile::at_path`]). Start it with
 /// [`Session::run_job`].
-pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> anyhow::Result<Session> {
+pub fn open_job(agents: &Agents, data: &BTreeMap<String, PathBuf>) -> Result<Session> {
     let files = data
         .iter()
         .map(|(name, path)| DataFile::at_path(name, path))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     open(agents, &files)
 }
 
@@ -591,7 +593,7 @@ impl Session {
         job: &Job,
         stop: &Arc<AtomicBool>,
         on_second: impl FnMut(&Second),
-    ) -> anyhow::Result<Coordinated> {
+    ) -> Result<Coordinated> {
         self.run(
             start_at_us,
             |shard, start_at_us| Message::Run {

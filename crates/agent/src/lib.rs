@@ -19,9 +19,12 @@
 
 pub mod cache;
 pub mod coordinator;
+pub mod error;
 pub mod sampling;
 pub mod serve;
 pub mod session;
+
+pub use error::AgentError;
 
 use base64::Engine as _;
 use ceiling_load::{ResetExample, ResetKind, ResetTally};

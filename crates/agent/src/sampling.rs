@@ -9,9 +9,9 @@
 //! and CPU per request are reported as for a local stack.
 
 use crate::coordinator::Agents;
+use crate::error::{refusal, refuse, Context, Result};
 use crate::session;
 use crate::{read_message, write_message, Message};
-use anyhow::{bail, Context};
 use ceiling_metrics::ResourceSample;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -24,15 +24,15 @@ pub struct RemoteSampler {
     address: String,
     rx: Receiver<ResourceSample>,
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<anyhow::Result<u64>>>,
+    thread: Option<std::thread::JoinHandle<Result<u64>>>,
 }
 
 /// Opens a sampling session with `agents.addresses[0]` (clock offset checked against
 /// `agents.max_clock_offset`) and asks for samples whose second 0 is `start_at_us` on this host's
 /// clock, for at most `max`.
-pub fn start(agents: &Agents, start_at_us: i64, max: Duration) -> anyhow::Result<RemoteSampler> {
+pub fn start(agents: &Agents, start_at_us: i64, max: Duration) -> Result<RemoteSampler> {
     let Some(addr) = agents.addresses.first().cloned() else {
-        bail!("no stack agent given");
+        refuse!("no stack agent given");
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -45,7 +45,7 @@ pub fn start(agents: &Agents, start_at_us: i64, max: Duration) -> anyhow::Result
             std::slice::from_ref(&o),
             agents.max_clock_offset.as_micros() as i64,
         )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| refusal!("{e}"))?;
         write_message(
             &mut w,
             &Message::Sample {
@@ -55,7 +55,7 @@ pub fn start(agents: &Agents, start_at_us: i64, max: Duration) -> anyhow::Result
         )
         .await
         .with_context(|| format!("stack agent {addr}: asking for samples"))?;
-        anyhow::Ok((r, w))
+        Ok::<_, crate::error::AgentError>((r, w))
     })?;
     let (tx, rx) = std::sync::mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
@@ -79,7 +79,7 @@ async fn receive(
     mut w: tokio::net::tcp::OwnedWriteHalf,
     tx: Sender<ResourceSample>,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<u64> {
+) -> Result<u64> {
     // A reader task, so that waiting for a message can be given up without losing half a line.
     let (mtx, mut mrx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -111,8 +111,8 @@ async fn receive(
                 let _ = tx.send(s);
             }
             Some(Ok(Some(Message::Done { .. }))) | Some(Ok(None)) | None => return Ok(n),
-            Some(Ok(Some(Message::Refused { reason }))) => bail!("refused: {reason}"),
-            Some(Ok(Some(other))) => bail!("unexpected message: {other:?}"),
+            Some(Ok(Some(Message::Refused { reason }))) => refuse!("refused: {reason}"),
+            Some(Ok(Some(other))) => refuse!("unexpected message: {other:?}"),
             Some(Err(e)) => return Err(e.into()),
         }
     }

@@ -10,9 +10,9 @@
 //! what was recorded so far is still sent while the channel lasts.
 
 use crate::cache::{DataCache, SessionFiles};
+use crate::error::{refusal, refuse, Context, Result};
 use crate::session::{self, now_us};
 use crate::{encode_line, read_message, write_message, Job, Message, WireSecond};
-use anyhow::{bail, Context};
 use ceiling_load::{target_of, LoadConfig};
 use ceiling_plan::HttpUrl;
 use std::io::{Read, Write};
@@ -52,7 +52,7 @@ pub fn serve_sessions(
     name: &str,
     once: bool,
     say: &dyn Fn(&str),
-) -> anyhow::Result<Served> {
+) -> Result<Served> {
     listener.set_nonblocking(true)?;
     let mut cache = DataCache::new();
     loop {
@@ -85,7 +85,7 @@ fn serve(
     token: &str,
     name: &str,
     cache: &mut DataCache,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     sock.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -118,7 +118,7 @@ fn serve(
                         },
                     )
                     .await?;
-                    bail!("refused: {reason}");
+                    refuse!("refused: {reason}");
                 }
             };
             write_message(&mut w, &Message::Want { names: want }).await?;
@@ -133,19 +133,19 @@ fn serve(
                 .context("the coordinator stopped for 60 s in the middle of its data")??;
         }
         if !r.buffer().is_empty() {
-            bail!("the coordinator sent more than one message before its run started");
+            refuse!("the coordinator sent more than one message before its run started");
         }
         let s = r.into_inner().reunite(w).expect("halves of one stream");
-        anyhow::Ok((first, s.into_std()?))
+        Ok::<_, crate::error::AgentError>((first, s.into_std()?))
     })?;
     drop(rt);
     sock.set_nonblocking(false)?;
     let mut out = sock.try_clone()?;
-    let refuse = |out: &mut TcpStream, reason: String| -> anyhow::Result<String> {
+    let refuse = |out: &mut TcpStream, reason: String| -> Result<String> {
         let _ = out.write_all(&encode_line(&Message::Refused {
             reason: reason.clone(),
         })?);
-        bail!("refused: {reason}")
+        refuse!("refused: {reason}")
     };
     let (cfg, shard, start_at_us) = match first {
         None => return Ok("the coordinator closed after the clock probes".into()),
@@ -257,7 +257,7 @@ fn sample(
     opts: &ServeOptions,
     start_at_us: i64,
     max_s: u64,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     use ceiling_stand::{SampleTarget, Sampler};
     let mut targets = Vec::new();
     if let Some(pid) = opts.sample_stack {
@@ -275,7 +275,7 @@ fn sample(
         let _ = out.write_all(&encode_line(&Message::Refused {
             reason: reason.clone(),
         })?);
-        bail!("refused: {reason}");
+        refuse!("refused: {reason}");
     }
     let d = start_at_us - now_us();
     let now = std::time::Instant::now();
@@ -366,8 +366,8 @@ fn job_config(
     files: &SessionFiles,
     shard: (u64, u64),
     allow_remote: bool,
-) -> anyhow::Result<LoadConfig> {
-    let parsed = HttpUrl::parse(&job.url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
+) -> Result<LoadConfig> {
+    let parsed = HttpUrl::parse(&job.url).map_err(|e| refusal!("target: {e}"))?;
     let target = target_of(
         &parsed,
         &job.url,
@@ -375,10 +375,8 @@ fn job_config(
         &ceiling_load::tls_defaults(),
     )
     .map_err(|e| {
-        anyhow::anyhow!(
-            "{e} (this agent's rule: start it with --allow-remote to allow this target)"
-        )
+        refusal!("{e} (this agent's rule: start it with --allow-remote to allow this target)")
     })?;
     job.config(target, files.files.clone(), shard)
-        .map_err(anyhow::Error::msg)
+        .map_err(crate::error::AgentError::Refused)
 }

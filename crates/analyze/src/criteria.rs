@@ -145,6 +145,21 @@ impl ShelfCriteria {
         }
     }
 
+    /// The same SLO as `other`: the same latency limits (request, percentile, limit) and error
+    /// bound, compared as numbers — not as their descriptions, which round a limit to a tenth of
+    /// a second (`1.25s` and `1.2s` both read `p99≤1.2s`). Equal within a part in 10⁹, which a
+    /// run.json's round trip keeps.
+    pub fn same_slo(&self, other: &ShelfCriteria) -> bool {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12);
+        self.limits.len() == other.limits.len()
+            && self.limits.iter().zip(&other.limits).all(|(a, b)| {
+                a.request == b.request
+                    && close(a.percentile, b.percentile)
+                    && close(a.limit_ms, b.limit_ms)
+            })
+            && close(self.max_error_rate, other.max_error_rate)
+    }
+
     /// The headline limit: the overall p99 limit if there is one, else the first overall limit.
     pub fn headline_limit(&self) -> Option<&SloLimit> {
         let overall = self.limits.iter().filter(|l| l.request.is_none());

@@ -17,7 +17,7 @@
 
 use crate::load_cmd::{install_ctrlc, LoadArgs};
 use anyhow::{bail, Context};
-pub use ceiling_agent::coordinator::{AgentRun, Agents, Coordinated};
+pub use ceiling_agent::coordinator::{Agents, Coordinated};
 use ceiling_agent::serve::{serve_sessions, ServeOptions, Served};
 use ceiling_agent::session::now_us;
 use ceiling_agent::Job;
@@ -207,5 +207,5 @@ pub fn coordinate(
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(stop.clone());
     let at = now_us() + ceiling_agent::coordinator::START_LEAD.as_micros() as i64;
-    session.run_job(at, &job, &stop, on_second)
+    Ok(session.run_job(at, &job, &stop, on_second)?)
 }

@@ -3,8 +3,8 @@
 //! (HdrHistogram addition: the merged percentiles are those of all the requests together, never
 //! an average of percentiles), counts summed, and any generator-bound input named.
 
-use crate::load_cmd::Percentiles;
 use anyhow::{bail, Context};
+use ceiling_lab::load_report::Percentiles;
 use clap::Args;
 use hdrhistogram::Histogram;
 use serde_json::Value;

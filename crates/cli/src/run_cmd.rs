@@ -213,7 +213,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     let opts = a.stand.options(&root, &dir);
-    let progress = Progress::new(|l| eprintln!("{l}"));
+    let progress =
+        Progress::new(|l| eprintln!("{l}")).with_views(ceiling_report::live::TerminalView::maker());
     let mut stand = match ceiling_lab::open_stand(&opts, &plan.stand, &progress) {
         Ok(s) => s,
         Err(e) if ceiling_stand::cancelled() => {
@@ -230,9 +231,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         agents,
         rounds,
     };
-    let mut checkpoint = |r: &RunReport, s: &Series| -> anyhow::Result<()> {
-        crate::compare_cmd::write_reports(&dir, r, s)?;
-        Ok(())
+    let mut checkpoint = |r: &RunReport, s: &Series| {
+        crate::compare_cmd::write_reports(&dir, r, s)
+            .map(|_| ())
+            .map_err(ceiling_lab::LabError::checkpoint)
     };
     let ran = ceiling_lab::run_stacks(
         &mut RunContext {
@@ -317,7 +319,8 @@ fn run_url(
             agents: agents.as_ref(),
             stack_agent: stack_agent.as_ref(),
             round: None,
-            progress: &Progress::new(|l| eprintln!("{l}")),
+            progress: &Progress::new(|l| eprintln!("{l}"))
+                .with_views(ceiling_report::live::TerminalView::maker()),
         },
         &stop,
         || None,

@@ -250,16 +250,18 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         per_round: ceiling_lab::per_round(a.round, several),
         data_dir: a.data_dir.clone(),
     };
-    let mut checkpoint = |r: &RunReport, s: &Series| -> anyhow::Result<()> {
-        crate::compare_cmd::write_reports(&dir, r, s)?;
-        Ok(())
+    let mut checkpoint = |r: &RunReport, s: &Series| {
+        crate::compare_cmd::write_reports(&dir, r, s)
+            .map(|_| ())
+            .map_err(ceiling_lab::LabError::checkpoint)
     };
     let mut cx = SearchContext {
         plan: &plan,
         setup: &setup,
         dir: &dir,
         stop: &stop,
-        progress: Progress::new(|l| eprintln!("{l}")),
+        progress: Progress::new(|l| eprintln!("{l}"))
+            .with_views(ceiling_report::live::TerminalView::maker()),
         checkpoint: &mut checkpoint,
     };
     // a stack died, or a part of the stand (PostgreSQL, PgBouncer) exited, under one of the probes

@@ -54,7 +54,8 @@ pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
     opts.log_dir = dir.join("logs");
-    let progress = ceiling_lab::Progress::new(|l| eprintln!("{l}"));
+    let progress = ceiling_lab::Progress::new(|l| eprintln!("{l}"))
+        .with_views(ceiling_report::live::TerminalView::maker());
     let mut stand = ceiling_lab::open_stand(&opts, &plan.stand, &progress)?;
     let (_spec, mut stack, warnings) = ceiling_lab::start_verified(
         &plan,

@@ -69,7 +69,8 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         let mut stand = ceiling_lab::open_stand(
             &opts,
             &settings,
-            &ceiling_lab::Progress::new(|l| eprintln!("{l}")),
+            &ceiling_lab::Progress::new(|l| eprintln!("{l}"))
+                .with_views(ceiling_report::live::TerminalView::maker()),
         )?;
         eprintln!("[{name}] building…");
         let r = stand

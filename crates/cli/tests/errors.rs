@@ -217,3 +217,40 @@ fn a_tick_is_checked_before_any_stand_starts() {
         "{err}"
     );
 }
+
+/// Each cause said once: an error's message carries its cause, and nothing prints it a second
+/// time from the error's chain (supervision's and the agents' I/O errors once did, under `{:#}`).
+#[test]
+fn an_unreachable_agent_and_an_unwritable_directory_are_said_once_with_their_cause() {
+    let dir = std::env::temp_dir().join(format!("ceiling-errors-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tok = dir.join("token");
+    std::fs::write(&tok, "0123456789abcdef-errors-once").unwrap();
+    let agent = format!("127.0.0.1:{}", dead_port());
+    let url = format!("http://127.0.0.1:{}/", dead_port());
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "10", "-d", "1s", "-q"])
+        .args(["--agents", &agent, "--agent-token-file"])
+        .arg(&tok)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains(&format!("agent {agent}")), "{err}");
+    assert_eq!(
+        err.to_lowercase().matches("connection refused").count(),
+        1,
+        "{err}"
+    );
+    // a results directory that cannot be made: the path and the OS's reason, once
+    let o = ceiling()
+        .args(["load", "--url", &url, "--rate", "10", "-d", "1s", "-q"])
+        .args(["--out", "/proc/ceiling-cannot-be-here"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("/proc/ceiling-cannot-be-here"), "{err}");
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -78,6 +78,12 @@ pub struct Claim {
     pub a: Option<String>,
     /// Ratio: the denominator's stack.
     pub b: Option<String>,
+    /// Ratio: the denominator's plan, when it is another plan's figure (source 004's keep-alive
+    /// impact: a stack's RPS with keep-alive on over the same stack's with it off). Default: `plan`.
+    pub b_plan: Option<String>,
+    /// Ratio: the denominator's shelf or level, when it is another one (one stack at two
+    /// levels: `c=1000` over `c=100`). Default: `point`.
+    pub b_point: Option<String>,
     /// Order: the stacks, highest first.
     #[serde(default)]
     pub stacks: Vec<String>,
@@ -142,6 +148,9 @@ pub struct ClaimResult {
     pub ours: String,
     /// The run that answered it.
     pub run: Option<String>,
+    /// The run of a ratio's denominator, when it came from another run (`b_plan`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_run: Option<String>,
     /// What differs or what the reader must know (a scaled run, one run, the claim's note).
     pub notes: Vec<String>,
 }
@@ -328,6 +337,14 @@ fn judge_range(op: &str, f: &Fig, value: f64, within: f64) -> Result<ClaimVerdic
     })
 }
 
+/// Stack `n` of `run` (present: [`find_run`] checked).
+fn stack_in<'r>(run: &'r RunReport, n: &str) -> &'r StackAnalysis {
+    run.stacks
+        .iter()
+        .find(|a| a.stack == n)
+        .expect("find_run checked")
+}
+
 /// The stacks a claim needs.
 fn stacks_of(c: &Claim) -> Vec<String> {
     match c.kind {
@@ -339,14 +356,35 @@ fn stacks_of(c: &Claim) -> Vec<String> {
 
 /// The latest run of the claim's plan holding every stack it needs: unscaled ones first.
 fn run_for<'a>(c: &Claim, runs: &'a [RunReport]) -> Option<&'a RunReport> {
-    let plan = c.plan.as_deref()?;
-    let need = stacks_of(c);
+    let need = match c.kind {
+        // a ratio across runs or points: the numerator's run needs the numerator's stack only
+        ClaimKind::Ratio if c.b_plan.is_some() || c.b_point.is_some() => {
+            c.a.iter().cloned().collect()
+        }
+        _ => stacks_of(c),
+    };
+    find_run(
+        c.plan.as_deref()?,
+        &need,
+        &c.metric,
+        c.point.as_deref(),
+        runs,
+    )
+}
+
+/// The latest run of `plan` holding every stack of `need` (with `point` measured, when `metric`
+/// is read at one): unscaled ones first; failing that, the latest run of the plan, which says
+/// which points it has.
+fn find_run<'a>(
+    plan: &str,
+    need: &[String],
+    metric: &str,
+    point: Option<&str>,
+    runs: &'a [RunReport],
+) -> Option<&'a RunReport> {
     // a figure at a point needs a run that measured that shelf or level (a search has none)
     let has = |a: &StackAnalysis| {
-        c.metric == "ceiling"
-            || c.point
-                .as_deref()
-                .is_none_or(|p| a.shelves.iter().any(|s| s.label == p))
+        metric == "ceiling" || point.is_none_or(|p| a.shelves.iter().any(|s| s.label == p))
     };
     let fits = |r: &RunReport, strict: bool| {
         r.plan.name == plan
@@ -382,6 +420,7 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
         verdict: ClaimVerdict::NotTestable,
         ours: String::new(),
         run: None,
+        b_run: None,
         notes: c.note.iter().cloned().collect(),
     };
     let Some(plan) = &c.plan else {
@@ -402,13 +441,42 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
             run.plan.scaled_by
         ));
     }
+    // a ratio whose denominator is another plan's figure, or another point's
+    let cross = c.kind == ClaimKind::Ratio && (c.b_plan.is_some() || c.b_point.is_some());
+    let b_plan = c.b_plan.as_deref().unwrap_or(plan.as_str());
+    let b_point = c.b_point.as_deref().or(c.point.as_deref());
+    let b_run = match (cross, c.b.as_deref()) {
+        (true, Some(b)) => {
+            let Some(br) = find_run(b_plan, &[b.to_string()], &c.metric, b_point, runs) else {
+                r.ours = format!("no run of plan `{b_plan}` with {b} here");
+                return r;
+            };
+            if br.run_id != run.run_id {
+                r.b_run = Some(br.run_id.clone());
+                if br.plan.is_scaled() {
+                    r.notes.push(format!(
+                        "the denominator's run is SCALED (durations ×{}): indicative only",
+                        br.plan.scaled_by
+                    ));
+                }
+            }
+            Some(br)
+        }
+        _ => None,
+    };
     let stack = |n: &str| {
         run.stacks
             .iter()
             .find(|a| a.stack == n)
             .expect("run_for checked")
     };
-    if c.metric == "ceiling" && stacks_of(c).iter().any(|n| stack(n).search.is_some()) {
+    let searched = |n: &String| {
+        run.stacks
+            .iter()
+            .chain(b_run.iter().flat_map(|br| br.stacks.iter()))
+            .any(|a| &a.stack == n && a.search.is_some())
+    };
+    if c.metric == "ceiling" && stacks_of(c).iter().any(searched) {
         r.notes.push(
             "ceilings from `ceiling search` (where the SLO holds over the long run), not the plan's stepped profile".into(),
         );
@@ -433,7 +501,22 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 c.b.as_deref().ok_or("a ratio claim names `b`")?,
             );
             let (fa, unit) = figure(stack(an), &c.metric, c.point.as_deref())?;
-            let (fb, _) = figure(stack(bn), &c.metric, c.point.as_deref())?;
+            let (fb, _) = match b_run {
+                Some(br) => figure(stack_in(br, bn), &c.metric, b_point)?,
+                None => figure(stack(bn), &c.metric, c.point.as_deref())?,
+            };
+            // across runs or points each side says where its figure comes from
+            let label = |n: &str, plan: &str, point: Option<&str>| match cross {
+                true => format!(
+                    "{n} ({plan}{})",
+                    point.map(|p| format!(", {p}")).unwrap_or_default()
+                ),
+                false => n.to_string(),
+            };
+            let (la, lb) = (
+                label(an, plan.as_str(), c.point.as_deref()),
+                label(bn, b_plan, b_point),
+            );
             if fb.value <= 0.0 {
                 return Err(format!("{bn}'s figure is {} — no ratio", fb.value));
             }
@@ -473,8 +556,8 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                     fr.ci
                         .map(|(lo, hi)| format!(" (95% CI {lo:.2}–{hi:.2})"))
                         .unwrap_or_default(),
-                    fa.show(an, unit),
-                    fb.show(bn, unit)
+                    fa.show(&la, unit),
+                    fb.show(&lb, unit)
                 ),
             ))
         }
@@ -616,7 +699,10 @@ pub fn keep_evidence(
 ) -> std::io::Result<EvidenceKept> {
     let cited: std::collections::BTreeSet<&str> = judged
         .iter()
-        .flat_map(|(_, rs)| rs.iter().filter_map(|r| r.run.as_deref()))
+        .flat_map(|(_, rs)| {
+            rs.iter()
+                .flat_map(|r| r.run.as_deref().into_iter().chain(r.b_run.as_deref()))
+        })
         .collect();
     std::fs::create_dir_all(evidence)?;
     let mut kept = EvidenceKept::default();
@@ -668,7 +754,11 @@ pub fn render_markdown(files: &[(ClaimsFile, Vec<ClaimResult>)]) -> String {
                 r.line,
                 r.verdict.label(),
                 cell(&r.ours),
-                r.run.as_deref().unwrap_or("–"),
+                match (&r.run, &r.b_run) {
+                    (Some(a), Some(b)) => format!("{a}; {b}"),
+                    (Some(a), None) => a.clone(),
+                    _ => "–".into(),
+                },
                 cell(&r.notes.join(" · "))
             ));
         }

@@ -288,7 +288,7 @@ fn comparable(a: &RunReport, b: &RunReport) -> Result<(), RunsRefused> {
             pa.model, pb.model
         )));
     }
-    if pa.slo != pb.slo {
+    if !pa.criteria.same_slo(&pb.criteria) {
         return Err(RunsRefused(format!(
             "the runs judged against different SLOs (`{}` vs `{}`): their ceilings answer different questions",
             pa.slo, pb.slo

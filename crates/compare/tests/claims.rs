@@ -264,3 +264,200 @@ fn a_ledger_regenerates_from_its_evidence_alone() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A ratio whose denominator is another plan's figure (source 004's keep-alive impact) or
+/// another level's (one stack at two levels): each side from its own run and point, both runs
+/// cited and kept as evidence, and a missing denominator run said, not guessed.
+#[test]
+fn a_ratio_across_plans_or_points_takes_each_side_from_its_own_run() {
+    use ceiling_compare::claims::keep_evidence;
+    const CROSS: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "fast-quarter-of-its-other-plan"
+text = "fast's p99 at 1500 is a quarter of what it is in the other plan"
+line = 30
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "fast"
+b_plan = "gates-other"
+metric = "p99_ms"
+point = "hold 1500"
+op = "~"
+value = 0.25
+within = 0.05
+
+[[claims]]
+id = "fast-faster-in-the-other-plan"
+text = "fast is slower in the other plan"
+line = 31
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "fast"
+b_plan = "gates-other"
+metric = "p99_ms"
+point = "hold 1500"
+op = ">"
+value = 1
+
+[[claims]]
+id = "slow-breaks-between-levels"
+text = "slow's p99 grows over 100x from 1500 to 3000"
+line = 32
+plan = "gates"
+kind = "ratio"
+a = "slow"
+b = "slow"
+point = "hold 3000"
+b_point = "hold 1500"
+metric = "p99_ms"
+op = ">="
+value = 100
+
+[[claims]]
+id = "no-denominator-run"
+text = "needs a plan nobody ran for its denominator"
+line = 33
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "fast"
+b_plan = "never-run"
+metric = "p99_ms"
+point = "hold 1500"
+op = ">"
+value = 1
+"#;
+    let file: ClaimsFile = toml::from_str(CROSS).unwrap();
+    // gates: fast 5 ms everywhere, slow 8 ms at 1500 and 1200 ms at 3000 (ratio 150);
+    // gates-other: fast 20 ms (fast's ratio across the plans: 0.25)
+    let gates = fast_and_slow();
+    let mut p = plan();
+    p.name = "gates-other".into();
+    let mut other = RunReport::new(&p, "20261127-010000-gates-other");
+    other.stacks.push(simulate(&p, "fast", |_| 20.0));
+    let runs = [gates.clone(), other.clone()];
+    let res = evaluate(&file, &runs);
+    let v: Vec<_> = res.iter().map(|r| (r.id.as_str(), r.verdict)).collect();
+    assert_eq!(
+        v,
+        [
+            ("fast-quarter-of-its-other-plan", ClaimVerdict::Holds),
+            ("fast-faster-in-the-other-plan", ClaimVerdict::DoesNotHold),
+            ("slow-breaks-between-levels", ClaimVerdict::Holds),
+            ("no-denominator-run", ClaimVerdict::NotTestable),
+        ]
+    );
+    // each side is named with its plan and point, and both runs are cited
+    assert!(
+        res[0].ours.contains("fast (gates, hold 1500)")
+            && res[0].ours.contains("fast (gates-other, hold 1500)"),
+        "{}",
+        res[0].ours
+    );
+    assert_eq!(res[0].run.as_deref(), Some("20261127-000000-gates"));
+    assert_eq!(res[0].b_run.as_deref(), Some("20261127-010000-gates-other"));
+    // two points of one run: one run cited
+    assert!(
+        res[2].ours.contains("slow (gates, hold 3000)")
+            && res[2].ours.contains("slow (gates, hold 1500)"),
+        "{}",
+        res[2].ours
+    );
+    assert_eq!(res[2].b_run, None);
+    assert!(
+        res[3].ours.contains("no run of plan `never-run` with fast"),
+        "{}",
+        res[3].ours
+    );
+    // the ledger shows both runs, and keeps both as evidence
+    let judged = vec![(file.clone(), res)];
+    let md = render_markdown(&judged);
+    assert!(
+        md.contains("20261127-000000-gates; 20261127-010000-gates-other"),
+        "{md}"
+    );
+    let dir = std::env::temp_dir().join(format!("ceiling-claims-cross-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let kept = keep_evidence(&judged, &runs, &dir, true).unwrap();
+    assert_eq!(
+        kept.written,
+        ["20261127-000000-gates", "20261127-010000-gates-other"]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    // without the other plan's run the cross-plan claims are not testable, the in-run one still is
+    let res = evaluate(&file, &[gates]);
+    assert_eq!(res[0].verdict, ClaimVerdict::NotTestable);
+    assert!(
+        res[0].ours.contains("no run of plan `gates-other`"),
+        "{}",
+        res[0].ours
+    );
+    assert_eq!(res[2].verdict, ClaimVerdict::Holds);
+}
+
+/// Every shipped claims file reads, and each claim can be answered by a plan that exists and
+/// names its stacks: a typo in a plan or stack name would leave a claim "not testable here"
+/// for ever, looking like a missing run.
+#[test]
+fn every_shipped_claim_names_plans_and_stacks_that_exist() {
+    use ceiling_compare::claims::{load_claims, ClaimKind};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("plans/published/claims");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let mut ids = std::collections::BTreeSet::new();
+    for f in &files {
+        let file = load_claims(f).unwrap_or_else(|e| panic!("{e}"));
+        for c in &file.claims {
+            let at = format!("{}: claim {}", f.display(), c.id);
+            assert!(ids.insert(c.id.clone()), "{at}: id used twice");
+            // (plan, stacks it must name) for each side of the claim
+            let mut need: Vec<(String, Vec<String>)> = Vec::new();
+            let Some(plan) = &c.plan else { continue };
+            match c.kind {
+                ClaimKind::Threshold => {
+                    let s = c.stack.clone().unwrap_or_else(|| panic!("{at}: no stack"));
+                    assert!(c.value.is_some(), "{at}: no value");
+                    need.push((plan.clone(), vec![s]));
+                }
+                ClaimKind::Ratio => {
+                    let a = c.a.clone().unwrap_or_else(|| panic!("{at}: no a"));
+                    let b = c.b.clone().unwrap_or_else(|| panic!("{at}: no b"));
+                    assert!(c.value.is_some(), "{at}: no value");
+                    need.push((plan.clone(), vec![a]));
+                    need.push((c.b_plan.clone().unwrap_or(plan.clone()), vec![b]));
+                }
+                ClaimKind::Order => {
+                    assert!(c.stacks.len() >= 2, "{at}: an order of fewer than two");
+                    need.push((plan.clone(), c.stacks.clone()));
+                }
+            }
+            if c.metric != "ceiling" {
+                assert!(c.point.is_some(), "{at}: `{}` needs a point", c.metric);
+            }
+            for (p, stacks) in need {
+                let path = root.join(format!("plans/{p}.toml"));
+                let plan = ceiling_plan::load_plan(&path)
+                    .unwrap_or_else(|e| panic!("{at}: plan `{p}`: {e}"));
+                for s in stacks {
+                    assert!(
+                        plan.target.stacks.contains(&s),
+                        "{at}: plan `{p}` does not run `{s}` (it runs {:?})",
+                        plan.target.stacks
+                    );
+                }
+            }
+        }
+    }
+}

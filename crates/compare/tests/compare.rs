@@ -194,6 +194,16 @@ fn different_slos_are_refused() {
     let b = run("50ms", 5.0);
     let e = compare_runs(&a, &b).unwrap_err().to_string();
     assert!(e.contains("different SLOs"), "{e}");
+    // limits whose descriptions read alike (a tenth of a second) are still different SLOs:
+    // judged on the limits themselves
+    let (a, b) = (run("1240ms", 5.0), run("1200ms", 5.0));
+    assert_eq!(a.plan.slo, b.plan.slo, "the descriptions round alike");
+    let e = compare_runs(&a, &b).unwrap_err().to_string();
+    assert!(e.contains("different SLOs"), "{e}");
+    // and the same SLO, through run.json and back, is the same
+    let back: ceiling_report::RunReport =
+        serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    assert!(compare_runs(&a, &back).is_ok());
 }
 
 #[test]

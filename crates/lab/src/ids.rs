@@ -1,19 +1,20 @@
 //! Names and places: the repository root, a run's id, the time in run.json.
 
-use anyhow::bail;
+use crate::error::{refuse, LabError, Result};
 use ceiling_plan::Plan;
 use std::path::PathBuf;
 
 /// Finds the repository root (the directory holding `contract/` and `stacks/`), from the current
 /// directory up.
-pub fn repo_root() -> anyhow::Result<PathBuf> {
-    let mut dir = std::env::current_dir()?;
+pub fn repo_root() -> Result<PathBuf> {
+    let mut dir =
+        std::env::current_dir().map_err(|e| LabError::io("reading the current directory", e))?;
     loop {
         if dir.join("contract/schema.sql").is_file() && dir.join("stacks").is_dir() {
             return Ok(dir);
         }
         if !dir.pop() {
-            bail!("run ceiling from inside its repository (no contract/schema.sql and stacks/ above the current directory)");
+            refuse!("run ceiling from inside its repository (no contract/schema.sql and stacks/ above the current directory)");
         }
     }
 }

@@ -5,18 +5,21 @@
 //!
 //! The binary (crates/cli) parses arguments and prints; the steps and their order live here, once:
 //! a run's turns ([`run_stacks`]) and a search's rounds ([`search_stacks`], [`search_urls`]), each
-//! turn a watched measurement, with one part-exit policy. The lab prints nothing but a measurement's
-//! live view ([`Recorder`]): its lines go to a [`Progress`] the caller hands it, and its results
-//! to the caller's checkpoint.
+//! turn a watched measurement, with one part-exit policy. The lab prints and draws nothing: its
+//! lines and its live views go where the caller's [`Progress`] says, its results to the caller's
+//! checkpoint, and its errors are typed ([`LabError`]).
 //!
 //! The parts underneath have one job each: the stand (PostgreSQL, PgBouncer, stacks, cgroups,
 //! samplers), the load engine, the analysis, the conformance suite.
 #![forbid(unsafe_code)]
 
+pub mod error;
 pub mod ids;
 pub mod live;
+pub mod load_report;
 pub mod measure;
 pub mod part_exit;
+pub mod pgbench;
 pub mod progress;
 pub mod record;
 pub mod run;
@@ -27,6 +30,7 @@ pub mod stack;
 pub mod start;
 pub mod verify;
 
+pub use error::LabError;
 pub use ids::{now_iso, repo_root, run_id};
 pub use measure::{
     apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured, Round,

@@ -5,7 +5,7 @@
 //! The figures are the very rows written to `timeseries.csv`, published as each second is
 //! recorded ([`crate::Recorder::second`]); nothing is sampled twice.
 
-use anyhow::Context;
+use crate::error::{LabError, Result};
 use ceiling_metrics::TimeseriesRow;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -27,10 +27,12 @@ static STATE: OnceLock<Mutex<State>> = OnceLock::new();
 
 /// Serves `/metrics` on `addr` (`127.0.0.1:9464`; port 0 picks a free one) from a thread that
 /// lives as long as the process. Returns the bound address.
-pub fn serve(addr: &str) -> anyhow::Result<SocketAddr> {
+pub fn serve(addr: &str) -> Result<SocketAddr> {
     let listener = TcpListener::bind(addr)
-        .with_context(|| format!("--metrics-listen {addr}: cannot listen"))?;
-    let local = listener.local_addr()?;
+        .map_err(|e| LabError::io(format!("--metrics-listen {addr}: cannot listen"), e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| LabError::io(format!("--metrics-listen {addr}"), e))?;
     STATE.get_or_init(|| Mutex::new(State::default()));
     std::thread::Builder::new()
         .name("metrics".into())
@@ -40,7 +42,7 @@ pub fn serve(addr: &str) -> anyhow::Result<SocketAddr> {
                 let _ = answer(conn);
             }
         })
-        .context("starting the metrics thread")?;
+        .map_err(|e| LabError::io("starting the metrics thread", e))?;
     Ok(local)
 }
 

@@ -2,6 +2,7 @@
 //! signals on the same clock, the per-second records written as they come, and the analysis
 //! (verdicts, attribution, runtime figures).
 
+use crate::error::{refuse, LabError, Result};
 use crate::record::Recorder;
 use ceiling_agent::coordinator::{AgentRun, Agents, START_LEAD};
 use ceiling_agent::session::now_us;
@@ -23,7 +24,7 @@ pub fn apply_load_flags(
     threads: Option<usize>,
     no_keep_alive: bool,
     tick: Option<&str>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     if let Some(t) = threads {
         plan.load.threads = t.clamp(1, 256);
     }
@@ -31,11 +32,13 @@ pub fn apply_load_flags(
         plan.load.keep_alive = false;
     }
     if let Some(t) = tick {
-        let t = ceiling_plan::parse_duration(t).map_err(|e| anyhow::anyhow!("--tick: {e}"))?;
-        anyhow::ensure!(
-            !t.is_zero() && t <= Duration::from_millis(100),
-            "--tick: between 1µs and 100ms (sends leave at the tick nearest their intended time)"
-        );
+        let t = ceiling_plan::parse_duration(t).map_err(|error| LabError::Flag {
+            flag: "--tick",
+            error,
+        })?;
+        if t.is_zero() || t > Duration::from_millis(100) {
+            refuse!("--tick: between 1µs and 100ms (sends leave at the tick nearest their intended time)");
+        }
         plan.load.tick = Some(t);
     }
     if plan.load.tick.is_some() {
@@ -49,7 +52,7 @@ pub fn apply_load_flags(
             None
         };
         if let Some(why) = why {
-            anyhow::bail!("the ticked engine (--tick, [load] tick) runs the open model over HTTP/1.1 with keep-alive, not {why}");
+            refuse!("the ticked engine (--tick, [load] tick) runs the open model over HTTP/1.1 with keep-alive, not {why}");
         }
     }
     Ok(())
@@ -142,7 +145,7 @@ pub fn measure_watched(
     spec: MeasureSpec<'_>,
     stop: &Arc<AtomicBool>,
     mut watch: impl FnMut() -> Option<Halt>,
-) -> anyhow::Result<Measured> {
+) -> Result<Measured> {
     let MeasureSpec {
         plan,
         stack: stack_name,
@@ -159,7 +162,7 @@ pub fn measure_watched(
         progress,
     } = spec;
     if agents.is_some() && plan.settle.is_some() && !plan.is_open() {
-        anyhow::bail!(
+        refuse!(
             "plan `{}` settles its warm-up ([settle]); a settling warm-up runs on this host only, so --agents is refused for it (remove [settle] or run without --agents)",
             plan.name
         );
@@ -187,9 +190,8 @@ pub fn measure_watched(
         }
         _ => None,
     };
-    let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut cfg =
-        LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let target = parse_target(url, false)?;
+    let mut cfg = LoadConfig::from_plan(plan, target, data_dir)?;
     let (stages, passes) = match round {
         Some(_) => (plan.stages.clone(), 1),
         None => engine_stages(plan),
@@ -218,7 +220,7 @@ pub fn measure_watched(
             // the engine's configuration as this measurement set it, typed: no plan file
             // travels, so a bare --url search works through agents too
             Job::of_config(&cfg, url),
-            ceiling_agent::coordinator::open_job(ag, &cfg.data)?,
+            ceiling_agent::coordinator::open_job(ag, &cfg.data).map_err(LabError::agent)?,
         )),
         None => None,
     };
@@ -227,26 +229,28 @@ pub fn measure_watched(
     let engine_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = engine_stop.clone();
     let tick = cfg.tick;
-    let relay = StopRelay::start(stop.clone(), engine_stop.clone())?;
+    let relay = StopRelay::start(stop.clone(), engine_stop.clone())
+        .map_err(|e| LabError::io("starting the Ctrl-C relay thread", e))?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     // Seconds, resource samples and signal rows reach the records and the analysis on the
     // stack's clock: this measurement's own, moved on by a round's offset.
     let offset = round.map_or(0, |r| r.offset_s);
+    // the live view, drawn by whoever runs the lab (none for a quiet measurement)
+    let view = |label: &str| match quiet {
+        true => None,
+        false => progress.view(label, Some(total)),
+    };
     let (mut rec, mut acc) = match round {
-        Some(r) => (
-            Recorder::continuing(
-                out_dir,
-                tags,
-                Some(total),
-                &format!("{stack_name} (repetition {})", r.repetition + 1),
-                quiet,
-                offset,
-            )?
-            .with_slo(&plan.slo),
-            RunAccumulator::for_round(plan, stack_name, r.repetition, offset as f64),
-        ),
+        Some(r) => {
+            let label = format!("{stack_name} (repetition {})", r.repetition + 1);
+            (
+                Recorder::continuing(out_dir, tags, &label, view(&label), offset)?
+                    .with_slo(&plan.slo),
+                RunAccumulator::for_round(plan, stack_name, r.repetition, offset as f64),
+            )
+        }
         None => (
-            Recorder::new(Some(out_dir), "", tags, Some(total), stack_name, quiet)?
+            Recorder::new(Some(out_dir), "", tags, stack_name, view(stack_name))?
                 .with_slo(&plan.slo),
             RunAccumulator::with_passes(plan, stack_name, passes),
         ),
@@ -271,7 +275,7 @@ pub fn measure_watched(
                 Ok(r) => Some(r),
                 Err(e) => {
                     relay.finish();
-                    return Err(e);
+                    return Err(LabError::agent(e));
                 }
             }
         }
@@ -345,9 +349,10 @@ pub fn measure_watched(
     };
     let mut agent_runs: Option<Vec<AgentRun>> = None;
     let res = match session {
-        None => ceiling_load::run(cfg, &mut on_second).map_err(|e| anyhow::anyhow!("{e}")),
+        None => ceiling_load::run(cfg, &mut on_second).map_err(LabError::from),
         Some((job, agents)) => agents
             .run_job(start_at_us, &job, &engine_stop, &mut on_second)
+            .map_err(LabError::agent)
             .map(|ran| {
                 agent_runs = Some(ran.agents);
                 ran.merged

@@ -1,11 +1,13 @@
 //! Writing a run's per-second records as they arrive: the `.hlog` (one tag per request name),
-//! `timeseries.csv`, and the live one-line progress view. Every second is flushed, so a crash
-//! loses at most the second in flight.
+//! `timeseries.csv`, and the live view's figures (the current stage judged against the SLO), handed
+//! to a [`LiveView`] the caller chose — the lab draws nothing itself. Every second is flushed, so a
+//! crash loses at most the second in flight.
 
+use crate::error::{LabError, Result};
 use ceiling_metrics::{
-    HlogWriter, ResourceSample, Second, SignalRow, SignalsWriter, TimeseriesRow, TimeseriesWriter,
+    HlogWriter, LiveSecond, LiveView, ResourceSample, Second, SignalRow, SignalsWriter,
+    StageVerdict, TimeseriesRow, TimeseriesWriter,
 };
-use indicatif::{ProgressBar, ProgressStyle};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -16,7 +18,8 @@ pub struct Recorder {
     hlog: Option<HlogWriter<BufWriter<File>>>,
     csv: Option<TimeseriesWriter<BufWriter<File>>>,
     tags: Vec<String>,
-    bar: Option<ProgressBar>,
+    /// Where each second is drawn as it is recorded; `None`: quiet (every search probe).
+    view: Option<Box<dyn LiveView>>,
     /// Rows kept in memory (small: scalars only) for reports.
     pub rows: Vec<TimeseriesRow>,
     /// Resource samples waiting to be joined to their second.
@@ -32,14 +35,10 @@ pub struct Recorder {
     pub signal_rows: Vec<SignalRow>,
     /// Continuing the files of an earlier round: they are appended to, headers kept once.
     append: bool,
-    /// The clock's offset (seconds) of the seconds this recorder is given, for the progress bar.
-    bar_offset: u32,
+    /// The clock's offset (seconds) of the seconds this recorder is given: the view counts from it.
+    offset: u32,
     /// What is measured (a stack, `load`), for the live metrics ([`crate::live`]).
     label: String,
-    /// stderr is a terminal: the progress bar is drawn; else plain lines are printed.
-    terminal: bool,
-    /// The last [`LIVE_SECONDS`] seconds' achieved rate and p99, for the live view's sparklines.
-    recent: std::collections::VecDeque<(f64, f64)>,
     /// The SLO the live view judges the current stage against ([`Recorder::with_slo`]).
     slo: Option<LiveSlo>,
     /// The current stage so far: its key (phase, index), latency merged over every request name
@@ -65,66 +64,28 @@ struct StageSoFar {
 }
 
 impl StageSoFar {
-    /// `stage so far (12 s): p99 3.2 ms ≤ 350 ✓, errors 0.00% < 1% ✓`: the stage's merged
-    /// figures against the SLO — the verdict as it stands, not the shelf's (that one keeps only
-    /// the stable window and is judged at the end).
-    fn verdict(&self, slo: &LiveSlo) -> String {
-        let mut parts = Vec::new();
-        for &(p, limit) in &slo.limits {
-            let v = self.latency.value_at_quantile(p / 100.0) as f64 / 1000.0;
-            let name = ceiling_plan::pct_name(p);
-            parts.push(format!(
-                "{name} {v:.1} ms {} {limit}",
-                if v <= limit { "≤" } else { "> ✗" }
-            ));
-        }
-        let rate = if self.total > 0 {
-            self.errors as f64 / self.total as f64
-        } else {
-            0.0
-        };
-        parts.push(format!(
-            "errors {:.2}% {} {}%",
-            rate * 100.0,
-            if rate < slo.max_error_rate {
-                "<"
+    /// The stage's merged figures against the SLO — the verdict as it stands, not the shelf's
+    /// (that one keeps only the stable window and is judged at the end).
+    fn verdict(&self, slo: &LiveSlo) -> StageVerdict {
+        StageVerdict {
+            seconds: self.seconds,
+            percentiles: slo
+                .limits
+                .iter()
+                .map(|&(p, limit)| {
+                    let v = self.latency.value_at_quantile(p / 100.0) as f64 / 1000.0;
+                    (p, v, limit)
+                })
+                .collect(),
+            error_rate: if self.total > 0 {
+                self.errors as f64 / self.total as f64
             } else {
-                "≥ ✗"
+                0.0
             },
-            slo.max_error_rate * 100.0
-        ));
-        format!("stage so far ({} s): {}", self.seconds, parts.join(", "))
+            max_error_rate: slo.max_error_rate,
+        }
     }
 }
-
-/// Seconds the live view's sparklines cover.
-const LIVE_SECONDS: usize = 40;
-
-/// `values` as a one-character-per-value bar chart (`▁▂▃▄▅▆▇█`), scaled from 0 to their maximum;
-/// a value that is not finite is a space.
-pub fn sparkline(values: impl IntoIterator<Item = f64>) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let v: Vec<f64> = values.into_iter().collect();
-    let max = v
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite())
-        .fold(0.0, f64::max);
-    v.iter()
-        .map(|&x| {
-            if !x.is_finite() {
-                ' '
-            } else if max <= 0.0 {
-                BARS[0]
-            } else {
-                BARS[((x.max(0.0) / max) * 7.0).round().min(7.0) as usize]
-            }
-        })
-        .collect()
-}
-
-/// Without a terminal, a plain progress line every this many seconds.
-const PLAIN_EVERY_S: u32 = 10;
 
 /// Opens `path` for writing: appended to when `append` and it already holds something (the
 /// header is there), else created afresh. Returns the file and whether it was appended to.
@@ -137,57 +98,61 @@ fn open_for(path: &Path, append: bool) -> std::io::Result<(File, bool)> {
 }
 
 impl Recorder {
-    /// Creates `dir/<prefix>.hlog` and `dir/<prefix>timeseries.csv` when `dir` is given.
+    /// Creates `dir/<prefix>.hlog` and `dir/<prefix>timeseries.csv` when `dir` is given; each
+    /// second is handed to `view` when there is one.
     pub fn new(
         dir: Option<&Path>,
         prefix: &str,
         tags: Vec<String>,
-        total: Option<Duration>,
         label: &str,
-        quiet: bool,
-    ) -> anyhow::Result<Self> {
-        Self::open(dir, prefix, tags, total, label, quiet, None)
+        view: Option<Box<dyn LiveView>>,
+    ) -> Result<Self> {
+        Self::open(dir, prefix, tags, label, view, None)
     }
 
     /// As [`Recorder::new`], continuing an earlier round's files in `dir` when they exist
     /// (`ceiling run` with stacks taking turns writes one set of files per stack): rows are
     /// appended, headers kept once, and the seconds given are expected on the stack's one clock,
-    /// `offset` seconds on from this round's own start (the progress bar counts from it).
+    /// `offset` seconds on from this round's own start (the view counts from it).
     pub fn continuing(
         dir: &Path,
         tags: Vec<String>,
-        total: Option<Duration>,
         label: &str,
-        quiet: bool,
+        view: Option<Box<dyn LiveView>>,
         offset: u32,
-    ) -> anyhow::Result<Self> {
-        Self::open(Some(dir), "", tags, total, label, quiet, Some(offset))
+    ) -> Result<Self> {
+        Self::open(Some(dir), "", tags, label, view, Some(offset))
     }
 
     fn open(
         dir: Option<&Path>,
         prefix: &str,
         tags: Vec<String>,
-        total: Option<Duration>,
         label: &str,
-        quiet: bool,
+        view: Option<Box<dyn LiveView>>,
         continuing: Option<u32>,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self> {
         let append = continuing.is_some();
         let signals_path = dir.map(|d| d.join(format!("{prefix}signals.csv")));
         let (hlog, csv) = match dir {
             Some(d) => {
-                std::fs::create_dir_all(d)?;
+                let io = |what: &Path| {
+                    let what = what.display().to_string();
+                    move |e: std::io::Error| LabError::io(format!("writing {what}"), e)
+                };
+                std::fs::create_dir_all(d).map_err(io(d))?;
                 let hp = d.join(format!("{prefix}latency.hlog"));
-                let h = match open_for(&hp, append)? {
+                let h = match open_for(&hp, append).map_err(io(&hp))? {
                     (f, true) => HlogWriter::appending(BufWriter::new(f)),
                     (f, false) => HlogWriter::new(
                         BufWriter::new(f),
                         SystemTime::now(),
                         &format!("[ceiling {} {label}]", env!("CARGO_PKG_VERSION")),
-                    )?,
+                    )
+                    .map_err(io(&hp))?,
                 };
-                let c = match open_for(&d.join(format!("{prefix}timeseries.csv")), append)? {
+                let cp = d.join(format!("{prefix}timeseries.csv"));
+                let c = match open_for(&cp, append).map_err(io(&cp))? {
                     (f, true) => TimeseriesWriter::appending(BufWriter::new(f)),
                     (f, false) => TimeseriesWriter::new(BufWriter::new(f)),
                 };
@@ -195,28 +160,11 @@ impl Recorder {
             }
             None => (None, None),
         };
-        let bar = if quiet {
-            None
-        } else {
-            let b = match total {
-                Some(t) => ProgressBar::new(t.as_secs().max(1)),
-                None => ProgressBar::new_spinner(),
-            };
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:.bold} [{elapsed_precise}] {bar:20.cyan/blue} {pos}/{len}s {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            b.set_prefix(label.to_string());
-            b.enable_steady_tick(Duration::from_millis(250));
-            Some(b)
-        };
         Ok(Recorder {
             hlog,
             csv,
             tags,
-            bar,
+            view,
             rows: Vec::new(),
             pending_resources: Vec::new(),
             resources: Vec::new(),
@@ -225,10 +173,8 @@ impl Recorder {
             signals_csv: None,
             signal_rows: Vec::new(),
             append,
-            bar_offset: continuing.unwrap_or(0),
+            offset: continuing.unwrap_or(0),
             label: label.to_string(),
-            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-            recent: std::collections::VecDeque::with_capacity(LIVE_SECONDS),
             slo: None,
             stage_so_far: None,
         })
@@ -334,59 +280,28 @@ impl Recorder {
             }
         }
         // only a drawn view reads it: a quiet recorder (every search probe) merges nothing
-        if self.slo.is_some() && self.bar.is_some() {
+        if self.slo.is_some() && self.view.is_some() {
             self.note_stage(s);
         }
-        if let Some(b) = &self.bar {
-            let errs = row.achieved_rps - row.ok;
-            let elapsed = (s.t + 1).saturating_sub(self.bar_offset);
-            // the live line: what was offered and done, the latency, and whether the generator
-            // itself kept up (its lag and CPU) — a slow generator must never look like a slow stack
-            let line = format!(
-                "{} {} | {:>6} → {:>6} rps | p50 {:>7.2} p99 {:>8.2} ms | errors {} | gen lag p99 {:.2} ms, CPU {:.0}%",
-                row.phase,
-                row.stage,
-                row.offered_rps,
-                row.achieved_rps,
-                row.p50_ms,
-                row.p99_ms,
-                errs,
-                row.lag_p99_ms,
-                row.generator_cpu_pct
-            );
-            if self.recent.len() == LIVE_SECONDS {
-                self.recent.pop_front();
-            }
-            self.recent.push_back((row.achieved_rps as f64, row.p99_ms));
-            if self.terminal {
-                // a second line, as oha draws it: the last seconds at a glance — a dip in
-                // throughput or a p99 spike shows where the single figures above hide it — and a
-                // third: the current stage so far against the SLO
-                let max_p99 = self.recent.iter().map(|r| r.1).fold(0.0, f64::max);
-                let mut live = format!(
-                    "{line}\n  last {}s  rps {}  p99 {} (max {max_p99:.1} ms)",
-                    self.recent.len(),
-                    sparkline(self.recent.iter().map(|r| r.0)),
-                    sparkline(self.recent.iter().map(|r| r.1)),
-                );
-                if let (Some(slo), Some(st)) = (&self.slo, &self.stage_so_far) {
-                    live.push_str(&format!("\n  {}", st.verdict(slo)));
-                }
-                b.set_position(elapsed as u64);
-                b.set_message(live);
-            } else if elapsed.is_multiple_of(PLAIN_EVERY_S) {
-                // not a terminal (a CI log): a plain line every few seconds instead of a bar
-                eprintln!("[{}] {elapsed}s {line}", self.label);
-            }
+        let stage = match (&self.slo, &self.stage_so_far) {
+            (Some(slo), Some(st)) if self.view.is_some() => Some(st.verdict(slo)),
+            _ => None,
+        };
+        if let Some(v) = self.view.as_mut() {
+            v.second(&LiveSecond {
+                row: &row,
+                elapsed: (s.t + 1).saturating_sub(self.offset),
+                stage: stage.as_ref(),
+            });
         }
         crate::live::publish(&self.label, &row);
         self.rows.push(row);
     }
 
-    /// Stops the progress view.
+    /// Ends the live view (it clears what it drew).
     pub fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
+        if let Some(mut v) = self.view.take() {
+            v.finish();
         }
     }
 }
@@ -412,8 +327,10 @@ mod tests {
             max_error_rate: 0.01,
             per_request: Default::default(),
         };
-        // not quiet: the stage is followed for a view that is drawn
-        let mut r = Recorder::new(None, "", vec!["get".into()], None, "x", false)
+        // with a view: the stage is followed for it; the view sees what the recorder judged
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let view = Box::new(Kept(seen.clone()));
+        let mut r = Recorder::new(None, "", vec!["get".into()], "x", Some(view))
             .unwrap()
             .with_slo(&slo);
         // `n` requests at `us` in second `t` of `stage`, and the live verdict after it
@@ -431,21 +348,58 @@ mod tests {
         feed(0, 0, 1000, 100);
         feed(1, 0, 1000, 100);
         let (_, _, v) = feed(2, 0, 9000, 100);
-        assert!(v.starts_with("stage so far (3 s): p99 9.0 ms > ✗ 5"), "{v}");
-        assert!(v.contains("errors 0.00% < 1%"), "{v}");
+        assert_eq!(v.seconds, 3);
+        let (p, ms, limit) = v.percentiles[0];
+        assert_eq!((p, limit), (99.0, 5.0));
+        assert!((ms - 9.0).abs() < 0.01, "{v:?}");
+        assert_eq!((v.error_rate, v.max_error_rate), (0.0, 0.01));
+        assert!(!v.holds());
         // the next stage starts over
         let (stage, seconds, v) = feed(3, 1, 2000, 1);
         assert_eq!((stage, seconds), (1, 1));
-        assert!(v.starts_with("stage so far (1 s): p99 2.0 ms ≤ 5"), "{v}");
+        assert!(
+            (v.percentiles[0].1 - 2.0).abs() < 0.01 && v.holds(),
+            "{v:?}"
+        );
+        r.finish();
+        // the view was handed every second, on the recorder's clock, with the verdict as judged
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            seen.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
+            [(1, 100), (2, 100), (3, 100), (4, 1)]
+        );
+        assert_eq!(seen[2].2.as_ref().map(|v| v.seconds), Some(3));
+        assert!(seen.last().unwrap().3, "finished");
+    }
+
+    /// A view that keeps (elapsed, achieved requests, verdict, finished) of what it was handed.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(u32, u64, Option<StageVerdict>, bool)>>>;
+    struct Kept(Seen);
+    impl LiveView for Kept {
+        fn second(&mut self, s: &LiveSecond<'_>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((s.elapsed, s.row.achieved_rps, s.stage.cloned(), false));
+        }
+        fn finish(&mut self) {
+            if let Some(last) = self.0.lock().unwrap().last_mut() {
+                last.3 = true;
+            }
+        }
     }
 
     #[test]
-    fn sparklines_scale_from_zero_to_the_maximum() {
-        assert_eq!(sparkline([0.0, 1.0, 2.0, 4.0, 8.0]), "▁▂▃▅█");
-        assert_eq!(sparkline([5.0, 5.0]), "██");
-        assert_eq!(sparkline([0.0, 0.0]), "▁▁");
-        assert_eq!(sparkline([1.0, f64::NAN, 2.0]), "▅ █");
-        assert_eq!(sparkline(std::iter::empty()), "");
+    fn a_quiet_recorder_judges_no_stage() {
+        let mut r = Recorder::new(None, "", vec!["get".into()], "x", None)
+            .unwrap()
+            .with_slo(&ceiling_plan::Slo {
+                limits: vec![],
+                max_error_rate: 0.01,
+                per_request: Default::default(),
+            });
+        r.second(&second(0, 1000));
+        assert!(r.stage_so_far.is_none());
     }
 
     #[test]
@@ -455,7 +409,7 @@ mod tests {
         let tags = vec!["get".to_string()];
         // round 1 at the clock's start, round 2 twelve seconds on (as measure_watched moves it)
         for (offset, us) in [(0u32, 1000u64), (12, 2000)] {
-            let mut r = Recorder::continuing(&dir, tags.clone(), None, "x", true, offset).unwrap();
+            let mut r = Recorder::continuing(&dir, tags.clone(), "x", None, offset).unwrap();
             for k in 0..2 {
                 r.signals(vec![SignalRow::new(offset + k)]);
                 r.second(&second(offset + k, us));
@@ -483,7 +437,7 @@ mod tests {
             .collect();
         assert_eq!(at, [(0.0, 1), (1.0, 1), (12.0, 2), (13.0, 2)]);
         // a fresh recorder starts its files over
-        let r = Recorder::new(Some(&dir), "", tags, None, "x", true).unwrap();
+        let r = Recorder::new(Some(&dir), "", tags, "x", None).unwrap();
         drop(r);
         let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
         assert!(csv.is_empty(), "header comes with the first row");

@@ -5,6 +5,7 @@
 //! date after every turn. The binary parses flags, prints the lines it is handed and writes the
 //! reports.
 
+use crate::error::Result;
 use crate::measure::{Halt, Round};
 use crate::stack::{measure_stack, StackRunOptions};
 use crate::Progress;
@@ -119,7 +120,7 @@ pub struct RunContext<'a> {
     /// Lines for the person watching.
     pub progress: Progress,
     /// The results so far, after every turn.
-    pub checkpoint: &'a mut dyn FnMut(&RunReport, &Series) -> anyhow::Result<()>,
+    pub checkpoint: &'a mut dyn FnMut(&RunReport, &Series) -> Result<()>,
 }
 
 /// The plan's stacks, measured on `stand` in their turns; `report` and `series` hold the results
@@ -131,7 +132,7 @@ pub fn run_stacks(
     stand: &mut Stand,
     report: &mut RunReport,
     series: &mut Series,
-) -> anyhow::Result<u8> {
+) -> Result<u8> {
     let plan = cx.plan;
     let rounds = cx.setup.rounds;
     let data_dir = stand.data_dir().map(Path::to_path_buf);

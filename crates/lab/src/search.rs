@@ -5,9 +5,9 @@
 //! [`crate::handle_part_exit`]. The binary parses flags, prints the lines it is handed and writes
 //! the reports; the steps and their order live here.
 
+use crate::error::{refuse, Result};
 use crate::measure::{measure_watched, Halt, MeasureSpec};
 use crate::Progress;
-use anyhow::bail;
 use ceiling_agent::coordinator::Agents;
 use ceiling_analyze::{probe_criteria, ProbeKind, StackAnalysis, StopReason, Warning, WarningKind};
 use ceiling_metrics::TimeseriesRow;
@@ -43,7 +43,7 @@ pub struct SearchOverrides {
 /// `[analysis]` trimming to the confirming shelf: a confirming shelf shorter than the plan's
 /// trims and window (sized for a source-length shelf, 20 min in plan 000) is judged with them
 /// scaled in proportion, and its window leaves one second of slack so it can meet its minimum.
-pub fn apply_search_overrides(plan: &mut Plan, o: &SearchOverrides) -> anyhow::Result<()> {
+pub fn apply_search_overrides(plan: &mut Plan, o: &SearchOverrides) -> Result<()> {
     if let Some(r) = o.repeat {
         plan.search.repeat = r.clamp(1, 100);
     }
@@ -54,13 +54,13 @@ pub fn apply_search_overrides(plan: &mut Plan, o: &SearchOverrides) -> anyhow::R
         // written so that NaN is refused too
         #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(r >= 1.0) {
-            bail!("the search's start rate (--start-rate) must be at least 1 RPS");
+            refuse!("the search's start rate (--start-rate) must be at least 1 RPS");
         }
         plan.search.start_rate = r;
     }
     if let Some(t) = o.tolerance {
         if !(0.001..=0.5).contains(&t) {
-            bail!("the search's tolerance (--tolerance) must be between 0.001 and 0.5");
+            refuse!("the search's tolerance (--tolerance) must be between 0.001 and 0.5");
         }
         plan.search.tolerance = t;
     }
@@ -71,7 +71,7 @@ pub fn apply_search_overrides(plan: &mut Plan, o: &SearchOverrides) -> anyhow::R
         plan.search.probe_trim = p;
     }
     if plan.search.probe_trim >= plan.search.probe {
-        bail!(
+        refuse!(
             "the probe's trim (--probe-trim, {}) must be shorter than the probe ({})",
             ceiling_plan::format_duration(plan.search.probe_trim),
             ceiling_plan::format_duration(plan.search.probe)
@@ -162,7 +162,7 @@ pub struct SearchContext<'a> {
     /// Lines for the person watching.
     pub progress: Progress,
     /// The results so far, after every round.
-    pub checkpoint: &'a mut dyn FnMut(&RunReport, &Series) -> anyhow::Result<()>,
+    pub checkpoint: &'a mut dyn FnMut(&RunReport, &Series) -> Result<()>,
 }
 
 /// Probes run through [`measure_watched`] (sampling, hlog, CSV per probe).
@@ -371,7 +371,7 @@ pub fn search_urls(
     urls: &[(String, String)],
     report: &mut RunReport,
     series: &mut Series,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let per_round = cx.setup.per_round;
     cx.progress.say(&format!(
         "services interleaved: {}",
@@ -445,7 +445,7 @@ pub fn search_stacks(
     names: &[String],
     report: &mut RunReport,
     series: &mut Series,
-) -> anyhow::Result<SearchEnd> {
+) -> Result<SearchEnd> {
     let per_round = cx.setup.per_round;
     if names.len() > 1 {
         cx.progress.say(&format!(
@@ -578,7 +578,7 @@ fn stack_round(
     data_dir: Option<&Path>,
     t0: Instant,
     max_steps: Option<usize>,
-) -> anyhow::Result<(
+) -> Result<(
     ceiling_stand::LimitsApplied,
     Option<ceiling_stand::Fairness>,
 )> {
@@ -649,7 +649,7 @@ fn stack_round(
         None => {}
     }
     if let Some(e) = warmup_failed {
-        bail!("warm-up failed: {e}");
+        refuse!("warm-up failed: {e}");
     }
     Ok((lim, spec.fairness))
 }

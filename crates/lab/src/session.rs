@@ -2,6 +2,7 @@
 //! CPUs, the seed data ready — and what a report records of it. `ceiling run`, `search` and `up`
 //! open it the same way, saying each step to the person watching.
 
+use crate::error::Result;
 use crate::Progress;
 use ceiling_plan::StandSettings;
 use ceiling_report::RunReport;

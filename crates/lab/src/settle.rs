@@ -5,6 +5,7 @@
 //! starts with its `[[warmup]]` as written (recorded, not analysed), so its clock, its stage
 //! layout and its report are those of the plan.
 
+use crate::error::{refuse, Result};
 use ceiling_analyze::{is_settled, percentile_ms, Settling, WarmupStep};
 use ceiling_load::{parse_target, LoadConfig, Summary};
 use ceiling_metrics::{merge_into, new_histogram};
@@ -41,7 +42,7 @@ pub fn settle_warmup(
     spec: SettleSpec<'_>,
     stop: &Arc<AtomicBool>,
     mut alive: impl FnMut() -> bool,
-) -> anyhow::Result<Settling> {
+) -> Result<Settling> {
     let SettleSpec {
         plan,
         settle,
@@ -58,12 +59,11 @@ pub fn settle_warmup(
         ..
     }) = plan.warmup.last().cloned()
     else {
-        anyhow::bail!("[settle] needs a closed warm-up stage with a duration to repeat (the plan check refuses any other)");
+        refuse!("[settle] needs a closed warm-up stage with a duration to repeat (the plan check refuses any other)");
     };
-    let config = |stages: Vec<Stage>| -> anyhow::Result<LoadConfig> {
-        let target = parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut cfg =
-            LoadConfig::from_plan(plan, target, data_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = |stages: Vec<Stage>| -> Result<LoadConfig> {
+        let target = parse_target(url, false)?;
+        let mut cfg = LoadConfig::from_plan(plan, target, data_dir)?;
         let length: Duration = stages.iter().filter_map(Stage::duration).sum();
         cfg.warmup = Vec::new();
         cfg.stages = stages;
@@ -89,8 +89,7 @@ pub fn settle_warmup(
             duration: Some(settle.step),
             requests: None,
         };
-        let summary =
-            ceiling_load::run(config(vec![stage])?, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let summary = ceiling_load::run(config(vec![stage])?, |_| {})?;
         let step = step_of(&summary, settle.step, t0.elapsed());
         if !quiet {
             progress.say(&format!(

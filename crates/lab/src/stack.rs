@@ -1,5 +1,6 @@
 //! A stack's whole turn in a run, watched: the sequence `ceiling run` repeats for every stack.
 
+use crate::error::Result;
 use crate::measure::{measure_watched, Halt, MeasureSpec, Measured, Round};
 use crate::start::start_verified;
 use ceiling_analyze::{PartExit, Warning, WarningKind};
@@ -55,13 +56,13 @@ pub fn watch(stand: &mut Stand, stack: &mut RunningStack) -> Option<Halt> {
 /// Starts a part of the stand again after it exited mid-measurement (`stand.on_part_exit =
 /// "restart"`): PgBouncer alone, or PostgreSQL (whose restart restarts PgBouncer too, on a new
 /// port). Start stacks afresh after it. Returns the old part's log tail.
-pub fn restart_part(stand: &mut Stand, part: Role) -> anyhow::Result<String> {
+pub fn restart_part(stand: &mut Stand, part: Role) -> Result<String> {
     let r = if part == Role::Pgbouncer {
         stand.restart_pgbouncer()
     } else {
         stand.restart_postgres()
     };
-    r.map_err(|e| anyhow::anyhow!("{e}"))
+    Ok(r?)
 }
 
 /// How [`measure_stack`] treats a stack.
@@ -96,7 +97,7 @@ pub fn measure_stack(
     dir: &Path,
     data_dir: Option<&Path>,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<(Measured, LimitsApplied)> {
+) -> Result<(Measured, LimitsApplied)> {
     let round = opts.round;
     let none = crate::Progress::none();
     let progress = opts.progress.unwrap_or(&none);
@@ -191,7 +192,10 @@ pub fn measure_stack(
             Some(r) => format!("pg_stat_statements.rep{}.json", r.repetition + 1),
             None => "pg_stat_statements.json".into(),
         };
-        std::fs::write(out.join(file), serde_json::to_string_pretty(&st)?).ok();
+        // a record beside the run's; failing to keep it does not void the measurement
+        if let Ok(text) = serde_json::to_string_pretty(&st) {
+            std::fs::write(out.join(file), text).ok();
+        }
     }
     Ok((m, lim))
 }

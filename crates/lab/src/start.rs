@@ -1,9 +1,9 @@
 //! A stack made ready to measure: built, started on a fresh database, checked by the conformance
 //! suite, and started again on a clean copy of the data.
 
+use crate::error::{refuse, Result};
 use crate::verify::verify_fresh;
 use crate::Progress;
-use anyhow::bail;
 use ceiling_analyze::{Warning, WarningKind};
 use ceiling_plan::Plan;
 use ceiling_stand::Stand;
@@ -25,17 +25,15 @@ pub fn start_verified(
     rebuild: bool,
     verified_before: bool,
     progress: &Progress,
-) -> anyhow::Result<(
+) -> Result<(
     ceiling_stand::StackSpec,
     ceiling_stand::RunningStack,
     Vec<Warning>,
 )> {
-    let spec = stand.load_stack(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spec = stand.load_stack(name)?;
     progress.say(&format!("[{name}] building…"));
     let t = Instant::now();
-    let b = stand
-        .build_stack(&spec, rebuild)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let b = stand.build_stack(&spec, rebuild)?;
     progress.say(&format!(
         "[{name}] build {} in {:.1}s",
         if b.skipped { "cached" } else { "done" },
@@ -72,7 +70,7 @@ pub fn start_verified(
                 let text = ceiling_verify::render_text(&r);
                 std::fs::write(dir.join("logs").join(format!("verify-{name}.txt")), text).ok();
                 if !allow_unverified {
-                    bail!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
+                    refuse!("{detail}; refusing to measure a stack that does not do the contract's work (see logs/verify-{name}.txt; --allow-unverified overrides and is recorded)");
                 }
                 progress.say(&format!(
                     "[{name}] {detail} — measuring anyway (--allow-unverified)"
@@ -84,7 +82,7 @@ pub fn start_verified(
             }
             Err(e) => {
                 if !allow_unverified {
-                    bail!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
+                    refuse!("verify could not run: {e:#} (--allow-unverified measures anyway and records it)");
                 }
                 progress.say(&format!(
                     "[{name}] verify could not run ({e:#}) — measuring anyway (--allow-unverified)"
@@ -103,9 +101,7 @@ pub fn start_verified(
             "verify skipped: the plan sets stand.verify = false",
         ));
     }
-    let db = stand
-        .fresh_db_for(&spec)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let db = stand.fresh_db_for(&spec)?;
     if let Some(d) = &spec.database {
         progress.say(&format!(
             "[{name}] SCHEMA CHANGED by the stack: {}",
@@ -120,9 +116,7 @@ pub fn start_verified(
         ));
     }
     progress.say(&format!("[{name}] starting on a fresh copy of the data…"));
-    let stack = stand
-        .start_stack(&spec, &plan.stand, db)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stack = stand.start_stack(&spec, &plan.stand, db)?;
     progress.say(&format!(
         "[{name}] healthy at {}; limits: {}",
         stack.url(),

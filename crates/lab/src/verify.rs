@@ -1,6 +1,7 @@
 //! The conformance suite (crates/verify) as the lab runs it on a stack the stand started: the
 //! database it checks, the fairness declarations resolved for this start.
 
+use crate::error::{LabError, Result};
 use ceiling_stand::{DbConfig, RunningStack, StackSpec, Stand};
 
 /// The stand's database settings as the conformance suite takes them.
@@ -21,7 +22,7 @@ pub fn run_suite(
     db: ceiling_verify::DbConfig,
     only: &[String],
     fairness: Option<ceiling_verify::FairnessExpect>,
-) -> anyhow::Result<ceiling_verify::VerifyReport> {
+) -> Result<ceiling_verify::VerifyReport> {
     let mut cfg = ceiling_verify::VerifyConfig::new(url, db);
     cfg.only = only.to_vec();
     // a partial-contract stack is still held to what it declares about its pool and keep-alive
@@ -30,7 +31,7 @@ pub fn run_suite(
     }
     cfg.fairness = fairness;
     cfg.cancel = Some(ceiling_stand::cancel_flag());
-    ceiling_verify::verify(&cfg).map_err(|e| anyhow::anyhow!("{e}"))
+    Ok(ceiling_verify::verify(&cfg)?)
 }
 
 /// What the stack's `[fairness]` table means for this start: the pool it was given
@@ -41,7 +42,7 @@ pub fn fairness_expect(
     stand: &Stand,
     spec: &StackSpec,
     stack: &RunningStack,
-) -> anyhow::Result<Option<ceiling_verify::FairnessExpect>> {
+) -> Result<Option<ceiling_verify::FairnessExpect>> {
     let Some(f) = &spec.fairness else {
         return Ok(None);
     };
@@ -55,9 +56,12 @@ pub fn fairness_expect(
     };
     let size = env("DB_POOL_SIZE", spec.settings.pool_size);
     let workers = env("WORKERS", spec.settings.workers);
-    let open = f
-        .open_at_start(size, workers)
-        .map_err(|e| anyhow::anyhow!("{}: fairness.pool_open_at_start {e}", spec.file.display()))?;
+    let open = f.open_at_start(size, workers).map_err(|e| {
+        LabError::refused(format!(
+            "{}: fairness.pool_open_at_start {e}",
+            spec.file.display()
+        ))
+    })?;
     Ok(Some(ceiling_verify::FairnessExpect {
         // no pool visible behind PgBouncer, and none to bound in a stack without one
         pool: match (stand.pgbouncer(), open) {
@@ -81,13 +85,9 @@ pub fn verify_fresh(
     settings: &ceiling_plan::StandSettings,
     only: &[String],
     announce: impl FnOnce(&str),
-) -> anyhow::Result<ceiling_verify::VerifyReport> {
-    let db = stand
-        .fresh_db_for(spec)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut stack = stand
-        .start_stack(spec, settings, db.clone())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+) -> Result<ceiling_verify::VerifyReport> {
+    let db = stand.fresh_db_for(spec)?;
+    let mut stack = stand.start_stack(spec, settings, db.clone())?;
     announce(&stack.url());
     let admin = stand.admin().config.with_db(&db.dbname);
     let r = fairness_expect(stand, spec, &stack)

@@ -15,6 +15,7 @@ mod parts;
 mod placement;
 mod signals;
 mod timeseries;
+mod view;
 
 pub use audit::MoneyCheck;
 pub use environment::{Environment, PgBouncerRecord};
@@ -25,6 +26,7 @@ pub use parts::{Limits, LimitsApplied, Role};
 pub use placement::{cpu_list, Placement};
 pub use signals::{read_signals, HeapKind, SignalRow, SignalsWriter};
 pub use timeseries::{read_timeseries, TimeseriesRow, TimeseriesWriter};
+pub use view::{LiveSecond, LiveView, StageVerdict, ViewMaker};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};

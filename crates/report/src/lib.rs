@@ -15,6 +15,7 @@
 
 mod fmt;
 mod html;
+pub mod live;
 pub mod svg;
 mod tables;
 
@@ -114,7 +115,8 @@ pub struct PlanSummary {
     pub cost: Option<ceiling_plan::CostSettings>,
     /// Factor every duration was scaled by (1 = the plan's own timings).
     pub scaled_by: f64,
-    /// `p99≤350ms, errors<1%`.
+    /// `p99≤350ms, errors<1%`: the SLO as people read it (limits rounded to a tenth of a
+    /// second); the limits themselves are in `criteria`, which is what runs are compared on.
     pub slo: String,
     /// The judging rules.
     pub criteria: ShelfCriteria,

@@ -9,14 +9,14 @@ pub enum SuperviseError {
         /// The step (`building go-pgx`, `seeding the data`).
         what: String,
     },
-    /// An I/O error with context.
-    #[error("{context}: {source}")]
+    /// An I/O error with context. Its message carries the I/O error's, so it is not also given
+    /// as the error's source: a chain printed whole (`{:#}`) would say it twice.
+    #[error("{context}: {error}")]
     Io {
         /// What was being done.
         context: String,
         /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Anything else.
     #[error("{0}")]
@@ -35,9 +35,9 @@ pub trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| SuperviseError::Io {
+        self.map_err(|error| SuperviseError::Io {
             context: context(),
-            source,
+            error,
         })
     }
 }
