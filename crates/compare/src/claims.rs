@@ -10,7 +10,7 @@
 //! the verdict says "one run".
 
 use crate::published::PublishedError;
-use ceiling_analyze::StackAnalysis;
+use ceiling_analyze::{StackAnalysis, Verdict};
 use ceiling_report::RunReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -222,14 +222,41 @@ fn figure(
     }
     let point =
         point.ok_or_else(|| format!("`{metric}` needs a point (a shelf or level label)"))?;
-    let shelves: Vec<_> = a.shelves.iter().filter(|s| s.label == point).collect();
-    if shelves.is_empty() {
+    let at: Vec<_> = a.shelves.iter().filter(|s| s.label == point).collect();
+    if at.is_empty() {
         let mut labels: Vec<&str> = a.shelves.iter().map(|s| s.label.as_str()).collect();
         labels.dedup();
         return Err(format!(
             "{} has no shelf `{point}` (it has: {})",
             a.stack,
             labels.join(", ")
+        ));
+    }
+    // A shelf the generator could not drive says nothing of the stack's latency, errors or
+    // resources there; its throughput is what the stack did at least (a faster generator gets
+    // more through the same connections), so `rps` becomes a lower bound. Shelves invalid for
+    // another reason (a window too short, a part of the stand that exited) are left out.
+    let bound = at
+        .iter()
+        .filter(|s| s.verdict == Verdict::Invalid && s.is_generator_bound())
+        .count();
+    let shelves: Vec<_> = at
+        .iter()
+        .filter(|s| s.verdict != Verdict::Invalid || s.is_generator_bound())
+        .copied()
+        .collect();
+    if shelves.is_empty() {
+        return Err(format!(
+            "{} at `{point}`: every repetition invalid ({}) — nothing to judge",
+            a.stack,
+            at[0].reasons_text()
+        ));
+    }
+    if bound > 0 && metric != "rps" {
+        return Err(format!(
+            "{} at `{point}`: generator-bound in {bound} of {} repetitions — its `{metric}` describes the generator, not the stack",
+            a.stack,
+            shelves.len()
         ));
     }
     let (unit, vals): (&'static str, Vec<Option<f64>>) = match metric {
@@ -282,10 +309,18 @@ fn figure(
         (mean - h, mean + h)
     });
     Ok((
-        Fig {
-            value: mean,
-            ci,
-            lower_bound: false,
+        match bound {
+            // what the stack did at least: the mean of what the generator got through
+            0 => Fig {
+                value: mean,
+                ci,
+                lower_bound: false,
+            },
+            _ => Fig {
+                value: mean,
+                ci: None,
+                lower_bound: true,
+            },
         },
         unit,
     ))
@@ -315,6 +350,8 @@ fn judge_range(op: &str, f: &Fig, value: f64, within: f64) -> Result<ClaimVerdic
         return Ok(match (op, at) {
             (">" | ">=", true) => ClaimVerdict::Holds,
             ("<" | "<=", false) => ClaimVerdict::DoesNotHold,
+            // already above the band, and the truth is higher still
+            ("~", false) if f.value > value => ClaimVerdict::DoesNotHold,
             _ => ClaimVerdict::NotDecided,
         });
     }
@@ -538,11 +575,25 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 c.value.ok_or("no `value`")?,
             );
             let mut v = judge_range(op, &fr, value, within)?;
-            // a lower bound in the numerator only proves "at least"; in the denominator "at most"
+            // a lower bound in the numerator only proves "at least" (the true ratio is at or
+            // above the measured one); in the denominator "at most"
             if (fa.lower_bound || fb.lower_bound) && v != ClaimVerdict::NotDecided {
-                let provable = match op {
-                    ">" | ">=" => fa.lower_bound && !fb.lower_bound && v == ClaimVerdict::Holds,
-                    "<" | "<=" => fb.lower_bound && !fa.lower_bound && v == ClaimVerdict::Holds,
+                use ClaimVerdict::{DoesNotHold, Holds};
+                let provable = match (op, v) {
+                    (">" | ">=", Holds) | ("<" | "<=", DoesNotHold) => {
+                        fa.lower_bound && !fb.lower_bound
+                    }
+                    (">" | ">=", DoesNotHold) | ("<" | "<=", Holds) => {
+                        fb.lower_bound && !fa.lower_bound
+                    }
+                    // about equal: refuted only when the bound pushes the ratio further from
+                    // the band than it already lies
+                    ("~", DoesNotHold) => {
+                        let (lo, hi) = fr.ci.unwrap_or((fr.value, fr.value));
+                        let band = (value - within * value.abs(), value + within * value.abs());
+                        (fb.lower_bound && !fa.lower_bound && hi < band.0)
+                            || (fa.lower_bound && !fb.lower_bound && lo > band.1)
+                    }
                     _ => false,
                 };
                 if !provable {

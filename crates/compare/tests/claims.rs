@@ -461,3 +461,165 @@ fn every_shipped_claim_names_plans_and_stacks_that_exist() {
         }
     }
 }
+
+/// A level the generator could not drive: its latency says nothing of the stack (not testable),
+/// its throughput is what the stack did at least — a lower bound that proves "at least" on its
+/// own side of a claim and "at most" across a ratio, and decides nothing else.
+#[test]
+fn a_generator_bound_level_is_a_lower_bound_on_throughput_and_silent_on_latency() {
+    use ceiling_analyze::{Reason, Verdict};
+    const BOUND: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "fast-p99-at-3000"
+text = "fast's p99 at 3000 is within 10 ms"
+line = 40
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "p99_ms"
+point = "hold 3000"
+op = "<="
+value = 10
+
+[[claims]]
+id = "fast-serves-2000"
+text = "fast serves at least 2000 RPS at the 3000 shelf"
+line = 41
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "rps"
+point = "hold 3000"
+op = ">="
+value = 2000
+
+[[claims]]
+id = "fast-below-4000"
+text = "fast serves at most 4000 RPS there"
+line = 42
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "rps"
+point = "hold 3000"
+op = "<="
+value = 4000
+
+[[claims]]
+id = "slow-1-5x-fast"
+text = "slow serves 1.5x fast's RPS there"
+line = 43
+plan = "gates"
+kind = "ratio"
+a = "slow"
+b = "fast"
+metric = "rps"
+point = "hold 3000"
+op = ">="
+value = 1.5
+
+[[claims]]
+id = "fast-0-9x-slow"
+text = "fast serves at least 0.9x slow's RPS there"
+line = 44
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "slow"
+metric = "rps"
+point = "hold 3000"
+op = ">="
+value = 0.9
+
+[[claims]]
+id = "slow-about-2x-fast"
+text = "slow serves about twice fast's RPS there"
+line = 46
+plan = "gates"
+kind = "ratio"
+a = "slow"
+b = "fast"
+metric = "rps"
+point = "hold 3000"
+op = "~"
+value = 2.0
+
+[[claims]]
+id = "fast-about-1000"
+text = "fast serves about 1000 RPS there"
+line = 47
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "rps"
+point = "hold 3000"
+op = "~"
+value = 1000
+
+[[claims]]
+id = "fast-about-5000"
+text = "fast serves about 5000 RPS there"
+line = 48
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "rps"
+point = "hold 3000"
+op = "~"
+value = 5000
+
+[[claims]]
+id = "fast-over-slow-order"
+text = "fast > slow at 3000"
+line = 45
+plan = "gates"
+kind = "order"
+stacks = ["fast", "slow"]
+metric = "rps"
+point = "hold 3000"
+"#;
+    let file: ClaimsFile = toml::from_str(BOUND).unwrap();
+    let mut r = fast_and_slow();
+    // before: fast's 3000 shelf is valid, 5 ms, 3000 RPS — everything decided on values
+    let v = verdicts(&file, std::slice::from_ref(&r));
+    assert_eq!(v[0].1, ClaimVerdict::Holds, "{v:?}");
+    assert_eq!(v[2].1, ClaimVerdict::Holds, "{v:?}");
+    // the generator could not keep up with fast at 3000
+    for s in r.stacks[0]
+        .shelves
+        .iter_mut()
+        .filter(|s| s.label == "hold 3000")
+    {
+        s.verdict = Verdict::Invalid;
+        s.reasons = vec![Reason::GeneratorCpu {
+            mean_pct: 99.0,
+            max_pct: 90.0,
+        }];
+    }
+    let res = evaluate(&file, std::slice::from_ref(&r));
+    let v: Vec<_> = res.iter().map(|x| (x.id.as_str(), x.verdict)).collect();
+    assert_eq!(
+        v,
+        [
+            ("fast-p99-at-3000", ClaimVerdict::NotTestable),
+            ("fast-serves-2000", ClaimVerdict::Holds),
+            ("fast-below-4000", ClaimVerdict::NotDecided),
+            // slow/fast ≤ 3000/3000 = 1.0 < 1.5: the lower bound in the denominator proves it
+            ("slow-1-5x-fast", ClaimVerdict::DoesNotHold),
+            // fast/slow ≥ 1.0 ≥ 0.9: the lower bound in the numerator proves it
+            ("fast-0-9x-slow", ClaimVerdict::Holds),
+            // about 2x: at most 1.0 — refuted; about 1000: at least 3000 — refuted; about 5000:
+            // at least 3000 says nothing
+            ("slow-about-2x-fast", ClaimVerdict::DoesNotHold),
+            ("fast-about-1000", ClaimVerdict::DoesNotHold),
+            ("fast-about-5000", ClaimVerdict::NotDecided),
+            // fast ≥ 3000 against slow's 3000: not apart, not decided
+            ("fast-over-slow-order", ClaimVerdict::NotDecided),
+        ]
+    );
+    assert!(res[0].ours.contains("generator-bound"), "{}", res[0].ours);
+    assert!(res[1].ours.contains("≥ 3000"), "{}", res[1].ours);
+}
