@@ -42,7 +42,8 @@ load=("$bin" load plans/000-status-mixed.toml --url "$url" --data-dir "$data" --
 runnable() {
   local out=$1 n=0 sum=0
   while [ -e "$tmp/running" ]; do
-    sum=$((sum + $(cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null | awk '$3=="R"' | wc -l)))
+    # (threads come and go while it reads: a vanished file is no error)
+    sum=$((sum + $({ cat /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null || true; } | awk '$3=="R"' | wc -l)))
     n=$((n + 1))
     sleep 0.1
   done
@@ -55,7 +56,7 @@ one() {
   local sampler=$!
   "$@" "${load[@]}" >"$tmp/out.json" 2>/dev/null || true
   rm -f "$tmp/running"
-  wait "$sampler"
+  wait "$sampler" || true
   python3 - "$r" "$how" "$tmp/out.json" "$(cat "$tmp/runq")" <<'EOF'
 import json, sys
 r, how, path, runq = sys.argv[1:5]
