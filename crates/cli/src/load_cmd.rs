@@ -422,7 +422,7 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
     )
 }
 
-/// Percentiles in milliseconds.
+/// The agents' table: each one's share, what it sent, its lag, CPU, clock offset and verdict.
 fn print_agents(agents: &[AgentReport]) {
     println!();
     println!(

@@ -374,7 +374,7 @@ fn judge_range(op: &str, f: &Fig, value: f64, within: f64) -> Result<ClaimVerdic
     })
 }
 
-/// Stack `n` of `run` (present: [`find_run`] checked).
+/// Stack `n` of `run` (present: [`find_run`] checked every stack it needs).
 fn stack_in<'r>(run: &'r RunReport, n: &str) -> &'r StackAnalysis {
     run.stacks
         .iter()
@@ -501,12 +501,7 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
         }
         _ => None,
     };
-    let stack = |n: &str| {
-        run.stacks
-            .iter()
-            .find(|a| a.stack == n)
-            .expect("run_for checked")
-    };
+    let stack = |n: &str| stack_in(run, n);
     let searched = |n: &String| {
         run.stacks
             .iter()
@@ -543,12 +538,13 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 None => figure(stack(bn), &c.metric, c.point.as_deref())?,
             };
             // across runs or points each side says where its figure comes from
-            let label = |n: &str, plan: &str, point: Option<&str>| match cross {
-                true => format!(
-                    "{n} ({plan}{})",
-                    point.map(|p| format!(", {p}")).unwrap_or_default()
-                ),
-                false => n.to_string(),
+            let label = |n: &str, plan: &str, point: Option<&str>| {
+                if cross {
+                    let at = point.map(|p| format!(", {p}")).unwrap_or_default();
+                    format!("{n} ({plan}{at})")
+                } else {
+                    n.to_string()
+                }
             };
             let (la, lb) = (
                 label(an, plan.as_str(), c.point.as_deref()),

@@ -56,11 +56,6 @@ impl LabError {
         }
     }
 
-    /// An agent's error.
-    pub fn agent(e: ceiling_agent::error::AgentError) -> LabError {
-        LabError::Agent(e)
-    }
-
     /// The caller's checkpoint's error.
     pub fn checkpoint(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LabError {
         LabError::Checkpoint(e.into())

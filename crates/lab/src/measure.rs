@@ -220,7 +220,7 @@ pub fn measure_watched(
             // the engine's configuration as this measurement set it, typed: no plan file
             // travels, so a bare --url search works through agents too
             Job::of_config(&cfg, url),
-            ceiling_agent::coordinator::open_job(ag, &cfg.data).map_err(LabError::agent)?,
+            ceiling_agent::coordinator::open_job(ag, &cfg.data).map_err(LabError::Agent)?,
         )),
         None => None,
     };
@@ -236,9 +236,12 @@ pub fn measure_watched(
     // stack's clock: this measurement's own, moved on by a round's offset.
     let offset = round.map_or(0, |r| r.offset_s);
     // the live view, drawn by whoever runs the lab (none for a quiet measurement)
-    let view = |label: &str| match quiet {
-        true => None,
-        false => progress.view(label, Some(total)),
+    let view = |label: &str| {
+        if quiet {
+            None
+        } else {
+            progress.view(label, Some(total))
+        }
     };
     let (mut rec, mut acc) = match round {
         Some(r) => {
@@ -275,7 +278,7 @@ pub fn measure_watched(
                 Ok(r) => Some(r),
                 Err(e) => {
                     relay.finish();
-                    return Err(LabError::agent(e));
+                    return Err(LabError::Agent(e));
                 }
             }
         }
@@ -352,7 +355,7 @@ pub fn measure_watched(
         None => ceiling_load::run(cfg, &mut on_second).map_err(LabError::from),
         Some((job, agents)) => agents
             .run_job(start_at_us, &job, &engine_stop, &mut on_second)
-            .map_err(LabError::agent)
+            .map_err(LabError::Agent)
             .map(|ran| {
                 agent_runs = Some(ran.agents);
                 ran.merged

@@ -280,12 +280,14 @@ impl Recorder {
             }
         }
         // only a drawn view reads it: a quiet recorder (every search probe) merges nothing
-        if self.slo.is_some() && self.view.is_some() {
+        let stage = if self.slo.is_some() && self.view.is_some() {
             self.note_stage(s);
-        }
-        let stage = match (&self.slo, &self.stage_so_far) {
-            (Some(slo), Some(st)) if self.view.is_some() => Some(st.verdict(slo)),
-            _ => None,
+            self.stage_so_far
+                .as_ref()
+                .zip(self.slo.as_ref())
+                .map(|(st, slo)| st.verdict(slo))
+        } else {
+            None
         };
         if let Some(v) = self.view.as_mut() {
             v.second(&LiveSecond {
