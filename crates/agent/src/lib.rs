@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -248,6 +248,9 @@ pub struct Job {
     pub http2_streams: Option<usize>,
     /// The ticked engine's tick, µs; `None`: the default engine.
     pub tick_us: Option<u64>,
+    /// The generator's threads under `SCHED_FIFO` (`--realtime`): each agent checks its own
+    /// privilege and refuses the job without it.
+    pub realtime: bool,
     /// Warm-up stages (recorded with phase `warmup`).
     pub warmup: Vec<WireStage>,
     /// Measured stages.
@@ -293,6 +296,7 @@ impl Job {
             tick_us: cfg
                 .tick
                 .map(|t| u64::try_from(t.as_micros()).unwrap_or(u64::MAX)),
+            realtime: cfg.realtime,
             warmup: cfg.warmup.iter().map(WireStage::from).collect(),
             stages: cfg.stages.iter().map(WireStage::from).collect(),
             seed: cfg.seed,
@@ -413,6 +417,7 @@ impl Job {
             stop: Default::default(),
             process_shard: shard,
             tick: self.tick_us.map(Duration::from_micros),
+            realtime: self.realtime,
         })
     }
 }
@@ -1133,6 +1138,7 @@ path = "/ping"
             ceiling_load::LoadConfig::from_plan(&plan, target, Some(std::path::Path::new("/d")))
                 .unwrap();
         cfg.tick = Some(std::time::Duration::from_micros(2500));
+        cfg.realtime = true;
         let sent: std::collections::BTreeMap<_, _> = [(
             "ids".to_string(),
             std::path::PathBuf::from("/agent/cache/ab12"),
@@ -1163,8 +1169,22 @@ path = "/ping"
         assert_eq!(got.stages, cfg.stages);
         assert_eq!(got.warmup, cfg.warmup);
         assert_eq!(
-            (got.model, got.arrivals, got.keep_alive, got.http2, got.tick),
-            (cfg.model, cfg.arrivals, cfg.keep_alive, cfg.http2, cfg.tick)
+            (
+                got.model,
+                got.arrivals,
+                got.keep_alive,
+                got.http2,
+                got.tick,
+                got.realtime
+            ),
+            (
+                cfg.model,
+                cfg.arrivals,
+                cfg.keep_alive,
+                cfg.http2,
+                cfg.tick,
+                true
+            )
         );
         assert_eq!(
             (got.seed, got.max_connections, got.max_backlog, got.timeout),

@@ -74,6 +74,11 @@ pub struct LoadArgs {
     /// kernel's receive stamps. Experimental (issue 36): not the default.
     #[arg(long, conflicts_with_all = ["http2", "no_keep_alive"])]
     pub tick: Option<String>,
+    /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
+    /// the plan's load.realtime): never waiting for a core behind the service's threads on a
+    /// shared box. Needs CAP_SYS_NICE (root); refused before any load is sent without it.
+    #[arg(long)]
+    pub realtime: bool,
     /// Request timeout (default: the plan's, else 10s).
     #[arg(long)]
     pub timeout: Option<String>,
@@ -286,6 +291,13 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = &a.tick {
         cfg.tick = Some(dur(t, "tick")?);
     }
+    if a.realtime {
+        cfg.realtime = true;
+    }
+    if cfg.realtime && a.agents.is_empty() {
+        // refused here, before the live view starts; agents check on their own hosts
+        ceiling_load::realtime::check().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     if let Some(sh) = a.shard {
         cfg.process_shard = sh;
     }
@@ -294,6 +306,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     }
     let stop = cfg.stop.clone();
     let tick = cfg.tick;
+    let realtime = cfg.realtime.then_some(cfg.threads);
     install_ctrlc(stop.clone());
 
     let mut label = describe(&plan, &url, cfg.threads);
@@ -331,6 +344,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     rec.finish();
     let mut report = LoadReport::new(&plan, &url, &summary, cpu);
     report.engine = tick.map(ceiling_load::describe_tick);
+    report.realtime = realtime.map(ceiling_load::realtime::describe);
     if let Some(agents) = &agents {
         report.judge_by_agents(&plan, &url, agents);
     }

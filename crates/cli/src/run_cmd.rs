@@ -85,6 +85,12 @@ pub struct RunArgs {
     /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
     #[arg(long)]
     pub tick: Option<String>,
+    /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
+    /// the plan's load.realtime): on a box where the generator shares cores with the stack and
+    /// PostgreSQL it is then never the part that waits for a core. Needs CAP_SYS_NICE (root);
+    /// refused before anything starts without it. Recorded in run.json.
+    #[arg(long)]
+    pub realtime: bool,
     /// No progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -168,7 +174,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
-    apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref())?;
+    apply_load_flags(
+        &mut plan,
+        &ceiling_lab::LoadFlags {
+            threads: a.threads,
+            no_keep_alive: a.no_keep_alive,
+            tick: a.tick.as_deref(),
+            realtime: a.realtime,
+        },
+    )?;
     if let Some(url) = a.url.clone() {
         return run_url(&a, &plan, &url, &gates);
     }

@@ -110,6 +110,12 @@ pub struct SearchArgs {
     /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
     #[arg(long)]
     pub tick: Option<String>,
+    /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
+    /// the plan's load.realtime): on a box where the generator shares cores with the stack and
+    /// PostgreSQL it is then never the part that waits for a core. Needs CAP_SYS_NICE (root);
+    /// refused before anything starts without it. Recorded in run.json.
+    #[arg(long)]
+    pub realtime: bool,
     /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
     /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
     /// the other).
@@ -198,7 +204,15 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
-    ceiling_lab::apply_load_flags(&mut plan, a.threads, a.no_keep_alive, a.tick.as_deref())?;
+    ceiling_lab::apply_load_flags(
+        &mut plan,
+        &ceiling_lab::LoadFlags {
+            threads: a.threads,
+            no_keep_alive: a.no_keep_alive,
+            tick: a.tick.as_deref(),
+            realtime: a.realtime,
+        },
+    )?;
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }

@@ -254,3 +254,84 @@ fn an_unreachable_agent_and_an_unwritable_directory_are_said_once_with_their_cau
     assert_eq!(err.matches("os error").count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--realtime` without CAP_SYS_NICE: refused with what to do, before a stand starts (run,
+/// search) or a request is sent (load). The privilege is taken away with `setpriv` (this
+/// process's own, inherited by the child) where we hold it; where we do not, the child lacks it
+/// anyway. With it, `load --json` says the threads ran under SCHED_FIFO.
+#[test]
+fn realtime_without_the_privilege_is_refused_before_anything_starts() {
+    let requests = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = requests.clone();
+    let port = ceiling_load::testing::spawn_server(move |t| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        t
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let unprivileged = |args: &[&str]| {
+        let mut c = if ceiling_load::realtime::privileged() {
+            let mut c = Command::new("setpriv");
+            c.args(["--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--"])
+                .arg(env!("CARGO_BIN_EXE_ceiling"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_ceiling"))
+        };
+        // no RLIMIT_RTPRIO either
+        c.current_dir(repo_root()).args(args);
+        c.output().unwrap()
+    };
+    for args in [
+        vec![
+            "load",
+            "--url",
+            &url,
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+            "--realtime",
+        ],
+        vec!["run", "plans/000-status-mixed.toml", "--realtime"],
+        vec!["search", "plans/000-status-mixed.toml", "--realtime"],
+    ] {
+        let o = unprivileged(&args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}\n{err}");
+        assert!(
+            err.contains("--realtime") && err.contains("CAP_SYS_NICE") && err.contains("setcap"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("starting PostgreSQL"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        requests.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing sent"
+    );
+    if !ceiling_load::realtime::privileged() {
+        return;
+    }
+    let o = ceiling()
+        .args([
+            "load",
+            "--url",
+            &url,
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+            "--json",
+            "--realtime",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rt = v["realtime"].as_str().unwrap_or_default();
+    assert!(rt.contains("1 thread under SCHED_FIFO priority 1"), "{v}");
+}

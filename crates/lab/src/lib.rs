@@ -33,7 +33,7 @@ pub mod verify;
 pub use error::LabError;
 pub use ids::{now_iso, repo_root, run_id};
 pub use measure::{
-    apply_load_flags, engine_stages, measure_watched, Halt, MeasureSpec, Measured, Round,
+    apply_load_flags, engine_stages, measure_watched, Halt, LoadFlags, MeasureSpec, Measured, Round,
 };
 pub use part_exit::{handle_part_exit, Activity, PartExitOutcome};
 pub use progress::Progress;

@@ -141,6 +141,10 @@ pub struct LoadReport {
     /// The ticked engine and its tick, when `--tick` chose it (absent: the default engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// Real-time scheduling of the generator's threads, when `--realtime` asked for it (absent:
+    /// normal scheduling at nice −10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<String>,
     /// One line: what this result is (the connection failure, generator-bound, or fine).
     pub verdict: String,
     /// Stopped before the plan's end (a signal, an agent lost).
@@ -379,6 +383,7 @@ impl LoadReport {
             }),
             verdict,
             engine: None,
+            realtime: None,
             stopped_early: s.stopped_early,
             agents: None,
         }

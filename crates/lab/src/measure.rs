@@ -16,15 +16,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The generator options `run` and `search` share with the plan: `--threads`, `--no-keep-alive`
-/// and `--tick` override `[load] threads`, `keep_alive` and `tick`, so run.json records what
-/// ran. A tick (the plan's or the flag's) is refused where the ticked engine does not run.
-pub fn apply_load_flags(
-    plan: &mut Plan,
-    threads: Option<usize>,
-    no_keep_alive: bool,
-    tick: Option<&str>,
-) -> Result<()> {
+/// The generator options `run` and `search` share with the plan, as the command line gave them.
+#[derive(Debug, Clone, Default)]
+pub struct LoadFlags<'a> {
+    /// `--threads`: overrides `[load] threads`.
+    pub threads: Option<usize>,
+    /// `--no-keep-alive`: turns `[load] keep_alive` off.
+    pub no_keep_alive: bool,
+    /// `--tick`: overrides `[load] tick` (a duration as written).
+    pub tick: Option<&'a str>,
+    /// `--realtime`: turns `[load] realtime` on.
+    pub realtime: bool,
+}
+
+/// Applies the command line's generator options to the plan, so run.json records what ran. A
+/// tick (the plan's or the flag's) is refused where the ticked engine does not run; real-time
+/// scheduling (the plan's or the flag's) is refused here, before a stand starts, when this
+/// process lacks the privilege.
+pub fn apply_load_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
+    let LoadFlags {
+        threads,
+        no_keep_alive,
+        tick,
+        realtime,
+    } = *flags;
     if let Some(t) = threads {
         plan.load.threads = t.clamp(1, 256);
     }
@@ -54,6 +69,12 @@ pub fn apply_load_flags(
         if let Some(why) = why {
             refuse!("the ticked engine (--tick, [load] tick) runs the open model over HTTP/1.1 with keep-alive, not {why}");
         }
+    }
+    if realtime {
+        plan.load.realtime = true;
+    }
+    if plan.load.realtime {
+        ceiling_load::realtime::check()?;
     }
     Ok(())
 }
@@ -229,6 +250,7 @@ pub fn measure_watched(
     let engine_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = engine_stop.clone();
     let tick = cfg.tick;
+    let realtime = cfg.realtime.then_some(cfg.threads);
     let relay = StopRelay::start(stop.clone(), engine_stop.clone())
         .map_err(|e| LabError::io("starting the Ctrl-C relay thread", e))?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
@@ -462,6 +484,16 @@ pub fn measure_watched(
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
             format!("generator{whose}: HTTP/2 {}", h.describe()),
+        ));
+    }
+    if let Some(threads) = realtime {
+        // `[load] realtime`: the generator ran ahead of the stack's threads
+        analysis.warnings.push(Warning::new(
+            WarningKind::Other,
+            format!(
+                "generator{whose}: {}",
+                ceiling_load::realtime::describe(threads)
+            ),
         ));
     }
     if let Some(t) = tick {

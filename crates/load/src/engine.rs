@@ -727,7 +727,19 @@ fn worker(
     // only the generator's threads, never the stack's or PostgreSQL's). Without the privilege the
     // thread keeps its normal priority, and the lag self-check still catches any effect.
     // (PRIO_PROCESS with a thread id sets that one thread's nice value on Linux.)
-    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), GENERATOR_NICE);
+    // With --realtime the thread goes further: SCHED_FIFO, ahead of every normal thread (checked
+    // before the run started; refused here only if the privilege went away meanwhile).
+    if cfg.realtime {
+        if let Err(e) = crate::realtime::enter() {
+            return fail(crate::realtime::refusal(&e).to_string());
+        }
+        if !crate::realtime::is_fifo() {
+            return fail("--realtime: the kernel accepted SCHED_FIFO for a generator thread but reads back another policy".into());
+        }
+    } else {
+        let _ =
+            rustix::process::setpriority_process(Some(rustix::thread::gettid()), GENERATOR_NICE);
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -907,6 +919,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
                 "the ticked engine runs the open model over HTTP/1.1 cleartext with keep-alive only, not {why}: use the default engine"
             )));
         }
+    }
+    if cfg.realtime {
+        crate::realtime::check()?;
     }
     let cfg = Arc::new(cfg);
     let mut tables = HashMap::new();

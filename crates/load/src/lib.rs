@@ -15,6 +15,7 @@ mod clock;
 mod engine;
 mod h2link;
 mod http;
+pub mod realtime;
 mod request;
 mod schedule;
 mod summary;
@@ -219,6 +220,9 @@ pub struct LoadConfig {
     /// the ticks and timed by the kernel's receive timestamps (see `tick.rs`). [`run`] refuses it
     /// for anything else.
     pub tick: Option<Duration>,
+    /// Run the generator's threads under `SCHED_FIFO` ([`realtime`]): ahead of the stack's and
+    /// PostgreSQL's threads where they share cores. [`run`] refuses it without the privilege.
+    pub realtime: bool,
 }
 
 impl LoadConfig {
@@ -270,6 +274,7 @@ impl LoadConfig {
             stop: Arc::new(AtomicBool::new(false)),
             process_shard: (0, 1),
             tick: plan.load.tick,
+            realtime: plan.load.realtime,
         })
     }
 }

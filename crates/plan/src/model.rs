@@ -105,6 +105,10 @@ pub struct LoadSettings {
     /// model's sends due within a tick leave in one wake-up and responses are timed by the
     /// kernel's receive stamps (issue 36, experimental); `None`: the default engine.
     pub tick: Option<Duration>,
+    /// The generator's threads under real-time scheduling (`[load] realtime = true`; `--realtime`):
+    /// `SCHED_FIFO`, ahead of the stack's and PostgreSQL's threads on a box where they share
+    /// cores. Needs `CAP_SYS_NICE`; refused before the run without it.
+    pub realtime: bool,
 }
 
 /// One stage of the load profile.

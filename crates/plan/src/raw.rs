@@ -65,6 +65,7 @@ struct RawLoad {
     threads: Option<S<i64>>,
     http2_streams: Option<S<i64>>,
     tick: Option<S<String>>,
+    realtime: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -991,6 +992,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             threads,
             http2_streams,
             tick,
+            realtime: rl.realtime.unwrap_or(false),
         },
         warmup,
         settle,
@@ -1201,6 +1203,9 @@ errors = "1%"
         };
         let p = parse_plan(&with("tick = \"2ms\""), Path::new("plans/t.toml")).unwrap();
         assert_eq!(p.load.tick, Some(std::time::Duration::from_millis(2)));
+        assert!(!p.load.realtime);
+        let p = parse_plan(&with("realtime = true"), Path::new("plans/t.toml")).unwrap();
+        assert!(p.load.realtime);
         assert_eq!(
             parse_plan(GOOD, Path::new("plans/t.toml"))
                 .unwrap()
