@@ -1,7 +1,7 @@
 //! `ceiling load`: the load engine on its own, against any HTTP service on loopback.
 
 use anyhow::{bail, Context};
-use ceiling_lab::load_report::{AgentReport, LoadReport, Percentiles};
+use ceiling_lab::load_report;
 use ceiling_lab::Recorder;
 use ceiling_load::{target_of, LoadConfig};
 use ceiling_plan::{
@@ -342,11 +342,11 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         (ran.merged, cpu, Some(ran.agents))
     };
     rec.finish();
-    let mut report = LoadReport::new(&plan, &url, &summary, cpu);
+    let mut report = load_report::judge(&plan, &url, &summary, cpu);
     report.engine = tick.map(ceiling_load::describe_tick);
     report.realtime = realtime.map(ceiling_load::realtime::describe);
     if let Some(agents) = &agents {
-        report.judge_by_agents(&plan, &url, agents);
+        load_report::judge_by_agents(&mut report, &plan, &url, agents);
     }
     if let Some(dir) = &a.out {
         std::fs::write(
@@ -360,9 +360,9 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_report(&report);
+        print!("{}", ceiling_report::load::text(&report));
         if let Some(ag) = &report.agents {
-            print_agents(ag);
+            print!("{}", ceiling_report::load::agents_text(ag));
         }
     }
     if stop.load(Ordering::Relaxed) {
@@ -434,141 +434,6 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
         threads,
         if threads == 1 { "" } else { "s" }
     )
-}
-
-/// The agents' table: each one's share, what it sent, its lag, CPU, clock offset and verdict.
-fn print_agents(agents: &[AgentReport]) {
-    println!();
-    println!(
-        "  {:<16} {:<22} {:>6} {:>10} {:>10} {:>12} {:>8} {:>13}  verdict",
-        "agent", "address", "shard", "sent", "completed", "lag p99 ms", "CPU max", "clock offset"
-    );
-    for g in agents {
-        let verdict = match (&g.lost, g.generator_bound) {
-            (Some(l), _) => format!("LOST: {l}"),
-            (None, true) => "generator-bound".to_string(),
-            (None, false) => "kept up".to_string(),
-        };
-        println!(
-            "  {:<16} {:<22} {:>6} {:>10} {:>10} {:>12.3} {:>7.0}% {:>6.2} ±{:.2} ms  {}",
-            g.name,
-            g.address,
-            g.shard,
-            g.sent,
-            g.completed,
-            g.schedule_lag.p99_ms,
-            g.generator_cpu_max_pct,
-            g.clock_offset_us as f64 / 1000.0,
-            g.clock_rtt_us as f64 / 2000.0,
-            verdict
-        );
-    }
-}
-
-fn print_report(r: &LoadReport) {
-    let row = |name: &str, p: &Percentiles| {
-        println!(
-            "  {:<22} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
-            name, p.p50_ms, p.p90_ms, p.p95_ms, p.p99_ms, p.p999_ms, p.max_ms
-        )
-    };
-    println!();
-    println!(
-        "  Requests      offered {} ({:.1}/s)   completed {} ({:.1}/s)   over {} s{}",
-        r.offered,
-        r.offered_rps,
-        r.completed,
-        r.achieved_rps,
-        trim_secs(r.measured_duration_s),
-        if r.scaled_by != 1.0 {
-            format!("   [scaled ×{}]", r.scaled_by)
-        } else {
-            String::new()
-        }
-    );
-    let errs = if r.errors.is_empty() {
-        "none".to_string()
-    } else {
-        r.errors
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!("  Errors        {errs} ({:.3}%)", r.error_rate * 100.0);
-    if let (Some(e), false) = (&r.connect_error, r.no_connection) {
-        println!(
-            "  Connections   {} could not be opened (first: {e})",
-            r.connect_failures
-        );
-    }
-    if let Some(line) = &r.connection_resets {
-        println!("  Resets        {line}");
-    }
-    if let Some(t) = &r.tls {
-        println!("  TLS           {}", t.line);
-    }
-    if let Some(h) = &r.http2 {
-        println!("  HTTP/2        {}", h.line);
-    }
-    if let Some(e) = &r.engine {
-        println!("  Engine        {e}");
-    }
-    println!();
-    println!(
-        "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "ms", "p50", "p90", "p95", "p99", "p99.9", "max"
-    );
-    row(
-        &format!(
-            "latency ({})",
-            if r.model == "open" {
-                "intended"
-            } else {
-                "closed"
-            }
-        ),
-        &r.latency,
-    );
-    row("service time", &r.service);
-    if r.model == "open" {
-        row("schedule lag", &r.schedule_lag);
-    }
-    if r.per_request.len() > 1 {
-        println!();
-        println!(
-            "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "per request", "rps", "p50", "p90", "p99", "p99.9", "max", "errors"
-        );
-        for t in &r.per_request {
-            println!(
-                "  {:<22} {:>9.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9}",
-                t.name,
-                t.rps,
-                t.latency.p50_ms,
-                t.latency.p90_ms,
-                t.latency.p99_ms,
-                t.latency.p999_ms,
-                t.latency.max_ms,
-                t.errors.values().sum::<u64>()
-            );
-        }
-    }
-    println!();
-    println!(
-        "  Generator     {:.2} CPU-s, {:.2} µs CPU/request, mean {:.0}% / max {:.0}% of a core",
-        r.generator_cpu_seconds,
-        r.generator_cpu_us_per_request,
-        r.generator_cpu_mean_pct,
-        r.generator_cpu_max_pct
-    );
-    println!("  Verdict       {}", r.verdict);
-}
-
-/// `2`, `2.5`: seconds without trailing zeros.
-fn trim_secs(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Sets `stop` on the first Ctrl-C/SIGTERM so the engine winds down and results are kept. The

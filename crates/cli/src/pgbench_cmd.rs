@@ -4,7 +4,7 @@
 
 use crate::run_cmd::StandArgs;
 use anyhow::{bail, Context};
-use ceiling_lab::pgbench::{pgbench, Builtin, PgbenchResult, PgbenchSpec, Protocol, PGBENCH_DB};
+use ceiling_lab::pgbench::{pgbench, Builtin, PgbenchSpec, Protocol, PGBENCH_DB};
 use ceiling_lab::{repo_root, run_id, Progress};
 use ceiling_stand::Stand;
 use clap::{Args, ValueEnum};
@@ -128,33 +128,8 @@ pub fn run(a: PgbenchArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("{}", render(&r));
+        println!("{}", ceiling_report::pgbench::text(&r));
     }
     eprintln!("results: {}", dir.join("pgbench.json").display());
     Ok(ExitCode::SUCCESS)
-}
-
-fn render(r: &PgbenchResult) -> String {
-    let opt =
-        |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "–".into());
-    format!(
-        "pgbench {} ({} protocol), scale {}, {} clients, {} threads, {:.0} s — PostgreSQL {}\n\n\
-         | tps | latency avg ms | failed | PostgreSQL CPU % | PG CPU µs/tx | pgbench CPU % | pgbench CPU µs/tx |\n\
-         |---|---|---|---|---|---|---|\n\
-         | {:.0} | {} | {} | {} | {} | {:.0} | {:.1} |",
-        r.builtin,
-        r.protocol,
-        r.scale,
-        r.clients,
-        r.threads,
-        r.seconds,
-        r.postgres_version,
-        r.tps,
-        opt(r.latency_avg_ms, 3),
-        r.failed,
-        opt(r.postgres_cpu_pct, 0),
-        opt(r.postgres_cpu_us_per_tx, 1),
-        r.pgbench_cpu_pct,
-        r.pgbench_cpu_us_per_tx,
-    )
 }

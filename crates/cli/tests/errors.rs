@@ -334,4 +334,26 @@ fn realtime_without_the_privilege_is_refused_before_anything_starts() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let rt = v["realtime"].as_str().unwrap_or_default();
     assert!(rt.contains("1 thread under SCHED_FIFO priority 1"), "{v}");
+    // and the terminal table says it on its own line
+    let o = ceiling()
+        .args([
+            "load",
+            "--url",
+            &url,
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+            "-q",
+            "--realtime",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("Scheduling") && l.contains("SCHED_FIFO")),
+        "{out}"
+    );
 }

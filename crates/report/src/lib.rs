@@ -16,6 +16,8 @@
 mod fmt;
 mod html;
 pub mod live;
+pub mod load;
+pub mod pgbench;
 pub mod svg;
 mod tables;
 
