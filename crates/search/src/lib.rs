@@ -491,8 +491,15 @@ impl Searcher<'_> {
             // would only add to the contention. Retried as it is: the stack's demand comes and
             // goes (ktor-jdbc at 5657 RPS on the 2-core box failed this way twice, then held).
             if starved {
+                // Under SCHED_FIFO it would have run ahead of them (engine.md §50, search.md
+                // §51): say so where it is not on.
+                let hint = if self.plan.load.realtime {
+                    ""
+                } else {
+                    " (--realtime runs the generator ahead of the stack and PostgreSQL)"
+                };
                 (self.log)(&format!(
-                    "    the generator was starved of CPU, not busy ({gen_cpu:.0}% of a core while late): retrying with the same {} thread{} after recovery",
+                    "    the generator was starved of CPU, not busy ({gen_cpu:.0}% of a core while late): retrying with the same {} thread{} after recovery{hint}",
                     self.st.threads,
                     if self.st.threads == 1 { "" } else { "s" }
                 ));

@@ -587,6 +587,24 @@ fn a_starved_generator_is_retried_without_more_threads() {
             .any(|l| l.contains("starved") && l.contains("same 1 thread")),
         "the log says why: {lines:?}"
     );
+    // and what would remove it, unless it is already on
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("starved") && l.contains("--realtime")),
+        "{lines:?}"
+    );
+    let mut rt = plan();
+    rt.load.realtime = true;
+    let mut sim = Sim::new(Model::GenStarved { g: 600.0 }, 1);
+    let mut lines = Vec::new();
+    let mut log = |m: &str| lines.push(m.to_string());
+    search(&rt, &mut sim, &SearchOptions::default(), &mut log);
+    assert!(
+        lines.iter().any(|l| l.contains("starved"))
+            && !lines.iter().any(|l| l.contains("--realtime")),
+        "{lines:?}"
+    );
 }
 
 #[test]
