@@ -107,6 +107,14 @@ pub struct PlanSummary {
     /// Generator threads the run used (wrk's `-t`; absent in older run.json files).
     #[serde(default = "one_thread")]
     pub threads: usize,
+    /// The ticked engine's tick, ms (`[load] tick`, `--tick`); absent: the default engine (and in
+    /// run.json files older than 2026-11-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<f64>,
+    /// The generator's threads ran under SCHED_FIFO (`[load] realtime`, `--realtime`); absent:
+    /// normal scheduling (and in run.json files older than 2026-11-28).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub realtime: bool,
     /// The stand's settings as the run used them: pool size, workers, limits, the stacks' extra
     /// environment (`[stand.env]`), PgBouncer, PostgreSQL's version and settings (absent in older
     /// run.json files).
@@ -158,6 +166,25 @@ fn template_text(t: &ceiling_plan::Template) -> String {
         .collect()
 }
 
+/// How the generator ran when it was not the default (the ticked engine, real-time scheduling),
+/// in one line; `None` for the default engine at normal priority.
+pub fn generator_line(p: &PlanSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(t) = p.tick_ms {
+        parts.push(format!(
+            "the ticked engine, tick {}",
+            ceiling_plan::format_duration(std::time::Duration::from_secs_f64(t / 1000.0))
+        ));
+    }
+    if p.realtime {
+        parts.push(
+            "its threads under SCHED_FIFO (real-time priority 1, ahead of the stack and PostgreSQL)"
+                .to_string(),
+        );
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 impl PlanSummary {
     /// Summarises `plan`.
     pub fn from_plan(plan: &Plan) -> Self {
@@ -174,6 +201,8 @@ impl PlanSummary {
             repetitions: plan.load.repetitions,
             interleaved_rounds: 0,
             threads: plan.load.threads,
+            tick_ms: plan.load.tick.map(|t| t.as_secs_f64() * 1000.0),
+            realtime: plan.load.realtime,
             stand: Some(plan.stand.clone()),
             cost: plan.cost.clone(),
             scaled_by: plan.scaled_by,
@@ -698,6 +727,9 @@ pub fn render_terminal(r: &RunReport) -> String {
     ));
     if let Some(p) = &r.placement {
         s.push_str(&format!("placement: {}\n\n", p.describe()));
+    }
+    if let Some(g) = generator_line(&r.plan) {
+        s.push_str(&format!("generator: {g}\n\n"));
     }
     if !r.ranking.is_empty() {
         s.push_str(&format!("ranking: {}\n", ranking_line(r)));

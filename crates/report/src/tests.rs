@@ -956,3 +956,23 @@ fn the_cost_table_prices_the_measured_ceilings() {
     rep.plan.cost = None;
     assert!(!render_summary_md(&rep).contains("### Cost"));
 }
+
+#[test]
+fn the_generators_engine_and_scheduling_are_recorded_and_said() {
+    // the default engine at normal priority: nothing said, nothing stored
+    let (rep, _) = demo(1.0);
+    assert!(generator_line(&rep.plan).is_none());
+    let json = serde_json::to_string(&rep).unwrap();
+    assert!(!json.contains("tick_ms") && !json.contains("\"realtime\""));
+    // a ticked, real-time run: stored in run.json, read back, and said under the placement
+    let mut rep = rep;
+    rep.plan.tick_ms = Some(2.0);
+    rep.plan.realtime = true;
+    let back = RunReport::from_json(&serde_json::to_string(&rep).unwrap()).unwrap();
+    assert_eq!((back.plan.tick_ms, back.plan.realtime), (Some(2.0), true));
+    let text = render_terminal(&back);
+    assert!(
+        text.contains("generator: the ticked engine, tick 2ms; its threads under SCHED_FIFO"),
+        "{text}"
+    );
+}
