@@ -372,6 +372,7 @@ pub fn shelf_table(a: &StackAnalysis) -> Table {
             "errors",
             "gen lag p99",
             "gen CPU",
+            "gen µs/req",
             "stack CPU",
             "stack RSS",
             "PG CPU",
@@ -402,6 +403,8 @@ pub fn shelf_table(a: &StackAnalysis) -> Table {
             pct(s.error_rate),
             fmt_ms(s.lag_p99_ms),
             format!("{:.0}%", s.generator_cpu_mean),
+            // what the generator took per request, beside the stack's own (issue 36 item 5)
+            us((s.achieved_rps > 0.0).then(|| s.generator_cpu_mean * 1e4 / s.achieved_rps)),
             cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)),
             mib(s.stack.as_ref().map(|w| w.rss_mb_mean)),
             cpu(s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
@@ -413,7 +416,7 @@ pub fn shelf_table(a: &StackAnalysis) -> Table {
         t.classes.push(s.verdict.to_string());
     }
     t.notes.push(
-        "Latency in ms from the intended send time; rates in RPS; CPU in % of one core.".into(),
+        "Latency in ms from the intended send time; rates in RPS; CPU in % of one core; gen µs/req: the generator's CPU per achieved request, CPU µs/req: the stack's.".into(),
     );
     t
 }
