@@ -84,8 +84,18 @@ impl PairRatio {
                 " (95% CI {lo:.2}–{hi:.2}, {})",
                 if self.paired {
                     format!("paired over {} rounds", self.rounds)
+                } else if self.rounds >= MIN_PAIRED_ROUNDS {
+                    // paired draws were tried and lost a bracket too often (pair_ratio)
+                    format!(
+                        "unpaired: draws of its {} rounds lost a bracket, so the two intervals are combined",
+                        self.rounds
+                    )
                 } else {
-                    "unpaired".to_string()
+                    format!(
+                        "unpaired: {} round{} shared, {MIN_PAIRED_ROUNDS} needed to pair",
+                        self.rounds,
+                        if self.rounds == 1 { "" } else { "s" }
+                    )
                 }
             ),
             _ => String::new(),
@@ -344,6 +354,36 @@ mod nan_as_null {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpaired_ratio_says_why_it_is_unpaired() {
+        let mut p = PairRatio {
+            a: "go-pgx".into(),
+            b: "ktor-jdbc".into(),
+            ratio: 1.53,
+            lo: Some(1.23),
+            hi: Some(1.91),
+            paired: false,
+            rounds: 6,
+            order: Order::Higher,
+            tolerance: 0.05,
+            across: None,
+        };
+        let d = p.describe();
+        assert!(
+            d.contains("×1.53 (95% CI 1.23–1.91, unpaired: draws of its 6 rounds lost a bracket"),
+            "{d}"
+        );
+        p.rounds = 2;
+        let d = p.describe();
+        assert!(
+            d.contains("unpaired: 2 rounds shared, 4 needed to pair"),
+            "{d}"
+        );
+        p.paired = true;
+        p.rounds = 6;
+        assert!(p.describe().contains("paired over 6 rounds"));
+    }
 
     #[test]
     fn a_pair_that_is_not_comparable_survives_run_json() {
