@@ -76,6 +76,19 @@ pub struct RunArgs {
     /// Generator threads (default: the plan's load.threads, else 1).
     #[arg(long)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Print run.json on stdout instead of the table (the files are written as always).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the generator runs (`run`, `search`): keep-alive, the ticked engine, real-time scheduling.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
     /// Open a new TCP connection for every request (overrides the plan's load.keep_alive; the
     /// connection's set-up is inside each request's latency).
     #[arg(long)]
@@ -91,12 +104,18 @@ pub struct RunArgs {
     /// refused before anything starts without it. Recorded in run.json.
     #[arg(long)]
     pub realtime: bool,
-    /// No progress line.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Print run.json on stdout instead of the table (the files are written as always).
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl EngineArgs {
+    /// The options as the lab takes them, with `--threads` (whose help differs per command).
+    pub fn flags(&self, threads: Option<usize>) -> ceiling_lab::LoadFlags<'_> {
+        ceiling_lab::LoadFlags {
+            threads,
+            no_keep_alive: self.no_keep_alive,
+            tick: self.tick.as_deref(),
+            realtime: self.realtime,
+        }
+    }
 }
 
 /// Where the stand's PostgreSQL comes from and where results go (`run`, `search`, `pgbench`).
@@ -174,15 +193,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
-    apply_load_flags(
-        &mut plan,
-        &ceiling_lab::LoadFlags {
-            threads: a.threads,
-            no_keep_alive: a.no_keep_alive,
-            tick: a.tick.as_deref(),
-            realtime: a.realtime,
-        },
-    )?;
+    apply_load_flags(&mut plan, &a.engine.flags(a.threads))?;
     if let Some(url) = a.url.clone() {
         return run_url(&a, &plan, &url, &gates);
     }

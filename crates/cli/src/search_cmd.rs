@@ -101,21 +101,8 @@ pub struct SearchArgs {
     /// the plan's load.threads, else 1).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Open a new TCP connection for every request (overrides the plan's load.keep_alive; the
-    /// connection's set-up is inside each request's latency).
-    #[arg(long)]
-    pub no_keep_alive: bool,
-    /// The ticked engine with this tick (e.g. `2ms`; overrides the plan's load.tick): the open
-    /// model woken once per tick instead of once per request, responses timed by the kernel's
-    /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
-    #[arg(long)]
-    pub tick: Option<String>,
-    /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
-    /// the plan's load.realtime): on a box where the generator shares cores with the stack and
-    /// PostgreSQL it is then never the part that waits for a core. Needs CAP_SYS_NICE (root);
-    /// refused before anything starts without it. Recorded in run.json.
-    #[arg(long)]
-    pub realtime: bool,
+    #[command(flatten)]
+    pub engine: crate::run_cmd::EngineArgs,
     /// With several stacks: probes per stack per round, stacks taking turns (A B A B …) so drift
     /// falls on all alike; each round starts the stack afresh (default 4; 0 = one stack after
     /// the other).
@@ -204,15 +191,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
-    ceiling_lab::apply_load_flags(
-        &mut plan,
-        &ceiling_lab::LoadFlags {
-            threads: a.threads,
-            no_keep_alive: a.no_keep_alive,
-            tick: a.tick.as_deref(),
-            realtime: a.realtime,
-        },
-    )?;
+    ceiling_lab::apply_load_flags(&mut plan, &a.engine.flags(a.threads))?;
     if let Some(s) = &a.slo {
         apply_slo(&mut plan, s)?;
     }

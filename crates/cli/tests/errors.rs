@@ -315,42 +315,31 @@ fn realtime_without_the_privilege_is_refused_before_anything_starts() {
     if !ceiling_load::realtime::privileged() {
         return;
     }
-    let o = ceiling()
-        .args([
-            "load",
-            "--url",
-            &url,
-            "--rate",
-            "100",
-            "-d",
-            "1s",
-            "--json",
-            "--realtime",
-        ])
-        .output()
-        .unwrap();
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // a second of load with --realtime and one more flag: its stdout, once it succeeded
+    let load = |how: &str| {
+        let o = ceiling()
+            .args([
+                "load",
+                "--url",
+                &url,
+                "--rate",
+                "100",
+                "-d",
+                "1s",
+                "--realtime",
+                how,
+            ])
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}\n{err}");
+        out
+    };
+    let v: serde_json::Value = serde_json::from_str(&load("--json")).unwrap();
     let rt = v["realtime"].as_str().unwrap_or_default();
     assert!(rt.contains("1 thread under SCHED_FIFO priority 1"), "{v}");
     // and the terminal table says it on its own line
-    let o = ceiling()
-        .args([
-            "load",
-            "--url",
-            &url,
-            "--rate",
-            "100",
-            "-d",
-            "1s",
-            "-q",
-            "--realtime",
-        ])
-        .output()
-        .unwrap();
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = load("-q");
     assert!(
         out.lines()
             .any(|l| l.trim_start().starts_with("Scheduling") && l.contains("SCHED_FIFO")),
