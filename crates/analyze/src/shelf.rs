@@ -543,7 +543,18 @@ pub struct ShelfResult {
     pub runtime: Option<crate::runtime::RuntimeWindow>,
 }
 
+/// CPU per completed request, µs, of a part that used `cpu_pct_mean` % of a core over `kept_s`
+/// seconds in which `requests` completed; `None` when none did.
+pub fn cpu_us_per_request(cpu_pct_mean: f64, kept_s: f64, requests: u64) -> Option<f64> {
+    (requests > 0).then(|| cpu_pct_mean / 100.0 * kept_s * 1e6 / requests as f64)
+}
+
 impl ShelfResult {
+    /// The generator's CPU per completed request over the kept window, µs, by the rule of the
+    /// stack's [`ShelfResult::cpu_us_per_request`]: what the generator took beside the stack.
+    pub fn generator_cpu_us_per_request(&self) -> Option<f64> {
+        cpu_us_per_request(self.generator_cpu_mean, self.window.kept_s, self.requests)
+    }
     /// True when valid.
     pub fn is_valid(&self) -> bool {
         self.verdict == Verdict::Valid
@@ -745,8 +756,7 @@ fn judge(
     let generator = win.and_then(|(a, b)| window_of(resources, Role::Generator, a, b));
     let cpu_per = |w: &Option<ResourceWindow>| {
         w.as_ref()
-            .filter(|_| requests > 0)
-            .map(|w| w.cpu_pct_mean / 100.0 * kept_s * 1e6 / requests as f64)
+            .and_then(|w| cpu_us_per_request(w.cpu_pct_mean, kept_s, requests))
     };
 
     let mut reasons = Vec::new();

@@ -268,30 +268,32 @@ fn realtime_without_the_privilege_is_refused_before_anything_starts() {
         t
     });
     let url = format!("http://127.0.0.1:{port}/");
+    let load_args = [
+        "load",
+        "--url",
+        &url,
+        "--rate",
+        "100",
+        "-d",
+        "1s",
+        "--realtime",
+    ];
     let unprivileged = |args: &[&str]| {
         let mut c = if ceiling_load::realtime::privileged() {
-            let mut c = Command::new("setpriv");
-            c.args(["--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--"])
+            // neither the capability nor an RLIMIT_RTPRIO to fall back on
+            let mut c = Command::new("prlimit");
+            c.args(["--rtprio=0:0", "setpriv"])
+                .args(["--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--"])
                 .arg(env!("CARGO_BIN_EXE_ceiling"));
             c
         } else {
             Command::new(env!("CARGO_BIN_EXE_ceiling"))
         };
-        // no RLIMIT_RTPRIO either
         c.current_dir(repo_root()).args(args);
         c.output().unwrap()
     };
     for args in [
-        vec![
-            "load",
-            "--url",
-            &url,
-            "--rate",
-            "100",
-            "-d",
-            "1s",
-            "--realtime",
-        ],
+        load_args.to_vec(),
         vec!["run", "plans/000-status-mixed.toml", "--realtime"],
         vec!["search", "plans/000-status-mixed.toml", "--realtime"],
     ] {
@@ -317,20 +319,7 @@ fn realtime_without_the_privilege_is_refused_before_anything_starts() {
     }
     // a second of load with --realtime and one more flag: its stdout, once it succeeded
     let load = |how: &str| {
-        let o = ceiling()
-            .args([
-                "load",
-                "--url",
-                &url,
-                "--rate",
-                "100",
-                "-d",
-                "1s",
-                "--realtime",
-                how,
-            ])
-            .output()
-            .unwrap();
+        let o = ceiling().args(load_args).arg(how).output().unwrap();
         let (out, err) = text(&o);
         assert!(o.status.success(), "{out}\n{err}");
         out

@@ -250,7 +250,6 @@ pub fn measure_watched(
     let engine_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = engine_stop.clone();
     let tick = cfg.tick;
-    let realtime = cfg.realtime.then_some(cfg.threads);
     let relay = StopRelay::start(stop.clone(), engine_stop.clone())
         .map_err(|e| LabError::io("starting the Ctrl-C relay thread", e))?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
@@ -484,16 +483,6 @@ pub fn measure_watched(
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
             format!("generator{whose}: HTTP/2 {}", h.describe()),
-        ));
-    }
-    if let Some(threads) = realtime {
-        // `[load] realtime`: the generator ran ahead of the stack's threads
-        analysis.warnings.push(Warning::new(
-            WarningKind::Other,
-            format!(
-                "generator{whose}: {}",
-                ceiling_load::realtime::describe(threads)
-            ),
         ));
     }
     if let Some(t) = tick {

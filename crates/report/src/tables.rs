@@ -404,7 +404,7 @@ pub fn shelf_table(a: &StackAnalysis) -> Table {
             fmt_ms(s.lag_p99_ms),
             format!("{:.0}%", s.generator_cpu_mean),
             // what the generator took per request, beside the stack's own (issue 36 item 5)
-            us((s.achieved_rps > 0.0).then(|| s.generator_cpu_mean * 1e4 / s.achieved_rps)),
+            us(s.generator_cpu_us_per_request()),
             cpu(s.stack.as_ref().map(|w| w.cpu_pct_mean)),
             mib(s.stack.as_ref().map(|w| w.rss_mb_mean)),
             cpu(s.postgres.as_ref().map(|w| w.cpu_pct_mean)),
