@@ -86,6 +86,8 @@ bench: build
 	bench/generator-vs-wrk.sh
 	bench/generator-tls-vs-wrk.sh
 	bench/generator-h2-vs-h2load.sh
+	bench/generator-vs-k6.sh 10000 30
+	RATES="1500 10000" CLOSED=0 TICK=2ms LONG=30 bench/generator-profile.sh 10
 
 clean:
 	$(CARGO) clean

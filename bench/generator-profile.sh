@@ -9,7 +9,9 @@
 # first connections) cancels and what is left is what a shelf minutes long pays per request at
 # that rate, its per-tick and per-second costs included.
 # Each open-model rate runs on the tokio engine and on the ticked
-# engine (--tick, default 1ms; TICK=2ms to change). With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
+# engine (--tick, default 1ms; TICK=2ms to change) with each of its I/O back ends (--io epoll,
+# --io io_uring; IO="epoll" or IO="io_uring" for one only). RATES="1000 1500" to choose the rates,
+# CLOSED=0 to leave the closed-model rows out. With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
 # in the kernel, in ceiling and in libc. Usage: [LONG=30] bench/generator-profile.sh [seconds]
 set -euo pipefail
 secs=${1:-10}
@@ -55,13 +57,17 @@ row() {
   echo "$line"
 }
 row "open 10 RPS" --rate 10
-for r in 1000 1500 3000 10000; do
+for r in ${RATES:-1000 1500 3000 10000}; do
   row "open $r RPS" --rate "$r" --max-connections 2000
-  # the ticked engine (issue 36), the same load, beside it
-  row "open $r RPS, --tick ${TICK:-1ms}" --rate "$r" --max-connections 2000 --tick "${TICK:-1ms}"
+  # the ticked engine (issue 36), the same load, beside it, on each I/O back end
+  for io in ${IO:-epoll io_uring}; do
+    row "open $r RPS, --tick ${TICK:-1ms} --io $io" --rate "$r" --max-connections 2000 --tick "${TICK:-1ms}" --io "$io"
+  done
 done
-row "closed 64 conns" --connections 64
-row "closed 1000 conns" --connections 1000
+if [ "${CLOSED:-1}" = 1 ]; then
+  row "closed 64 conns" --connections 64
+  row "closed 1000 conns" --connections 1000
+fi
 fixed=$(awk -v s="$secs" '{printf "%.1f", $1/s}' "$tmp/cpu.open 10 RPS")
 echo
 echo "fixed cost (10 RPS run, whole process including start-up): ${fixed} ms of CPU per second"

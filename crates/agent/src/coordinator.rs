@@ -467,9 +467,18 @@ impl Session {
                         resets,
                         tls,
                         h2,
+                        io,
                         ..
                     }) => {
                         finished[i] = true;
+                        if let Some(io) = io {
+                            let said = format!("{}: {io}", runs[i].name);
+                            merged.io = Some(match merged.io.take() {
+                                Some(m) => format!("{m}; {said}"),
+                                None => said,
+                            });
+                            runs[i].summary.io = Some(io);
+                        }
                         if se && !stop.load(Ordering::Relaxed) {
                             // it stopped on its side (a signal, its own time bound) while the
                             // run went on: the rest of its share was never sent

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Protocol version sent in [`Message::Hello`]; peers with another version are refused.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Longest accepted line (one message), bytes; longer input is refused, never buffered unbounded.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -173,6 +173,10 @@ pub enum Message {
         /// Its HTTP/2 connections (absent from an older agent or over HTTP/1.1).
         #[serde(default)]
         h2: Option<WireH2>,
+        /// The ticked engine's I/O back end on this agent (`io_uring`, or `epoll` and why;
+        /// absent for the default engine or from an older agent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        io: Option<String>,
     },
 }
 
@@ -251,6 +255,9 @@ pub struct Job {
     /// The generator's threads under `SCHED_FIFO` (`--realtime`): each agent checks its own
     /// privilege and refuses the job without it.
     pub realtime: bool,
+    /// The ticked engine's I/O back end (`auto`, `epoll`, `io_uring`): each agent sets up its own
+    /// and says which it ran on.
+    pub io: String,
     /// Warm-up stages (recorded with phase `warmup`).
     pub warmup: Vec<WireStage>,
     /// Measured stages.
@@ -297,6 +304,7 @@ impl Job {
                 .tick
                 .map(|t| u64::try_from(t.as_micros()).unwrap_or(u64::MAX)),
             realtime: cfg.realtime,
+            io: cfg.io.as_str().to_string(),
             warmup: cfg.warmup.iter().map(WireStage::from).collect(),
             stages: cfg.stages.iter().map(WireStage::from).collect(),
             seed: cfg.seed,
@@ -417,6 +425,7 @@ impl Job {
             stop: Default::default(),
             process_shard: shard,
             tick: self.tick_us.map(Duration::from_micros),
+            io: ceiling_load::IoBackend::parse(&self.io).map_err(|e| format!("job: {e}"))?,
             realtime: self.realtime,
         })
     }
@@ -1139,6 +1148,7 @@ path = "/ping"
                 .unwrap();
         cfg.tick = Some(std::time::Duration::from_micros(2500));
         cfg.realtime = true;
+        cfg.io = ceiling_load::IoBackend::Epoll;
         let sent: std::collections::BTreeMap<_, _> = [(
             "ids".to_string(),
             std::path::PathBuf::from("/agent/cache/ab12"),
@@ -1175,7 +1185,8 @@ path = "/ping"
                 got.keep_alive,
                 got.http2,
                 got.tick,
-                got.realtime
+                got.realtime,
+                got.io
             ),
             (
                 cfg.model,
@@ -1183,7 +1194,8 @@ path = "/ping"
                 cfg.keep_alive,
                 cfg.http2,
                 cfg.tick,
-                true
+                true,
+                ceiling_load::IoBackend::Epoll
             )
         );
         assert_eq!(
@@ -1325,11 +1337,14 @@ path = "/ping"
                 connections: 2,
                 max_streams_in_use: 11,
             })),
+            io: Some("io_uring".into()),
         };
         let line = serde_json::to_string(&done).unwrap();
-        let Message::Done { tls, h2, .. } = serde_json::from_str::<Message>(&line).unwrap() else {
+        let Message::Done { tls, h2, io, .. } = serde_json::from_str::<Message>(&line).unwrap()
+        else {
             panic!("{line}")
         };
+        assert_eq!(io.as_deref(), Some("io_uring"), "the back end travels");
         let back = tls.expect("tls travels").to_tally().unwrap();
         assert_eq!((back.handshakes, back.resumed), (4, 3));
         assert_eq!(back.handshake_us.len(), 4);
@@ -1372,6 +1387,7 @@ path = "/ping"
                 resets: WireResets::default(),
                 tls: None,
                 h2: None,
+                io: None,
             },
         )
         .await

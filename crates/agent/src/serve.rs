@@ -230,6 +230,7 @@ fn serve(
             .as_ref()
             .map(|t| Box::new(crate::WireTls::from_tally(t))),
         h2: summary.h2.as_ref().map(crate::WireH2::from_tally),
+        io: summary.io.clone(),
     };
     let _ = out.write_all(&encode_line(&done)?);
     let _ = out.flush();
@@ -318,6 +319,7 @@ fn sample(
         resets: crate::WireResets::default(),
         tls: None,
         h2: None,
+        io: None,
     })?);
     watch.finish(&sock);
     Ok(format!("sampled {n} times"))

@@ -74,6 +74,11 @@ pub struct LoadArgs {
     /// kernel's receive stamps. Experimental (issue 36): not the default.
     #[arg(long, conflicts_with_all = ["http2", "no_keep_alive"])]
     pub tick: Option<String>,
+    /// The ticked engine's I/O back end: `auto` (io_uring where the kernel has what it needs,
+    /// else epoll, said in the output), `epoll` or `io_uring` (refused with the reason where the
+    /// kernel cannot give it). Default: the plan's load.io, else auto.
+    #[arg(long, requires = "tick", value_name = "auto|epoll|io_uring")]
+    pub io: Option<String>,
     /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
     /// the plan's load.realtime): never waiting for a core behind the service's threads on a
     /// shared box. Needs CAP_SYS_NICE (root); refused before any load is sent without it.
@@ -291,6 +296,9 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = &a.tick {
         cfg.tick = Some(dur(t, "tick")?);
     }
+    if let Some(io) = &a.io {
+        cfg.io = ceiling_load::IoBackend::parse(io).map_err(|e| anyhow::anyhow!("--io: {e}"))?;
+    }
     if a.realtime {
         cfg.realtime = true;
     }
@@ -343,7 +351,13 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     rec.finish();
     let mut report = load_report::judge(&plan, &url, &summary, cpu);
-    report.engine = tick.map(ceiling_load::describe_tick);
+    report.engine = tick.map(|t| {
+        let engine = ceiling_load::describe_tick(t);
+        match &summary.io {
+            Some(io) => format!("{engine}; I/O: {io}"),
+            None => engine,
+        }
+    });
     report.realtime = realtime.map(ceiling_load::realtime::describe);
     if let Some(agents) = &agents {
         load_report::judge_by_agents(&mut report, &plan, &url, agents);

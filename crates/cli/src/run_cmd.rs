@@ -98,6 +98,11 @@ pub struct EngineArgs {
     /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
     #[arg(long)]
     pub tick: Option<String>,
+    /// The ticked engine's I/O back end (overrides the plan's load.io): `auto` (io_uring where
+    /// the kernel has what it needs, else epoll, said in each shelf's notes), `epoll` or
+    /// `io_uring` (refused with the reason where the kernel cannot give it).
+    #[arg(long, value_name = "auto|epoll|io_uring")]
+    pub io: Option<String>,
     /// Run the generator's threads under real-time scheduling (SCHED_FIFO priority 1; overrides
     /// the plan's load.realtime): on a box where the generator shares cores with the stack and
     /// PostgreSQL it is then never the part that waits for a core. Needs CAP_SYS_NICE (root);
@@ -113,6 +118,7 @@ impl EngineArgs {
             threads,
             no_keep_alive: self.no_keep_alive,
             tick: self.tick.as_deref(),
+            io: self.io.as_deref(),
             realtime: self.realtime,
         }
     }

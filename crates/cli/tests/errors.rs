@@ -195,6 +195,39 @@ fn a_tick_is_checked_before_any_stand_starts() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("starting PostgreSQL"), "{args:?}: {err}");
     }
+    // --io: a back end that is not one, on run and on load, said with the three that are
+    for args in [
+        vec![
+            "run",
+            "plans/000-status-mixed.toml",
+            "--tick",
+            "2ms",
+            "--io",
+            "kqueue",
+        ],
+        vec![
+            "load",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--rate",
+            "10",
+            "-d",
+            "1s",
+            "--tick",
+            "2ms",
+            "--io",
+            "kqueue",
+        ],
+    ] {
+        let o = ceiling().args(&args).output().unwrap();
+        let (out, err) = text(&o);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {out}\n{err}");
+        assert!(
+            err.contains("--io") && err.contains("auto, epoll or io_uring"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("starting PostgreSQL"), "{args:?}: {err}");
+    }
     // load: the closed model is refused by the engine, with the reason
     let o = ceiling()
         .args([

@@ -193,23 +193,7 @@ impl fmt::Display for Value {
     }
 }
 
-/// A number as a reader wants it: integers without decimals, small values with 2–3 significant
-/// digits.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "—".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 || (x.fract() == 0.0 && a < 1e15) {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
+pub use ceiling_report::fmt::figure as num;
 
 /// What a table's row is a point of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 
 use ceiling_analyze::t_975;
 use ceiling_analyze::{Estimate, LevelStats, LoadModel, ShelfResult, StackAnalysis, Verdict};
+use ceiling_report::fmt::change as pct;
 use ceiling_report::RunReport;
 use serde::Serialize;
 
@@ -520,15 +521,6 @@ pub fn diff(quantity: Quantity, a: Figure, b: Figure) -> Diff {
         test,
         significant,
         verdict,
-    }
-}
-
-fn pct(x: f64) -> String {
-    let p = x * 100.0;
-    if p.abs() >= 10.0 {
-        format!("{p:.0}%")
-    } else {
-        format!("{p:.1}%")
     }
 }
 

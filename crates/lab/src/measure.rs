@@ -25,6 +25,8 @@ pub struct LoadFlags<'a> {
     pub no_keep_alive: bool,
     /// `--tick`: overrides `[load] tick` (a duration as written).
     pub tick: Option<&'a str>,
+    /// `--io`: overrides `[load] io` (`auto`, `epoll`, `io_uring`).
+    pub io: Option<&'a str>,
     /// `--realtime`: turns `[load] realtime` on.
     pub realtime: bool,
 }
@@ -38,8 +40,15 @@ pub fn apply_load_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
         threads,
         no_keep_alive,
         tick,
+        io,
         realtime,
     } = *flags;
+    if let Some(io) = io {
+        plan.load.io = ceiling_plan::IoBackend::parse(io).map_err(|error| LabError::Flag {
+            flag: "--io",
+            error,
+        })?;
+    }
     if let Some(t) = threads {
         plan.load.threads = t.clamp(1, 256);
     }
@@ -489,7 +498,15 @@ pub fn measure_watched(
         // the plan's `[load] tick`: what the arrivals and the timing were (issue 36)
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
-            format!("generator{whose}: {}", ceiling_load::describe_tick(t)),
+            format!(
+                "generator{whose}: {}{}",
+                ceiling_load::describe_tick(t),
+                summary
+                    .io
+                    .as_deref()
+                    .map(|io| format!("; I/O: {io}"))
+                    .unwrap_or_default()
+            ),
         ));
     }
     if let Some(e) = rec.io_error.take() {

@@ -153,12 +153,28 @@ struct ConnectFailures {
     tls: std::sync::Mutex<Option<TlsTally>>,
     /// The HTTP/2 connections of every worker (added at each worker's end).
     h2: std::sync::Mutex<Option<H2Tally>>,
+    /// The ticked engine's I/O back end, as its workers said it (`None`: the tokio engine).
+    io: std::sync::Mutex<Option<String>>,
 }
 
 impl ConnectFailures {
     fn note(&self, what: impl FnOnce() -> String) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.first.get_or_init(what);
+    }
+
+    /// A ticked worker's back end; workers that differ (one fell back) are all said.
+    fn said_io(&self, what: String) {
+        if let Ok(mut io) = self.io.lock() {
+            match io.as_mut() {
+                None => *io = Some(what),
+                Some(s) if !s.split("; ").any(|x| x == what) => {
+                    s.push_str("; ");
+                    s.push_str(&what);
+                }
+                Some(_) => {}
+            }
+        }
     }
 
     fn tally(&self, f: impl FnOnce(&mut ResetTally)) {
@@ -1035,6 +1051,9 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
     }
     if let Ok(mut t) = connect_failures.tls.lock() {
         summary.tls = t.take();
+    }
+    if let Ok(mut io) = connect_failures.io.lock() {
+        summary.io = io.take();
     }
     if let Ok(mut t) = connect_failures.h2.lock() {
         summary.h2 = t.take();

@@ -22,7 +22,9 @@ mod summary;
 pub mod testing;
 mod timer;
 mod tls;
+mod uring;
 
+pub use ceiling_plan::IoBackend;
 pub use clock::{now_ns, process_cpu_ns};
 pub use engine::run;
 pub use request::{load_table, Table};
@@ -220,6 +222,9 @@ pub struct LoadConfig {
     /// the ticks and timed by the kernel's receive timestamps (see `tick.rs`). [`run`] refuses it
     /// for anything else.
     pub tick: Option<Duration>,
+    /// The ticked engine's I/O back end: io_uring where the kernel has what it needs, else
+    /// epoll ([`IoBackend`]); the one used is in [`Summary::io`].
+    pub io: IoBackend,
     /// Run the generator's threads under `SCHED_FIFO` ([`realtime`]): ahead of the stack's and
     /// PostgreSQL's threads where they share cores. [`run`] refuses it without the privilege.
     pub realtime: bool,
@@ -274,6 +279,7 @@ impl LoadConfig {
             stop: Arc::new(AtomicBool::new(false)),
             process_shard: (0, 1),
             tick: plan.load.tick,
+            io: plan.load.io,
             realtime: plan.load.realtime,
         })
     }

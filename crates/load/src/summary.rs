@@ -58,6 +58,9 @@ pub struct Summary {
     pub tls: Option<crate::TlsTally>,
     /// The HTTP/2 connections (`None` for HTTP/1.1).
     pub h2: Option<H2Tally>,
+    /// The ticked engine's I/O back end (`io_uring`, or `epoll` and why); `None` for the tokio
+    /// engine.
+    pub io: Option<String>,
 }
 
 /// What HTTP/2 multiplexing did over a run: the connections opened and how many streams shared
@@ -276,6 +279,7 @@ impl Summary {
             resets: ResetTally::default(),
             tls: None,
             h2: None,
+            io: None,
         }
     }
 

@@ -51,6 +51,7 @@ pub fn get_config(
         stop: Default::default(),
         process_shard: (0, 1),
         tick: None,
+        io: crate::IoBackend::Auto,
         realtime: false,
     }
 }

@@ -174,6 +174,16 @@ struct TConn {
     rx_ns: u64,
     /// The peer closed it.
     eof: bool,
+    /// io_uring back end: the bytes of the send in flight (the kernel reads them until the
+    /// send completes; epoll writes straight from the job).
+    out: Vec<u8>,
+    /// io_uring back end: a send is in flight.
+    sending: bool,
+    /// io_uring back end: its multishot receive is armed.
+    armed: bool,
+    /// io_uring back end: operations not yet completed; the connection (its socket and `out`)
+    /// is kept until they have, even after it is closed.
+    pending: u8,
 }
 
 /// A private epoll, asked with a zero timeout only.
@@ -237,6 +247,33 @@ impl Drop for Poller {
     fn drop(&mut self) {
         // SAFETY: we own the fd.
         unsafe { libc::close(self.fd) };
+    }
+}
+
+/// How the ticked engine talks to the kernel: a private epoll asked with a zero timeout plus a
+/// syscall per write and read, or an io_uring that carries a tick's sends and its sleep in one
+/// enter (`uring.rs`).
+enum Io {
+    Epoll(Poller),
+    Uring(Box<crate::uring::Uring>),
+}
+
+/// Which back end a worker of the ticked engine ran on, in a phrase for the summary (`io_uring`,
+/// or `epoll` with the reason io_uring was not used when it was asked for or left out).
+fn open_io(want: ceiling_plan::IoBackend) -> Result<(Io, String), String> {
+    let epoll = || Poller::new().map_err(|e| format!("cannot create an epoll instance: {e}"));
+    match want {
+        ceiling_plan::IoBackend::Epoll => Ok((Io::Epoll(epoll()?), "epoll".into())),
+        ceiling_plan::IoBackend::IoUring => crate::uring::Uring::new()
+            .map(|u| (Io::Uring(Box::new(u)), "io_uring".into()))
+            .map_err(|why| format!("--io io_uring: {why}; use --io epoll (or auto)")),
+        ceiling_plan::IoBackend::Auto => match crate::uring::Uring::new() {
+            Ok(u) => Ok((Io::Uring(Box::new(u)), "io_uring".into())),
+            Err(why) => Ok((
+                Io::Epoll(epoll()?),
+                format!("epoll (io_uring unavailable: {why})"),
+            )),
+        },
     }
 }
 
@@ -433,7 +470,12 @@ fn take_error(sock: &std::net::TcpStream) -> Option<std::io::Error> {
 /// The ticked engine's state for one worker.
 struct Ticked<'a> {
     ctx: &'a Ctx,
-    poller: Poller,
+    io: Io,
+    /// io_uring back end: closed connections whose operations have not all completed, by key
+    /// (the key is reused only once they have).
+    parked: std::collections::HashMap<usize, TConn>,
+    /// io_uring back end: this tick's completions (kept: no allocation per tick).
+    cqes: Vec<crate::uring::Cqe>,
     conns: Vec<Option<TConn>>,
     free: Vec<usize>,
     idle: Vec<usize>,
@@ -484,8 +526,7 @@ impl<'a> Ticked<'a> {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        self.poller
-            .watch(sock.as_raw_fd(), key, !done, libc::EPOLL_CTL_ADD);
+        let fd = sock.as_raw_fd();
         self.conns[key] = Some(TConn {
             sock,
             connecting_since: (!done).then(now_ns),
@@ -495,7 +536,24 @@ impl<'a> Ticked<'a> {
             idle_since: 0,
             rx_ns: 0,
             eof: false,
+            out: Vec::new(),
+            sending: false,
+            armed: false,
+            pending: 0,
         });
+        match &mut self.io {
+            Io::Epoll(p) => p.watch(fd, key, !done, libc::EPOLL_CTL_ADD),
+            Io::Uring(u) => {
+                let c = self.conns[key].as_mut().expect("just made");
+                if done {
+                    u.recv(fd, key);
+                    c.armed = true;
+                } else {
+                    u.connecting(fd, key);
+                }
+                c.pending += 1;
+            }
+        }
         self.open += 1;
         if done {
             self.ctx.conns.set(self.ctx.conns.get() + 1);
@@ -523,6 +581,25 @@ impl<'a> Ticked<'a> {
         };
         let bytes = job.wire.as_bytes();
         let from = bytes.len() - *left;
+        if let Io::Uring(u) = &mut self.io {
+            // queued now, sent by the tick's enter; the rest of a short send is queued again
+            // when its completion says how much went
+            if c.sending {
+                return;
+            }
+            c.out.clear();
+            c.out.extend_from_slice(&bytes[from..]);
+            u.send(c.sock.as_raw_fd(), key, &c.out);
+            c.sending = true;
+            c.pending += 1;
+            if *sent == 0 {
+                *sent = now_ns();
+                let mut rec = self.ctx.rec.borrow_mut();
+                rec.rotate(*sent);
+                rec.cur.sent += 1;
+            }
+            return;
+        }
         match std::io::Write::write(&mut c.sock, &bytes[from..]) {
             Ok(n) => {
                 if *sent == 0 {
@@ -548,14 +625,146 @@ impl<'a> Ticked<'a> {
     /// Drops connection `key`.
     fn close(&mut self, key: usize) {
         if let Some(c) = self.conns[key].take() {
-            self.poller.forget(c.sock.as_raw_fd());
             if c.connecting_since.is_some() {
                 self.opening -= 1;
             } else {
                 self.ctx.conns.set(self.ctx.conns.get().saturating_sub(1));
             }
             self.open -= 1;
+            match &self.io {
+                Io::Epoll(p) => p.forget(c.sock.as_raw_fd()),
+                Io::Uring(_) if c.pending > 0 => {
+                    // the shutdown ends its receive and any send or connect in flight; the
+                    // socket and its send buffer stay until their completions have come
+                    // SAFETY: plain syscall on a socket we own.
+                    unsafe { libc::shutdown(c.sock.as_raw_fd(), libc::SHUT_RDWR) };
+                    self.parked.insert(key, c);
+                    return;
+                }
+                Io::Uring(_) => {}
+            }
             self.free.push(key);
+        }
+    }
+
+    /// io_uring back end: one of connection `key`'s operations completed for good; false when
+    /// the connection is closed (a parked one is let go with its last operation).
+    fn op_done(&mut self, key: usize) -> bool {
+        if let Some(c) = self.conns[key].as_mut() {
+            c.pending = c.pending.saturating_sub(1);
+            return true;
+        }
+        if let Some(p) = self.parked.get_mut(&key) {
+            p.pending = p.pending.saturating_sub(1);
+            if p.pending == 0 {
+                self.parked.remove(&key);
+                self.free.push(key);
+            }
+        }
+        false
+    }
+
+    /// io_uring back end: handles this tick's completions.
+    fn complete(&mut self) {
+        let Io::Uring(u) = &mut self.io else {
+            return;
+        };
+        let mut cqes = std::mem::take(&mut self.cqes);
+        u.collect(&mut cqes);
+        for cqe in &cqes {
+            let (key, op) = crate::uring::split(cqe.user_data);
+            match op {
+                crate::uring::OP_RECV => self.on_recv(key, cqe.res, cqe.flags),
+                crate::uring::OP_SEND => self.on_sent(key, cqe.res),
+                crate::uring::OP_CONNECT => {
+                    // the poll is done with; a connection closed meanwhile has nothing to finish
+                    let live = self.op_done(key);
+                    if live {
+                        self.on_connect_ready(key);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.cqes = cqes;
+        if let Io::Uring(u) = &mut self.io {
+            u.publish();
+        }
+    }
+
+    /// io_uring back end: a receive completion — bytes (appended, with their receive stamp), the
+    /// peer's close, an error, or the end of the multishot (armed again while the connection
+    /// lives).
+    fn on_recv(&mut self, key: usize, res: i32, flags: u32) {
+        let Io::Uring(u) = &mut self.io else {
+            return;
+        };
+        if let Some(bid) = crate::uring::buffer(flags) {
+            if let Some(c) = self.conns[key].as_mut() {
+                let (payload, stamp) = u.received(bid, res);
+                c.buf.extend_from_slice(payload);
+                if stamp > 0 {
+                    c.rx_ns = (stamp - self.offset).max(0) as u64;
+                }
+            }
+            // whatever became of the connection, the buffer goes back
+            u.recycle(bid);
+        }
+        let more = crate::uring::more(flags);
+        if !more {
+            if !self.op_done(key) {
+                return;
+            }
+            if let Some(c) = self.conns[key].as_mut() {
+                c.armed = false;
+            }
+        }
+        let Some(c) = self.conns[key].as_mut() else {
+            return;
+        };
+        if res == 0 {
+            c.eof = true;
+        } else if res < 0 && res != -libc::ENOBUFS {
+            let e = std::io::Error::from_raw_os_error(-res);
+            if c.job.is_some() {
+                self.fail(key, ExchangeFailure::Read(e.to_string()));
+            } else {
+                self.idle.retain(|&k| k != key);
+                self.close(key);
+            }
+            return;
+        }
+        if res != -libc::ENOBUFS {
+            self.after_read(key);
+        }
+        // the multishot ended (buffers ran out, or the kernel ended it): arm it again
+        if let (Some(c), Io::Uring(u)) = (self.conns[key].as_mut(), &mut self.io) {
+            if !c.armed && !c.eof && c.connecting_since.is_none() {
+                u.recv(c.sock.as_raw_fd(), key);
+                c.armed = true;
+                c.pending += 1;
+            }
+        }
+    }
+
+    /// io_uring back end: a send completed — written on if it was short, or failed.
+    fn on_sent(&mut self, key: usize, res: i32) {
+        if !self.op_done(key) {
+            return;
+        }
+        let c = self.conns[key].as_mut().expect("live connection");
+        c.sending = false;
+        if res < 0 {
+            if c.job.is_some() {
+                self.fail(key, ExchangeFailure::Write);
+            }
+            return;
+        }
+        if let Some((_, _, left, _)) = c.job.as_mut() {
+            *left = left.saturating_sub(res as usize);
+            if *left > 0 {
+                self.write(key);
+            }
         }
     }
 
@@ -650,37 +859,53 @@ impl<'a> Ticked<'a> {
             if events & (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32 == 0 {
                 return;
             }
-            if let Some(e) = take_error(&c.sock) {
-                let addr = self.ctx.cfg.target.addr;
-                self.ctx
-                    .connect_failures
-                    .note(|| format!("connecting to {addr}: {e}"));
-                let job = self.conns[key].as_mut().and_then(|c| c.job.take());
-                self.close(key);
-                if let Some((j, _, _, _)) = job {
-                    let now = now_ns();
-                    self.record(j.tag, j.intended, now, now, Outcome::Connect);
-                }
-                return;
-            }
-            let fd = c.sock.as_raw_fd();
-            let has_job = c.job.is_some();
-            self.opening -= 1;
-            self.ctx.conns.set(self.ctx.conns.get() + 1);
-            self.poller.watch(fd, key, false, libc::EPOLL_CTL_MOD);
-            let c = self.conns[key].as_mut().expect("live connection");
-            c.connecting_since = None;
-            if has_job {
-                self.write(key);
-            } else {
-                c.idle_since = now_ns();
-                self.idle.push(key);
-            }
+            self.on_connect_ready(key);
             return;
         }
         let input = libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
         if events & input as u32 != 0 {
             self.read(key);
+        }
+    }
+
+    /// Connection `key`'s non-blocking connect finished: connected (its request written, or
+    /// idle), or failed (its request recorded as a connect error).
+    fn on_connect_ready(&mut self, key: usize) {
+        let Some(c) = self.conns[key].as_ref() else {
+            return;
+        };
+        if let Some(e) = take_error(&c.sock) {
+            let addr = self.ctx.cfg.target.addr;
+            self.ctx
+                .connect_failures
+                .note(|| format!("connecting to {addr}: {e}"));
+            let job = self.conns[key].as_mut().and_then(|c| c.job.take());
+            self.close(key);
+            if let Some((j, _, _, _)) = job {
+                let now = now_ns();
+                self.record(j.tag, j.intended, now, now, Outcome::Connect);
+            }
+            return;
+        }
+        let fd = c.sock.as_raw_fd();
+        let has_job = c.job.is_some();
+        self.opening -= 1;
+        self.ctx.conns.set(self.ctx.conns.get() + 1);
+        let c = self.conns[key].as_mut().expect("live connection");
+        match &mut self.io {
+            Io::Epoll(p) => p.watch(fd, key, false, libc::EPOLL_CTL_MOD),
+            Io::Uring(u) => {
+                u.recv(fd, key);
+                c.armed = true;
+                c.pending += 1;
+            }
+        }
+        c.connecting_since = None;
+        if has_job {
+            self.write(key);
+        } else {
+            c.idle_since = now_ns();
+            self.idle.push(key);
         }
     }
 
@@ -702,7 +927,15 @@ impl<'a> Ticked<'a> {
                 return;
             }
         }
-        let c = self.conns[key].as_mut().expect("live connection");
+        self.after_read(key);
+    }
+
+    /// Connection `key` has new bytes (or the peer's close): finishes its request if the
+    /// response is complete; an idle connection that got either is dropped.
+    fn after_read(&mut self, key: usize) {
+        let Some(c) = self.conns[key].as_mut() else {
+            return;
+        };
         let Some((job, sent, _, _)) = c.job.as_ref() else {
             // bytes or a close on an idle connection: it is no longer usable
             if c.eof || !c.buf.is_empty() {
@@ -770,8 +1003,11 @@ impl<'a> Ticked<'a> {
 
     /// Handles every event the poller has now.
     fn poll(&mut self) {
+        let Io::Epoll(poller) = &mut self.io else {
+            return self.complete();
+        };
         let mut events = std::mem::take(&mut self.events);
-        self.poller.ready_into(&mut events);
+        poller.ready_into(&mut events);
         for &(k, ev) in &events {
             self.on_event(k, ev);
         }
@@ -858,6 +1094,19 @@ impl<'a> Ticked<'a> {
         }
     }
 
+    /// Sleeps to `at` (absolute, monotonic ns); io_uring: submitting what the tick queued, in
+    /// the same enter.
+    fn wait_until(&mut self, at: u64) {
+        match &mut self.io {
+            Io::Epoll(_) => sleep_until(at),
+            Io::Uring(u) => {
+                if u.wait_until(at).is_err() {
+                    sleep_until(at);
+                }
+            }
+        }
+    }
+
     fn busy(&self) -> bool {
         !self.backlog.is_empty() || self.conns.iter().flatten().any(|c| c.job.is_some())
     }
@@ -879,10 +1128,13 @@ pub(super) fn run_open(
     tick_ns: u64,
 ) -> Result<(), String> {
     let cfg = ctx.cfg.clone();
-    let poller = Poller::new().map_err(|e| format!("cannot create an epoll instance: {e}"))?;
+    let (io, io_said) = open_io(cfg.io)?;
+    ctx.connect_failures.said_io(io_said);
     let mut t = Ticked {
         ctx,
-        poller,
+        io,
+        parked: std::collections::HashMap::new(),
+        cqes: Vec::new(),
         conns: Vec::new(),
         free: Vec::new(),
         idle: Vec::new(),
@@ -901,7 +1153,7 @@ pub(super) fn run_open(
         t.connect(None);
     }
     while t.opening > 0 && now_ns() + 1_000_000 < start {
-        sleep_until(now_ns() + 1_000_000);
+        t.wait_until(now_ns() + 1_000_000);
         t.poll();
     }
     let hard_end = start + cfg.hard_limit.as_nanos() as u64;
@@ -912,7 +1164,8 @@ pub(super) fn run_open(
     let mut more = true;
     let mut drain_deadline: Option<u64> = None;
     loop {
-        sleep_until(next_tick);
+        // (io_uring: the sends queued in the last tick leave here, in the enter that sleeps)
+        t.wait_until(next_tick);
         let now = now_ns();
         // keep the wall-to-monotonic offset fresh (NTP may slew the wall clock)
         t.offset = realtime_offset();
@@ -950,6 +1203,13 @@ pub(super) fn run_open(
     }
     for k in 0..t.conns.len() {
         t.close(k);
+    }
+    // io_uring: the closed connections' last completions (their shutdowns end them at once)
+    // before the ring and its buffers go
+    let give_up = now_ns() + 1_000_000_000;
+    while !t.parked.is_empty() && now_ns() < give_up {
+        t.wait_until(now_ns() + 1_000_000);
+        t.poll();
     }
     Ok(())
 }

@@ -109,6 +109,44 @@ pub struct LoadSettings {
     /// `SCHED_FIFO`, ahead of the stack's and PostgreSQL's threads on a box where they share
     /// cores. Needs `CAP_SYS_NICE`; refused before the run without it.
     pub realtime: bool,
+    /// The ticked engine's I/O back end (`[load] io = "auto" | "epoll" | "io_uring"`; `--io`).
+    pub io: IoBackend,
+}
+
+/// Which I/O back end the ticked engine uses (`[load] io`; `--io`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoBackend {
+    /// io_uring where the kernel gives what it needs, else epoll (said in the summary).
+    #[default]
+    Auto,
+    /// The epoll back end.
+    Epoll,
+    /// io_uring, refused with the reason where the kernel cannot give it.
+    IoUring,
+}
+
+impl IoBackend {
+    /// `auto`, `epoll` or `io_uring`, as [`IoBackend::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoBackend::Auto => "auto",
+            IoBackend::Epoll => "epoll",
+            IoBackend::IoUring => "io_uring",
+        }
+    }
+
+    /// Parses `auto`, `epoll` or `io_uring` (as plans and the CLI write it).
+    pub fn parse(s: &str) -> Result<IoBackend, String> {
+        match s {
+            "auto" => Ok(IoBackend::Auto),
+            "epoll" => Ok(IoBackend::Epoll),
+            "io_uring" | "io-uring" | "uring" => Ok(IoBackend::IoUring),
+            other => Err(format!(
+                "unknown I/O back end {other:?}: use auto, epoll or io_uring"
+            )),
+        }
+    }
 }
 
 /// One stage of the load profile.

@@ -66,6 +66,7 @@ struct RawLoad {
     http2_streams: Option<S<i64>>,
     tick: Option<S<String>>,
     realtime: Option<bool>,
+    io: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -356,6 +357,12 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
     let http2_streams = cx
         .int(&rl.http2_streams, "load.http2_streams", 1, 100_000)?
         .map(|n| n as usize);
+    let io = match &rl.io {
+        None => IoBackend::Auto,
+        Some(v) => {
+            IoBackend::parse(v.get_ref()).map_err(|m| cx.err(Some(v.span()), "load.io", m))?
+        }
+    };
     let tick = match &rl.tick {
         None => None,
         Some(t) => {
@@ -993,6 +1000,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             http2_streams,
             tick,
             realtime: rl.realtime.unwrap_or(false),
+            io,
         },
         warmup,
         settle,
@@ -1206,6 +1214,28 @@ errors = "1%"
         assert!(!p.load.realtime);
         let p = parse_plan(&with("realtime = true"), Path::new("plans/t.toml")).unwrap();
         assert!(p.load.realtime);
+        assert_eq!(p.load.io, IoBackend::Auto);
+        for (text, io) in [
+            ("io = \"epoll\"", IoBackend::Epoll),
+            ("io = \"io_uring\"", IoBackend::IoUring),
+            ("io = \"auto\"", IoBackend::Auto),
+        ] {
+            let p = parse_plan(
+                &with(&format!("tick = \"2ms\"\n{text}")),
+                Path::new("plans/t.toml"),
+            )
+            .unwrap();
+            assert_eq!(p.load.io, io, "{text}");
+        }
+        let e = parse_plan(&with("io = \"kqueue\""), Path::new("plans/t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plans/t.toml:4")
+                && e.contains("load.io")
+                && e.contains("auto, epoll or io_uring"),
+            "{e}"
+        );
         assert_eq!(
             parse_plan(GOOD, Path::new("plans/t.toml"))
                 .unwrap()

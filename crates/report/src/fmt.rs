@@ -29,6 +29,34 @@ pub fn pct(frac: f64) -> String {
     }
 }
 
+/// A change or a half-width as a percentage, whole from 10%: `12%`, `4.5%`, `-3.0%`.
+pub fn change(x: f64) -> String {
+    let p = x * 100.0;
+    if p.abs() >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// A figure as a reader of a comparison wants it (published and measured side by side):
+/// integers without decimals, small values with 2–3 significant digits.
+pub fn figure(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 || (x.fract() == 0.0 && a < 1e15) {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
 /// CPU in % of one core: `190%`.
 pub fn cpu(p: Option<f64>) -> String {
     p.map(|p| format!("{p:.0}%")).unwrap_or_else(|| "–".into())

@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod fmt;
+pub mod fmt;
 mod html;
 pub mod live;
 pub mod load;
@@ -115,6 +115,10 @@ pub struct PlanSummary {
     /// normal scheduling (and in run.json files older than 2026-11-28).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub realtime: bool,
+    /// The ticked engine's I/O back end as asked for (`[load] io`, `--io`) when not `auto`; the
+    /// one each shelf ran on is in its notes (absent: auto, and in older run.json files).
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub io: ceiling_plan::IoBackend,
     /// The stand's settings as the run used them: pool size, workers, limits, the stacks' extra
     /// environment (`[stand.env]`), PgBouncer, PostgreSQL's version and settings (absent in older
     /// run.json files).
@@ -145,6 +149,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_auto(io: &ceiling_plan::IoBackend) -> bool {
+    *io == ceiling_plan::IoBackend::Auto
+}
+
 fn one_thread() -> usize {
     1
 }
@@ -171,8 +179,12 @@ fn template_text(t: &ceiling_plan::Template) -> String {
 pub fn generator_line(p: &PlanSummary) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(t) = p.tick_ms {
+        let io = match p.io {
+            ceiling_plan::IoBackend::Auto => String::new(),
+            io => format!(", I/O {} (asked)", io.as_str()),
+        };
         parts.push(format!(
-            "the ticked engine, tick {}",
+            "the ticked engine, tick {}{io}",
             ceiling_plan::format_duration(std::time::Duration::from_secs_f64(t / 1000.0))
         ));
     }
@@ -203,6 +215,7 @@ impl PlanSummary {
             threads: plan.load.threads,
             tick_ms: plan.load.tick.map(|t| t.as_secs_f64() * 1000.0),
             realtime: plan.load.realtime,
+            io: plan.load.io,
             stand: Some(plan.stand.clone()),
             cost: plan.cost.clone(),
             scaled_by: plan.scaled_by,
