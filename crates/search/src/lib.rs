@@ -860,6 +860,9 @@ fn confirm(s: &mut Searcher) -> Result<bool, StopReason> {
     if lo < MIN_RATE {
         return Ok(true);
     }
+    // said only when it fits: a confirm announced and then refused by the budget (§53's Spring
+    // MVC) reads as if it ran
+    s.guard(s.plan.search.confirm)?;
     (s.log)(&format!(
         "  confirming {lo:.0} RPS ({}) for {}",
         if bracketed {
