@@ -43,17 +43,13 @@ pub fn change(x: f64) -> String {
 /// integers without decimals, small values with 2–3 significant digits.
 pub fn figure(x: f64) -> String {
     if !x.is_finite() {
-        return "—".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 || (x.fract() == 0.0 && a < 1e15) {
+        // a missing figure in a comparison's table (its cells use the long dash)
+        "—".into()
+    } else if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
     } else {
-        format!("{x:.3}")
+        // 3–4 significant digits, as milliseconds are written
+        fmt_ms(x)
     }
 }
 
