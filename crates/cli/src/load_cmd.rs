@@ -351,13 +351,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     rec.finish();
     let mut report = load_report::judge(&plan, &url, &summary, cpu);
-    report.engine = tick.map(|t| {
-        let engine = ceiling_load::describe_tick(t);
-        match &summary.io {
-            Some(io) => format!("{engine}; I/O: {io}"),
-            None => engine,
-        }
-    });
+    report.engine = tick.map(|t| ceiling_load::describe_engine(t, summary.io.as_deref()));
     report.realtime = realtime.map(ceiling_load::realtime::describe);
     if let Some(agents) = &agents {
         load_report::judge_by_agents(&mut report, &plan, &url, agents);

@@ -499,13 +499,8 @@ pub fn measure_watched(
         analysis.warnings.push(Warning::new(
             WarningKind::Other,
             format!(
-                "generator{whose}: {}{}",
-                ceiling_load::describe_tick(t),
-                summary
-                    .io
-                    .as_deref()
-                    .map(|io| format!("; I/O: {io}"))
-                    .unwrap_or_default()
+                "generator{whose}: {}",
+                ceiling_load::describe_engine(t, summary.io.as_deref())
             ),
         ));
     }

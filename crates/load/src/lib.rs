@@ -110,6 +110,15 @@ pub fn describe_tick(tick: Duration) -> String {
     )
 }
 
+/// [`describe_tick`] with the I/O back end a run used ([`Summary::io`]), as the load summary and
+/// each shelf's notes say it.
+pub fn describe_engine(tick: Duration, io: Option<&str>) -> String {
+    match io {
+        Some(io) => format!("{}; I/O: {io}", describe_tick(tick)),
+        None => describe_tick(tick),
+    }
+}
+
 /// The options [`set_tls_defaults`] set (system roots, full check if never set).
 pub fn tls_defaults() -> TlsOptions {
     TLS_DEFAULTS.get().cloned().unwrap_or_default()

@@ -546,12 +546,11 @@ impl<'a> Ticked<'a> {
             Io::Uring(u) => {
                 let c = self.conns[key].as_mut().expect("just made");
                 if done {
-                    u.recv(fd, key);
-                    c.armed = true;
+                    arm_recv(u, c, key);
                 } else {
                     u.connecting(fd, key);
+                    c.pending += 1;
                 }
-                c.pending += 1;
             }
         }
         self.open += 1;
@@ -592,22 +591,12 @@ impl<'a> Ticked<'a> {
             u.send(c.sock.as_raw_fd(), key, &c.out);
             c.sending = true;
             c.pending += 1;
-            if *sent == 0 {
-                *sent = now_ns();
-                let mut rec = self.ctx.rec.borrow_mut();
-                rec.rotate(*sent);
-                rec.cur.sent += 1;
-            }
+            first_write(self.ctx, sent);
             return;
         }
         match std::io::Write::write(&mut c.sock, &bytes[from..]) {
             Ok(n) => {
-                if *sent == 0 {
-                    *sent = now_ns();
-                    let mut rec = self.ctx.rec.borrow_mut();
-                    rec.rotate(*sent);
-                    rec.cur.sent += 1;
-                }
+                first_write(self.ctx, sent);
                 *left -= n;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -725,14 +714,12 @@ impl<'a> Ticked<'a> {
         if res == 0 {
             c.eof = true;
         } else if res < 0 && res != -libc::ENOBUFS {
-            let e = std::io::Error::from_raw_os_error(-res);
             if c.job.is_some() {
-                self.fail(key, ExchangeFailure::Read(e.to_string()));
-            } else {
-                self.idle.retain(|&k| k != key);
-                self.close(key);
+                let e = std::io::Error::from_raw_os_error(-res);
+                return self.fail(key, ExchangeFailure::Read(e.to_string()));
             }
-            return;
+            // an idle connection that errs is done with, as one its peer closed (after_read)
+            c.eof = true;
         }
         if res != -libc::ENOBUFS {
             self.after_read(key);
@@ -740,9 +727,7 @@ impl<'a> Ticked<'a> {
         // the multishot ended (buffers ran out, or the kernel ended it): arm it again
         if let (Some(c), Io::Uring(u)) = (self.conns[key].as_mut(), &mut self.io) {
             if !c.armed && !c.eof && c.connecting_since.is_none() {
-                u.recv(c.sock.as_raw_fd(), key);
-                c.armed = true;
-                c.pending += 1;
+                arm_recv(u, c, key);
             }
         }
     }
@@ -894,11 +879,7 @@ impl<'a> Ticked<'a> {
         let c = self.conns[key].as_mut().expect("live connection");
         match &mut self.io {
             Io::Epoll(p) => p.watch(fd, key, false, libc::EPOLL_CTL_MOD),
-            Io::Uring(u) => {
-                u.recv(fd, key);
-                c.armed = true;
-                c.pending += 1;
-            }
+            Io::Uring(u) => arm_recv(u, c, key),
         }
         c.connecting_since = None;
         if has_job {
@@ -1110,6 +1091,24 @@ impl<'a> Ticked<'a> {
     fn busy(&self) -> bool {
         !self.backlog.is_empty() || self.conns.iter().flatten().any(|c| c.job.is_some())
     }
+}
+
+/// A request's first bytes went (or, io_uring, were queued for this tick's enter): its send time,
+/// and the second's count of requests sent.
+fn first_write(ctx: &Ctx, sent: &mut u64) {
+    if *sent == 0 {
+        *sent = now_ns();
+        let mut rec = ctx.rec.borrow_mut();
+        rec.rotate(*sent);
+        rec.cur.sent += 1;
+    }
+}
+
+/// io_uring back end: arms connection `key`'s multishot receive (one operation pending).
+fn arm_recv(u: &mut crate::uring::Uring, c: &mut TConn, key: usize) {
+    u.recv(c.sock.as_raw_fd(), key);
+    c.armed = true;
+    c.pending += 1;
 }
 
 /// How an exchange failed.
