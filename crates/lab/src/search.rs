@@ -392,7 +392,7 @@ pub fn search_urls(
             if cx.stop.load(Ordering::Relaxed) {
                 break;
             }
-            if job.search.finished() || job.error.is_some() {
+            if job.search.finished() || job.error.is_some() || !job.search.round_fits() {
                 continue;
             }
             ran = true;
@@ -472,6 +472,15 @@ pub fn search_stacks(
                 break;
             }
             if job.search.finished() || job.error.is_some() {
+                continue;
+            }
+            if !job.search.round_fits() {
+                // not started, not warmed up: the budget left holds no check and probe
+                cx.progress.say(&format!(
+                    "[{}] budget spent: no round {} (it could not hold a check and a probe)",
+                    job.name,
+                    job.rounds + 1
+                ));
                 continue;
             }
             ran = true;

@@ -721,6 +721,29 @@ impl Search {
         self.stop.is_some()
     }
 
+    /// Whether what is left of the budget holds a round's baseline check and the shortest shelf
+    /// the round could run (a probe, or the confirming shelf when that is all a round would do).
+    /// When it does not, the search ends here on its budget — so a caller asks this *before*
+    /// starting a service and warming it up for a round that could not run one probe (§53: a
+    /// Spring stack started, warmed up and stopped for nothing).
+    pub fn round_fits(&mut self) -> bool {
+        if self.stop.is_some() {
+            return false;
+        }
+        let s = &self.plan.search;
+        let left = s.max_time.as_secs_f64() - self.used_s;
+        let shelf = if s.confirm.is_zero() {
+            self.state.probe_len
+        } else {
+            self.state.probe_len.min(s.confirm)
+        };
+        if left < (s.check + shelf).as_secs_f64() {
+            self.stop = Some(StopReason::Budget);
+            return false;
+        }
+        true
+    }
+
     /// Runs one round on `runner`: a baseline check (the service may be freshly started), then
     /// at most `max_steps` probes (`None`: until the search ends). Returns true when the search
     /// has ended. Runners of one search should share a clock (`ProbeRunner::now_s`).
