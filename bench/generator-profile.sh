@@ -11,8 +11,9 @@
 # Each open-model rate runs on the tokio engine and on the ticked
 # engine (--tick, default 1ms; TICK=2ms to change) with each of its I/O back ends (--io epoll,
 # --io io_uring; IO="epoll" or IO="io_uring" for one only). RATES="1000 1500" to choose the rates,
-# CLOSED=0 to leave the closed-model rows out. With PROFILE=1 also `perf record` at 10,000 RPS: the share of CPU
-# in the kernel, in ceiling and in libc. Usage: [LONG=30] bench/generator-profile.sh [seconds]
+# CLOSED=0 to leave the closed-model rows out. With PROFILE=1 also `perf record` at PROFILE_RATE
+# (default 10,000 RPS) with PROFILE_ARGS (e.g. "--tick 2ms --io io_uring"): the share of CPU in the
+# kernel, in ceiling and in libc, and the top symbols. Usage: [LONG=30] bench/generator-profile.sh [seconds]
 set -euo pipefail
 secs=${1:-10}
 long=${LONG:-}
@@ -72,10 +73,13 @@ fixed=$(awk -v s="$secs" '{printf "%.1f", $1/s}' "$tmp/cpu.open 10 RPS")
 echo
 echo "fixed cost (10 RPS run, whole process including start-up): ${fixed} ms of CPU per second"
 if [ "${PROFILE:-0}" = 1 ]; then
+  prate=${PROFILE_RATE:-10000}
+  # shellcheck disable=SC2086
   taskset -c 1 perf record -q -g -o "$tmp/perf.data" "$bin" load plans/000-status-mixed.toml \
-    --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json --rate 10000 --duration "${secs}s" >/dev/null 2>&1 || true
+    --url "http://127.0.0.1:$port" --data-dir "$tmp" -q --json --rate "$prate" --max-connections 2000 \
+    ${PROFILE_ARGS:-} --duration "${secs}s" >/dev/null 2>&1 || true
   echo
-  echo "perf record at 10,000 RPS, share of samples by object:"
+  echo "perf record at $prate RPS ${PROFILE_ARGS:-(the tokio engine)}, share of samples by object:"
   perf report -i "$tmp/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -8
   echo
   echo "top symbols:"

@@ -989,3 +989,46 @@ fn agents_in_their_own_network_namespaces_share_the_schedule() {
     }
     drop((a, b));
 }
+
+/// Agents run the ticked engine on either I/O back end (issue 36 item 3): the job carries the
+/// tick and the back end, both agents send their halves of the schedule exactly (400/s for 2 s:
+/// 400 each, every one answered) and each one's back end is said in the merged engine line.
+#[test]
+fn agents_send_on_the_ticked_engine_with_either_io_back_end() {
+    let _share = shared();
+    let dir = tmp("ticked");
+    let tok = token_file(&dir, "0123456789abcdef-ticked");
+    let port = server();
+    for io in ["epoll", "io_uring"] {
+        let (a, b) = (agent(&tok), agent(&tok));
+        let out = Command::new(bin())
+            .args(["load", "--url"])
+            .arg(format!("http://127.0.0.1:{port}/x"))
+            .args(["--rate", "400", "--duration", "2s", "--json"])
+            .args(["--tick", "2ms", "--io", io, "--agents"])
+            .arg(format!("{},{}", a.addr, b.addr))
+            .arg("--agent-token-file")
+            .arg(&tok)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{io}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["offered"], 800, "{io}: {r}");
+        assert_eq!(r["completed"], 800, "{io}: {r}");
+        for g in r["agents"].as_array().unwrap() {
+            assert_eq!(g["offered"], 400, "{io}: {g}");
+            assert_eq!(g["completed"], 400, "{io}: {g}");
+        }
+        let engine = r["engine"].as_str().unwrap_or_default();
+        assert_eq!(
+            engine.matches(&format!(": {io}")).count(),
+            2,
+            "{io}: each agent's back end is said: {engine}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

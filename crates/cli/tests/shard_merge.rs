@@ -85,3 +85,50 @@ fn two_shards_send_the_plan_between_them_and_merge_exactly() {
     assert!(!err.contains("panicked"), "{err}");
     std::fs::remove_dir_all(&base).ok();
 }
+
+/// The ticked engine shards the same way on each of its I/O back ends (issue 36 item 3): two
+/// `--shard I/2` processes with `--tick 2ms --io X` send the alternate arrivals of one 900-arrival
+/// schedule, 450 each, every one answered, and each says which back end sent them; the merged
+/// median is the service's known 20 ms (the 2-ms tick moves a send by at most one tick).
+#[test]
+fn the_ticked_engine_shards_on_both_io_back_ends() {
+    let port = ceiling_load::testing::spawn_server(|now| now + Duration::from_millis(20));
+    let url = format!("http://127.0.0.1:{port}/x");
+    let base = std::env::temp_dir().join(format!("ceiling-tick-shards-{}", std::process::id()));
+    for io in ["epoll", "io_uring"] {
+        let spawn = |shard: &str| {
+            ceiling()
+                .args([
+                    "load", "--url", &url, "--rate", "300", "-d", "3s", "-q", "--json",
+                ])
+                .args(["--tick", "2ms", "--io", io, "--shard", shard, "--out"])
+                .arg(base.join(format!("{io}-{}", &shard[..1])))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawning ceiling")
+        };
+        let (a, b) = (spawn("0/2"), spawn("1/2"));
+        for r in [
+            json(&a.wait_with_output().unwrap()),
+            json(&b.wait_with_output().unwrap()),
+        ] {
+            assert_eq!(r["offered"], 450, "{io}: {r}");
+            assert_eq!(r["completed"], 450, "{io}: {r}");
+            let engine = r["engine"].as_str().unwrap_or_default();
+            assert!(engine.contains(&format!("I/O: {io}")), "{io}: {r}");
+        }
+        let merged = json(
+            &ceiling()
+                .args(["merge", "--json"])
+                .arg(base.join(format!("{io}-0")))
+                .arg(base.join(format!("{io}-1")))
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(merged["latency"]["count"].as_u64(), Some(900), "{io}");
+        let p50 = merged["latency"]["p50_ms"].as_f64().unwrap();
+        assert!((20.0..37.0).contains(&p50), "{io}: merged p50 {p50} ms");
+    }
+    std::fs::remove_dir_all(&base).ok();
+}

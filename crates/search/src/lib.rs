@@ -618,6 +618,8 @@ impl Searcher<'_> {
                     }
                 }
                 // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
+                let probed: Vec<f64> = smp.iter().map(|x| x.rate).collect();
+                let snap = |r: f64, tol: f64| snap_to(r, tol, &probed);
                 let around = |centre: f64| {
                     let near = |r: f64| (r / centre - 1.0).abs() <= 3.0 * s.tolerance;
                     let below = smp
@@ -674,6 +676,40 @@ impl Searcher<'_> {
 fn snap(r: f64, tolerance: f64) -> f64 {
     let g = (1.0 + tolerance / 2.0).ln();
     ((r.ln() / g).round() * g).exp()
+}
+
+/// [`snap`], or the nearest rate already `probed` within half a grid step of it: probes pool
+/// only at equal rates, and a rate placed by doubling (8000) is not on the grid (8007) — §55's
+/// search ran 8000 twice and 8007 once, three replicates the fit saw as two rates.
+fn snap_to(r: f64, tolerance: f64, probed: &[f64]) -> f64 {
+    let s = snap(r, tolerance);
+    let half = (1.0 + tolerance / 2.0).ln() / 2.0;
+    let off = |p: f64| (p.ln() - s.ln()).abs();
+    probed
+        .iter()
+        .copied()
+        .filter(|&p| p > 0.0 && off(p) <= half)
+        .min_by(|&a, &b| off(a).total_cmp(&off(b)))
+        .unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placed_rate_snaps_to_a_probed_rate_within_half_a_grid_step() {
+        let tol = 0.05;
+        // 8007 is the grid's point nearest 8000 · 1.0005; 8000 was probed: it is chosen
+        assert_eq!(snap(8004.0, tol).round(), 8007.0);
+        assert_eq!(snap_to(8004.0, tol, &[4000.0, 8000.0]), 8000.0);
+        // nothing probed near: the grid's point
+        assert_eq!(snap_to(8004.0, tol, &[4000.0, 9000.0]).round(), 8007.0);
+        // two near: the nearer to the grid's point
+        assert_eq!(snap_to(8004.0, tol, &[7960.0, 8010.0]), 8010.0);
+        // beyond half a step (1.25%): not taken
+        assert_eq!(snap_to(8004.0, tol, &[8120.0]).round(), 8007.0);
+    }
 }
 
 /// A search that can run in rounds (several stacks interleaved A B A B …, each round on a freshly
