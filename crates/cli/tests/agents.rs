@@ -126,6 +126,18 @@ fn load(
     agents: &[&Agent],
     token: &PathBuf,
 ) -> std::process::Output {
+    load_with(port, rate, duration, agents, token, &[])
+}
+
+/// [`load`] with more of `ceiling load`'s flags.
+fn load_with(
+    port: u16,
+    rate: &str,
+    duration: &str,
+    agents: &[&Agent],
+    token: &PathBuf,
+    extra: &[&str],
+) -> std::process::Output {
     let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
     Command::new(bin())
         .args(["load", "--url"])
@@ -134,6 +146,7 @@ fn load(
         .arg(list.join(","))
         .arg("--agent-token-file")
         .arg(token)
+        .args(extra)
         .output()
         .unwrap()
 }
@@ -1001,21 +1014,16 @@ fn agents_send_on_the_ticked_engine_with_either_io_back_end() {
     let port = server();
     for io in ["epoll", "io_uring"] {
         let (a, b) = (agent(&tok), agent(&tok));
-        let out = Command::new(bin())
-            .args(["load", "--url"])
-            .arg(format!("http://127.0.0.1:{port}/x"))
-            .args(["--rate", "400", "--duration", "2s", "--json"])
-            .args(["--tick", "2ms", "--io", io, "--agents"])
-            .arg(format!("{},{}", a.addr, b.addr))
-            .arg("--agent-token-file")
-            .arg(&tok)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{io}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = load_with(
+            port,
+            "400",
+            "2s",
+            &[&a, &b],
+            &tok,
+            &["--tick", "2ms", "--io", io],
         );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{io}: {err}");
         let r: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(r["offered"], 800, "{io}: {r}");
         assert_eq!(r["completed"], 800, "{io}: {r}");
