@@ -619,7 +619,6 @@ impl Searcher<'_> {
                 }
                 // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
                 let probed: Vec<f64> = smp.iter().map(|x| x.rate).collect();
-                let snap = |r: f64, tol: f64| snap_to(r, tol, &probed);
                 let around = |centre: f64| {
                     let near = |r: f64| (r / centre - 1.0).abs() <= 3.0 * s.tolerance;
                     let below = smp
@@ -636,9 +635,9 @@ impl Searcher<'_> {
                         s.tolerance
                     };
                     let side = if below <= above { -1.0 } else { 1.0 };
-                    let r = snap(centre * (1.0 + side * d), s.tolerance);
+                    let r = snap_to(centre * (1.0 + side * d), s.tolerance, &probed);
                     round(if r >= cap {
-                        snap(centre * (1.0 - d), s.tolerance)
+                        snap_to(centre * (1.0 - d), s.tolerance, &probed)
                     } else {
                         r
                     })
