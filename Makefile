@@ -26,11 +26,12 @@ build: setup
 
 # The main job on the embedded default: source 000's plan, scaled to ~3 minutes, on the Go stack
 # with an embedded PostgreSQL; prints source 000's table and writes results/<run-id>/. Then the
-# answer the table cannot give: a short search of the same stack (10-s probes, a 4-minute budget)
+# answer the table cannot give: a short search of the same stack (10-s probes, a 5-minute budget,
+# its 1-minute warm-up included)
 # prints its ceiling, the 95% interval and the transition zone.
 demo: build
 	$(BIN) run plans/000-status-mixed.toml --quick --stacks go-pgx
-	$(BIN) search plans/000-status-mixed.toml --stacks go-pgx --probe 10s --probe-trim 2s --confirm 0s --start-rate 1000 --max-time 4m
+	$(BIN) search plans/000-status-mixed.toml --stacks go-pgx --probe 10s --probe-trim 2s --confirm 0s --start-rate 1000 --max-time 5m
 
 # Every test: the Rust workspace (engine, plan, analysis, stand, verify — the integration tests
 # start PostgreSQL and the Go stack), the stacks' own unit tests, and every other stack built with

@@ -4,7 +4,7 @@
 #   core  — PostgreSQL server binaries (for the embedded stand), PgBouncer (plans with
 #           [stand.pgbouncer]), Chromium (report.html is tested in a real headless browser),
 #           Rust/Go toolchains checked
-#   bench — wrk, h2load, nginx, openssl and k6 (the generator benchmarks compare against them)
+#   bench — wrk, h2load, nginx, openssl, perf, a C compiler and k6 (the generator benchmarks)
 #   jvm   — Maven and a JDK (the JVM reference stacks)
 #   stacks — Python 3 with venv, Node.js with npm, nginx, g++/CMake with libpq-dev and
 #           libhttp-parser-dev (source 004's stacks and baseline)
@@ -26,6 +26,10 @@ case $what in bench|all)
   have h2load || need_apt+=(nghttp2-client)
   have openssl || need_apt+=(openssl)
   have nginx || need_apt+=(nginx-light)
+  # generator-profile.sh and sender-floor.sh count CPU, wake-ups and syscalls with perf;
+  # sender-floor.sh compiles its C floor sender
+  have perf || need_apt+=(linux-perf)
+  have cc || need_apt+=(gcc)
 ;; esac
 case $what in stacks|all)
   python3 -c "import venv, ensurepip" 2>/dev/null || need_apt+=(python3-venv)

@@ -66,7 +66,8 @@ pub struct SearchArgs {
     /// called narrow (default: the plan's search.repeat; a knee with a local model needs none).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// Time budget per stack (default: the plan's search.max_time).
+    /// Wall-time budget per stack: its probes and checks, and each round's start, verify,
+    /// warm-up and stop (default: the plan's search.max_time).
     #[arg(long)]
     pub max_time: Option<String>,
     /// First probe rate.
@@ -278,7 +279,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             &ceiling_stand::CgroupSystem::detect(),
         ));
         let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
-        ceiling_lab::search_url(&mut cx, "url", url, stack_agent, &mut report, &mut series);
+        ceiling_lab::search_url(&mut cx, "url", url, stack_agent, &mut report, &mut series)?;
     } else {
         let root = repo_root()?;
         if plan.target.stacks.is_empty() {

@@ -327,6 +327,17 @@ fn warm_up(
     runner.run(&wp, &spec).err()
 }
 
+/// Counts a round's start-up (start, verify, warm-up) in the search's budget, and says so.
+fn charge_startup(search: &mut Search, spent: Duration, progress: &Progress) {
+    search.charge(spent);
+    progress.say(&format!(
+        "  start-up: {:.0} s, counted in the budget ({} of {} spent)",
+        spent.as_secs_f64(),
+        ceiling_plan::format_duration(Duration::from_secs(search.used().as_secs())),
+        ceiling_plan::format_duration(search.plan().search.max_time)
+    ));
+}
+
 /// The generator's starting threads for a plan's search.
 fn options_of(plan: &Plan) -> SearchOptions {
     SearchOptions {
@@ -335,8 +346,9 @@ fn options_of(plan: &Plan) -> SearchOptions {
     }
 }
 
-/// A service that is already running at `url`, searched alone to the end of its budget, its
-/// analysis added to `report` as `name` (with `stack_agent` sampling it where it runs).
+/// A service that is already running at `url`, searched alone to the end of its budget (the
+/// plan's warm-up first, counted in it), its analysis added to `report` as `name` (with
+/// `stack_agent` sampling it where it runs).
 pub fn search_url(
     cx: &mut SearchContext<'_>,
     name: &str,
@@ -344,42 +356,49 @@ pub fn search_url(
     stack_agent: Option<Agents>,
     report: &mut RunReport,
     series: &mut Series,
-) {
-    let mut runner = Runner::for_url(cx, url, name, Instant::now(), stack_agent);
-    let p = cx.progress.clone();
-    let out = ceiling_search::search(
-        cx.plan,
-        &mut runner,
-        &options_of(cx.plan),
-        &mut |l: &str| p.say(l),
-    );
-    series.insert(name.to_string(), std::mem::take(&mut runner.last_rows));
-    report.stacks.push(StackAnalysis::from_search(
-        name,
-        probe_criteria(cx.plan),
-        out,
-    ));
+) -> Result<()> {
+    search_services(
+        cx,
+        &[(name.to_string(), url.to_string())],
+        stack_agent,
+        report,
+        series,
+    )
 }
 
 /// Services already running (`(name, url)`), searched in interleaved rounds (A B A B …,
 /// [`SearchSetup::per_round`] probes each) so the machine's drift over the search falls on all
 /// alike, and ranked by the paired ratio of their ceilings. Nothing is restarted between rounds
 /// (ceiling did not start them); the plan's warm-up runs once per service, before its first
-/// round.
+/// round, counted in its budget.
 pub fn search_urls(
     cx: &mut SearchContext<'_>,
     urls: &[(String, String)],
     report: &mut RunReport,
     series: &mut Series,
 ) -> Result<()> {
+    search_services(cx, urls, None, report, series)
+}
+
+/// [`search_url`] and [`search_urls`]: one service searched to its end, or several in rounds;
+/// `stack_agent` samples the service when there is one.
+fn search_services(
+    cx: &mut SearchContext<'_>,
+    urls: &[(String, String)],
+    stack_agent: Option<Agents>,
+    report: &mut RunReport,
+    series: &mut Series,
+) -> Result<()> {
     let per_round = cx.setup.per_round;
-    cx.progress.say(&format!(
-        "services interleaved: {}",
-        match per_round {
-            Some(n) => format!("rounds of {n} probes per service (A B A B …)"),
-            None => "no (--round 0): each service searched to the end in turn".into(),
-        }
-    ));
+    if urls.len() > 1 {
+        cx.progress.say(&format!(
+            "services interleaved: {}",
+            match per_round {
+                Some(n) => format!("rounds of {n} probes per service (A B A B …)"),
+                None => "no (--round 0): each service searched to the end in turn".into(),
+            }
+        ));
+    }
     let t0 = Instant::now();
     let opts = options_of(cx.plan);
     let mut jobs: Vec<(StackJob, String)> = urls
@@ -396,12 +415,19 @@ pub fn search_urls(
                 continue;
             }
             ran = true;
-            let mut runner = Runner::for_url(cx, url, &job.name, t0, None);
+            let mut runner = Runner::for_url(cx, url, &job.name, t0, stack_agent.clone());
             job.rounds += 1;
-            cx.progress
-                .say(&format!("[{}] round {} ({url})…", job.name, job.rounds));
+            if urls.len() > 1 {
+                cx.progress
+                    .say(&format!("[{}] round {} ({url})…", job.name, job.rounds));
+            }
             let warm = if job.rounds == 1 {
-                warm_up(cx.plan, &mut runner, job.rounds, &cx.progress)
+                let began = Instant::now();
+                let w = warm_up(cx.plan, &mut runner, job.rounds, &cx.progress);
+                if !cx.plan.warmup.is_empty() {
+                    charge_startup(&mut job.search, began.elapsed(), &cx.progress);
+                }
+                w
             } else {
                 None
             };
@@ -593,6 +619,8 @@ fn stack_round(
 )> {
     let plan = cx.plan;
     let name = job.name.clone();
+    // the start, verify and warm-up are the budget's, like the probes (`Search::charge`)
+    let began = Instant::now();
     // verified on the first round; later rounds start the same (cached) build
     let (spec, mut stack, warnings) = crate::start_verified(
         plan,
@@ -638,6 +666,7 @@ fn stack_round(
     cx.progress.say(&format!("[{name}] round {}…", job.rounds));
     // The plan's warm-up (JIT, pools, caches) on every fresh start, as `ceiling run` does.
     let warmup_failed = warm_up(plan, &mut runner, job.rounds, &cx.progress);
+    charge_startup(&mut job.search, began.elapsed(), &cx.progress);
     if warmup_failed.is_none() {
         let p = cx.progress.clone();
         job.search
@@ -646,11 +675,13 @@ fn stack_round(
     job.rows.extend(std::mem::take(&mut runner.last_rows));
     let halted = runner.halted.take();
     drop(runner);
+    let stopping = Instant::now();
     job.footprint = Some(crate::footprint_of(
         &spec,
         stack.is_alive().then(|| stack.pid()),
     ));
     stack.stop();
+    job.search.charge(stopping.elapsed());
     match halted {
         Some(Halt::PartExited(e)) => part_exited(cx, stand, job, &e),
         // its search ended there (the stop reason quotes the crash report); the others go on

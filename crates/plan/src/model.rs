@@ -512,7 +512,8 @@ pub struct SearchSettings {
     /// Probes at each end of the final bracket (fresh seeds) before the interval may be called
     /// narrow: replicates are what let the interval see the service's own noise.
     pub repeat: u32,
-    /// Hard bound on the search's total time.
+    /// Hard bound on each stack's search, wall time: its probes and checks, and the start,
+    /// verify, warm-up and stop of each round (charged by the lab, `Search::charge`).
     #[serde(with = "duration_ms")]
     pub max_time: Duration,
     /// Never probe above this rate.

@@ -717,8 +717,15 @@ mod tests {
 pub struct Search {
     plan: Plan,
     state: State,
-    /// Search time spent so far (sum of the rounds), seconds.
+    /// Budget spent so far, seconds: the rounds, and what the caller charged for starting,
+    /// verifying and warming up the service before them ([`Search::charge`]).
     used_s: f64,
+    /// Charged since the latest round began, seconds (the service's stop after it, the next
+    /// start and warm-up).
+    between_s: f64,
+    /// What was charged between the two latest rounds (before the first: its start-up),
+    /// seconds: what the next round is expected to need before its first check.
+    last_startup_s: f64,
     /// Runner clock when the first round began (probe start times are relative to it).
     t0: Option<f64>,
     rounds: u32,
@@ -745,6 +752,8 @@ impl Search {
                 round: 0,
             },
             used_s: 0.0,
+            between_s: 0.0,
+            last_startup_s: 0.0,
             t0: None,
             rounds: 0,
             stop: None,
@@ -756,11 +765,12 @@ impl Search {
         self.stop.is_some()
     }
 
-    /// Whether what is left of the budget holds a round's baseline check and the shortest shelf
-    /// the round could run (a probe, or the confirming shelf when that is all a round would do).
-    /// When it does not, the search ends here on its budget — so a caller asks this *before*
-    /// starting a service and warming it up for a round that could not run one probe (§53: a
-    /// Spring stack started, warmed up and stopped for nothing).
+    /// Whether what is left of the budget holds the latest start-up charged ([`Search::charge`]),
+    /// a round's baseline check and the shortest shelf the round could run (a probe, or the
+    /// confirming shelf when that is all a round would do). When it does not, the search ends
+    /// here on its budget — so a caller asks this *before* starting a service and warming it up
+    /// for a round that could not run one probe (§53: a Spring stack started, warmed up and
+    /// stopped for nothing).
     pub fn round_fits(&mut self) -> bool {
         if self.stop.is_some() {
             return false;
@@ -772,7 +782,7 @@ impl Search {
         } else {
             self.state.probe_len.min(s.confirm)
         };
-        if left < (s.check + shelf).as_secs_f64() {
+        if left < self.last_startup_s + (s.check + shelf).as_secs_f64() {
             self.stop = Some(StopReason::Budget);
             return false;
         }
@@ -793,6 +803,7 @@ impl Search {
         }
         let start = runner.now_s();
         let t0 = *self.t0.get_or_insert(start);
+        self.last_startup_s = std::mem::take(&mut self.between_s);
         self.rounds += 1;
         self.state.round = self.rounds;
         let plan = self.plan.clone();
@@ -813,6 +824,24 @@ impl Search {
         self.used_s += end - start;
         self.stop = r;
         self.stop.is_some()
+    }
+
+    /// Charges the budget with time spent for the search outside its rounds: starting,
+    /// verifying and warming up the service before a round, stopping it after. `--max-time` is
+    /// the wall time a stack's search may take, so a search of four stacks in rounds of a
+    /// freshly started service each ends within four budgets, not four budgets plus every
+    /// start-up (§53: 100 min for four 15-min budgets plus their warm-ups). The charge is also
+    /// what [`Search::round_fits`] expects the next round's start-up to cost (what was charged
+    /// between the two latest rounds).
+    pub fn charge(&mut self, spent: Duration) {
+        let s = spent.as_secs_f64();
+        self.used_s += s;
+        self.between_s += s;
+    }
+
+    /// The budget spent so far: every round, and every charge.
+    pub fn used(&self) -> Duration {
+        Duration::from_secs_f64(self.used_s.max(0.0))
     }
 
     /// The plan searched.

@@ -1183,3 +1183,80 @@ fn no_round_starts_that_the_budget_cannot_hold_a_probe_in() {
         );
     }
 }
+
+#[test]
+fn a_rounds_start_up_is_charged_to_the_budget_so_rounds_end_within_it() {
+    // `--max-time` is the wall time a stack's search may take. In rounds on a freshly started
+    // service each round begins with a start-up (start, verify, warm-up) that the lab charges
+    // (`Search::charge`); with 60-s start-ups and budgets of 10–12 min, the rounds, their
+    // start-ups and the stops between them must end within the budget (the last stop aside),
+    // and no round may start whose start-up leaves no time for a probe — the truth is the
+    // simulated clock itself. Without the charges the same loop runs past the budget, and
+    // without the start-up in `round_fits` some budget starts a round that probes nothing
+    // (both checked: this test fails when either is taken out).
+    let model = Model::Noisy {
+        mu: 1200.0,
+        sigma: 0.3,
+    };
+    let startup = Duration::from_secs(60);
+    let stop = Duration::from_secs(5);
+    let run = |seed: u64, budget: Duration, charged: bool| {
+        let mut pl = plan();
+        pl.load.seed = seed * 7919;
+        pl.search.max_time = budget;
+        // an interval no search narrows to: the budget, not convergence, ends every search
+        pl.search.tolerance = 0.002;
+        let mut s = ceiling_search::Search::new(&pl, &SearchOptions::default());
+        let mut sim = Sim::new(model, seed);
+        let (mut rounds, mut empty_rounds) = (0, 0);
+        while s.round_fits() {
+            rounds += 1;
+            sim.idle(startup);
+            if charged {
+                s.charge(startup);
+            }
+            let before = sim.probes_run;
+            let ended = s.run_round(&mut sim, Some(3), &mut |_| {});
+            if sim.probes_run == before {
+                empty_rounds += 1;
+            }
+            sim.idle(stop);
+            if charged {
+                s.charge(stop);
+            }
+            if ended {
+                break;
+            }
+        }
+        (sim.now_s(), rounds, empty_rounds, s.used().as_secs_f64())
+    };
+    let mut overran_uncharged = 0;
+    let mut cases = 0;
+    for seed in 0..2 {
+        for extra in (0..120).step_by(12) {
+            let budget = Duration::from_secs(600 + extra);
+            cases += 1;
+            let (wall, rounds, empty, used) = run(seed, budget, true);
+            let case = format!("seed {seed}, budget {} s", budget.as_secs());
+            assert!(rounds >= 2, "{case}: {rounds} round(s)");
+            // the last round may run to the budget's end; only its stop comes after
+            assert!(
+                wall <= (budget + stop).as_secs_f64() + 1e-6,
+                "{case}: {wall:.0} s of wall time ({rounds} rounds)"
+            );
+            assert_eq!(empty, 0, "{case}: a round started that ran no probe");
+            assert!(
+                (used - wall).abs() < 1e-6,
+                "{case}: the budget counted {used:.0} s of {wall:.0}"
+            );
+            let (wall_uncharged, _, _, _) = run(seed, budget, false);
+            if wall_uncharged > (budget + stop).as_secs_f64() {
+                overran_uncharged += 1;
+            }
+        }
+    }
+    assert_eq!(
+        overran_uncharged, cases,
+        "uncharged, some searches ended within their budget anyway: the test cannot tell"
+    );
+}
