@@ -10,7 +10,7 @@
 //! the verdict says "one run".
 
 use crate::published::PublishedError;
-use ceiling_analyze::{StackAnalysis, Verdict};
+use ceiling_analyze::{ShelfResult, StackAnalysis, Verdict};
 use ceiling_report::RunReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -259,43 +259,8 @@ fn figure(
             shelves.len()
         ));
     }
-    let (unit, vals): (&'static str, Vec<Option<f64>>) = match metric {
-        "rps" => (
-            " RPS",
-            shelves.iter().map(|s| Some(s.achieved_rps)).collect(),
-        ),
-        "p99_ms" => (
-            " ms",
-            shelves.iter().map(|s| Some(s.latency.p99_ms)).collect(),
-        ),
-        "p50_ms" => (
-            " ms",
-            shelves.iter().map(|s| Some(s.latency.p50_ms)).collect(),
-        ),
-        "mean_ms" => (
-            " ms",
-            shelves.iter().map(|s| Some(s.latency.mean_ms)).collect(),
-        ),
-        "errors_pct" => (
-            "%",
-            shelves.iter().map(|s| Some(s.error_rate * 100.0)).collect(),
-        ),
-        "cpu_pct" => (
-            "% CPU",
-            shelves
-                .iter()
-                .map(|s| s.stack.as_ref().map(|w| w.cpu_pct_mean))
-                .collect(),
-        ),
-        "rss_mib" => (
-            " MiB",
-            shelves
-                .iter()
-                .map(|s| s.stack.as_ref().map(|w| w.rss_mb_mean))
-                .collect(),
-        ),
-        other => return Err(format!("`{other}` is not a metric a claim can name")),
-    };
+    let unit = unit_of(metric)?;
+    let vals: Vec<Option<f64>> = shelves.iter().map(|s| shelf_value(s, metric)).collect();
     let vals: Vec<f64> = vals
         .into_iter()
         .collect::<Option<_>>()
@@ -324,6 +289,95 @@ fn figure(
         },
         unit,
     ))
+}
+
+/// The unit a metric's figures are shown in; an error for a metric no claim can name.
+fn unit_of(metric: &str) -> Result<&'static str, String> {
+    Ok(match metric {
+        "rps" => " RPS",
+        "p99_ms" | "p50_ms" | "mean_ms" => " ms",
+        "errors_pct" => "%",
+        "cpu_pct" => "% CPU",
+        "rss_mib" => " MiB",
+        other => return Err(format!("`{other}` is not a metric a claim can name")),
+    })
+}
+
+/// One shelf's figure for `metric` (a metric [`unit_of`] knows); `None` when it was not sampled.
+fn shelf_value(s: &ShelfResult, metric: &str) -> Option<f64> {
+    match metric {
+        "rps" => Some(s.achieved_rps),
+        "p99_ms" => Some(s.latency.p99_ms),
+        "p50_ms" => Some(s.latency.p50_ms),
+        "mean_ms" => Some(s.latency.mean_ms),
+        "errors_pct" => Some(s.error_rate * 100.0),
+        "cpu_pct" => s.stack.as_ref().map(|w| w.cpu_pct_mean),
+        "rss_mib" => s.stack.as_ref().map(|w| w.rss_mb_mean),
+        _ => None,
+    }
+}
+
+/// The ratio of `a`'s figure to `b`'s at `point`, paired by repetition, when the run
+/// interleaved its repetitions (`plan.interleaved_rounds` > 1: repetition i of every stack ran
+/// in the same round, one after the other, so the machine's drift between rounds falls on both
+/// and cancels in their ratio). Every repetition must be valid on both sides, at least three
+/// pairs, every figure positive; `None` otherwise (the unpaired intervals are used then). The
+/// ratio is the geometric mean of the per-round ratios, its 95% interval a Student t on their
+/// logarithms.
+fn paired_ratio(
+    run: &RunReport,
+    a: &StackAnalysis,
+    b: &StackAnalysis,
+    metric: &str,
+    point: Option<&str>,
+) -> Option<PairedRatio> {
+    if run.plan.interleaved_rounds < 2 || metric == "ceiling" {
+        return None;
+    }
+    let point = point?;
+    let reps = |x: &StackAnalysis| -> Option<Vec<(u32, f64)>> {
+        let at: Vec<&ShelfResult> = x.shelves.iter().filter(|s| s.label == point).collect();
+        if at.is_empty() || at.iter().any(|s| s.verdict == Verdict::Invalid) {
+            return None;
+        }
+        at.iter()
+            .map(|s| {
+                shelf_value(s, metric)
+                    .filter(|v| *v > 0.0)
+                    .map(|v| (s.repetition, v))
+            })
+            .collect()
+    };
+    let (ra, rb) = (reps(a)?, reps(b)?);
+    let logs: Vec<f64> = ra
+        .iter()
+        .filter_map(|(i, va)| {
+            rb.iter()
+                .find(|(j, _)| j == i)
+                .map(|(_, vb)| (va / vb).ln())
+        })
+        .collect();
+    if logs.len() < 3 {
+        return None;
+    }
+    let n = logs.len() as f64;
+    let m = logs.iter().sum::<f64>() / n;
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let h = ceiling_analyze::t_975(logs.len() - 1) * sd / n.sqrt();
+    Some(PairedRatio {
+        ratio: m.exp(),
+        lo: (m - h).exp(),
+        hi: (m + h).exp(),
+        pairs: logs.len(),
+    })
+}
+
+/// A ratio of two stacks' figures paired by round ([`paired_ratio`]).
+struct PairedRatio {
+    ratio: f64,
+    lo: f64,
+    hi: f64,
+    pairs: usize,
 }
 
 /// Whether `x op value` holds (with `~`: within `within` relative).
@@ -553,18 +607,39 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
             if fb.value <= 0.0 {
                 return Err(format!("{bn}'s figure is {} — no ratio", fb.value));
             }
-            let ratio = fa.value / fb.value;
-            // the two relative half-widths in quadrature (a normal approximation of each)
-            let rel = |f: &Fig| {
-                f.ci.map_or(0.0, |(lo, hi)| {
-                    (hi - lo) / 2.0 / f.value.abs().max(f64::EPSILON)
-                })
+            // paired by round where the run interleaved its repetitions; else the two relative
+            // half-widths in quadrature (a normal approximation of each)
+            let paired = if cross || fa.lower_bound || fb.lower_bound {
+                None
+            } else {
+                paired_ratio(run, stack(an), stack(bn), &c.metric, c.point.as_deref())
             };
-            let h = ratio * (rel(&fa).powi(2) + rel(&fb).powi(2)).sqrt();
-            let fr = Fig {
-                value: ratio,
-                ci: (h > 0.0).then_some((ratio - h, ratio + h)),
-                lower_bound: false,
+            let (ratio, fr) = match &paired {
+                Some(p) => (
+                    p.ratio,
+                    Fig {
+                        value: p.ratio,
+                        ci: Some((p.lo, p.hi)),
+                        lower_bound: false,
+                    },
+                ),
+                None => {
+                    let ratio = fa.value / fb.value;
+                    let rel = |f: &Fig| {
+                        f.ci.map_or(0.0, |(lo, hi)| {
+                            (hi - lo) / 2.0 / f.value.abs().max(f64::EPSILON)
+                        })
+                    };
+                    let h = ratio * (rel(&fa).powi(2) + rel(&fb).powi(2)).sqrt();
+                    (
+                        ratio,
+                        Fig {
+                            value: ratio,
+                            ci: (h > 0.0).then_some((ratio - h, ratio + h)),
+                            lower_bound: false,
+                        },
+                    )
+                }
             };
             let (op, value) = (
                 c.op.as_deref().unwrap_or(">="),
@@ -599,9 +674,13 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
             Ok((
                 v,
                 format!(
-                    "{an}/{bn} = {ratio:.2}{} ({}, {})",
+                    "{an}/{bn} = {ratio:.2}{}{} ({}, {})",
                     fr.ci
                         .map(|(lo, hi)| format!(" (95% CI {lo:.2}–{hi:.2})"))
+                        .unwrap_or_default(),
+                    paired
+                        .as_ref()
+                        .map(|p| format!(", paired over {} rounds", p.pairs))
                         .unwrap_or_default(),
                     fa.show(&la, unit),
                     fb.show(&lb, unit)
@@ -620,8 +699,33 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 })
                 .collect::<Result<_, _>>()?;
             let mut v = ClaimVerdict::Holds;
+            let mut pairs_shown = Vec::new();
             for w in figs.windows(2) {
                 let (hi, lo) = (&w[0].1, &w[1].1);
+                // paired by round where the run interleaved its repetitions
+                if !hi.lower_bound && !lo.lower_bound {
+                    if let Some(p) = paired_ratio(
+                        run,
+                        stack(&w[0].0),
+                        stack(&w[1].0),
+                        &c.metric,
+                        c.point.as_deref(),
+                    ) {
+                        pairs_shown.push(format!(
+                            "{}/{} = {:.2} (95% CI {:.2}–{:.2}, paired over {} rounds)",
+                            w[0].0, w[1].0, p.ratio, p.lo, p.hi, p.pairs
+                        ));
+                        if p.lo > 1.0 {
+                            continue;
+                        }
+                        if p.hi < 1.0 {
+                            v = ClaimVerdict::DoesNotHold;
+                            break;
+                        }
+                        v = ClaimVerdict::NotDecided;
+                        continue;
+                    }
+                }
                 let hi_range = hi.ci.unwrap_or((
                     hi.value,
                     if hi.lower_bound {
@@ -647,7 +751,8 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 }
                 v = ClaimVerdict::NotDecided;
             }
-            let shown: Vec<String> = figs.iter().map(|(n, f, u)| f.show(n, u)).collect();
+            let mut shown: Vec<String> = figs.iter().map(|(n, f, u)| f.show(n, u)).collect();
+            shown.extend(pairs_shown);
             Ok((v, shown.join("; ")))
         }
     })();

@@ -623,3 +623,106 @@ point = "hold 3000"
     assert!(res[0].ours.contains("generator-bound"), "{}", res[0].ours);
     assert!(res[1].ours.contains("≥ 3000"), "{}", res[1].ours);
 }
+
+#[test]
+fn an_interleaved_runs_stacks_are_compared_paired_by_round() {
+    // Two stacks measured in 5 interleaved rounds while the machine drifts by ±40% from round
+    // to round: in every round `a` serves 1.08–1.12× what `b` serves (the truth: a > b by
+    // ~10%). Read as two unpaired intervals the drift swamps it (not decided); paired by round
+    // it cancels and the claims hold. The same figures in a run that did not interleave
+    // (`interleaved_rounds` = 1) must not be paired.
+    const PAIRED: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "a-over-b"
+text = "a serves at least 1.05x what b serves"
+line = 50
+plan = "gates"
+kind = "ratio"
+a = "a"
+b = "b"
+metric = "rps"
+point = "hold 3000"
+op = ">="
+value = 1.05
+
+[[claims]]
+id = "a-first"
+text = "a > b"
+line = 51
+plan = "gates"
+kind = "order"
+stacks = ["a", "b"]
+metric = "rps"
+point = "hold 3000"
+
+[[claims]]
+id = "b-first"
+text = "b > a"
+line = 52
+plan = "gates"
+kind = "order"
+stacks = ["b", "a"]
+metric = "rps"
+point = "hold 3000"
+"#;
+    let file: ClaimsFile = toml::from_str(PAIRED).unwrap();
+    let drift = [1.0, 0.6, 1.4, 0.8, 1.2];
+    let ratio = [1.10, 1.12, 1.08, 1.11, 1.09];
+    let p = plan();
+    let run = |interleaved: u32| {
+        let mut r = RunReport::new(&p, "20261128-000000-gates");
+        r.plan.interleaved_rounds = interleaved;
+        for (name, k) in [("a", true), ("b", false)] {
+            let mut st = simulate(&p, name, |_| 5.0);
+            let one = st
+                .shelves
+                .iter()
+                .find(|s| s.label == "hold 3000")
+                .cloned()
+                .unwrap();
+            st.shelves.retain(|s| s.label != "hold 3000");
+            for (i, d) in drift.iter().enumerate() {
+                let mut s = one.clone();
+                s.repetition = i as u32;
+                s.achieved_rps = 2000.0 * d * if k { ratio[i] } else { 1.0 };
+                st.shelves.push(s);
+            }
+            r.stacks.push(st);
+        }
+        r
+    };
+    let paired = evaluate(&file, &[run(5)]);
+    let v: Vec<_> = paired.iter().map(|r| (r.id.as_str(), r.verdict)).collect();
+    assert_eq!(
+        v,
+        [
+            ("a-over-b", ClaimVerdict::Holds),
+            ("a-first", ClaimVerdict::Holds),
+            ("b-first", ClaimVerdict::DoesNotHold)
+        ],
+        "{paired:#?}"
+    );
+    assert!(
+        paired[0].ours.contains("paired over 5 rounds"),
+        "{}",
+        paired[0].ours
+    );
+    let unpaired = evaluate(&file, &[run(1)]);
+    let v: Vec<_> = unpaired
+        .iter()
+        .map(|r| (r.id.as_str(), r.verdict))
+        .collect();
+    assert_eq!(
+        v,
+        [
+            ("a-over-b", ClaimVerdict::NotDecided),
+            ("a-first", ClaimVerdict::NotDecided),
+            ("b-first", ClaimVerdict::NotDecided)
+        ],
+        "{unpaired:#?}"
+    );
+    assert!(!unpaired[0].ours.contains("paired"), "{}", unpaired[0].ours);
+}
