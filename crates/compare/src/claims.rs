@@ -10,7 +10,7 @@
 //! the verdict says "one run".
 
 use crate::published::PublishedError;
-use ceiling_analyze::{ShelfResult, StackAnalysis, Verdict};
+use ceiling_analyze::{Estimate, ShelfResult, StackAnalysis, Verdict};
 use ceiling_report::RunReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -260,19 +260,15 @@ fn figure(
         ));
     }
     let unit = unit_of(metric)?;
-    let vals: Vec<Option<f64>> = shelves.iter().map(|s| shelf_value(s, metric)).collect();
-    let vals: Vec<f64> = vals
-        .into_iter()
+    let vals: Vec<f64> = shelves
+        .iter()
+        .map(|s| shelf_value(s, metric))
         .collect::<Option<_>>()
         .ok_or_else(|| format!("{} at `{point}`: `{metric}` was not sampled", a.stack))?;
-    let n = vals.len() as f64;
-    let mean = vals.iter().sum::<f64>() / n;
     // repetitions of a level: a Student-t interval of their mean
-    let ci = (vals.len() >= 2).then(|| {
-        let sd = (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        let h = ceiling_analyze::t_975(vals.len() - 1) * sd / n.sqrt();
-        (mean - h, mean + h)
-    });
+    let est = Estimate::of(&vals).ok_or_else(|| format!("{} at `{point}`: no figure", a.stack))?;
+    let mean = est.mean;
+    let ci = est.ci95.map(|_| (est.ci_low(), est.ci_high()));
     Ok((
         match bound {
             // what the stack did at least: the mean of what the generator got through
@@ -360,15 +356,12 @@ fn paired_ratio(
     if logs.len() < 3 {
         return None;
     }
-    let n = logs.len() as f64;
-    let m = logs.iter().sum::<f64>() / n;
-    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let h = ceiling_analyze::t_975(logs.len() - 1) * sd / n.sqrt();
+    let est = Estimate::of(&logs)?;
     Some(PairedRatio {
-        ratio: m.exp(),
-        lo: (m - h).exp(),
-        hi: (m + h).exp(),
-        pairs: logs.len(),
+        ratio: est.mean.exp(),
+        lo: est.ci_low().exp(),
+        hi: est.ci_high().exp(),
+        pairs: est.n,
     })
 }
 
