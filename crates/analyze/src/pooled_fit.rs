@@ -22,7 +22,8 @@
 //!   Where the replicates say the service is quiet (σ ≤ 0.2) the interval is hulled with the
 //!   isotonic bracket, which holds the truth of a noise-free service whatever the curve's shape;
 //!   the line may not.
-//! * **Fallback.** Without a local model (a cliff: nothing probed near margin 1; too few probes),
+//! * **Fallback.** Without a local model (a cliff: nothing probed near margin 1; too few probes;
+//!   a step across the bracket of ×4 and four replicate σ whose line would cross outside it),
 //!   the isotonic bootstrap of [`crate::capacity::interval`] gives the interval.
 //! * **Transition zone.** The probes' own log margins (each judged alone) near the crossing,
 //!   fitted as a line in `ln(rate)` with normal residuals of σ₁: a single probe passes at rate r
@@ -50,6 +51,9 @@ const LOCAL_DRAWS: usize = 120;
 const LOCAL_SPAN: f64 = 0.12;
 /// How far (in ln rate) the local model's crossing may lie outside the rates it was fitted on.
 const EXTRAPOLATE: f64 = 0.15;
+/// A step across the bracket this many replicate σ high (and ×[`CLIFF_RATIO`]) is a cliff, not
+/// noise.
+const CLIFF_SIGMAS: f64 = 4.0;
 /// Replicates' spread below this σ of one probe's ln(margin): the service is quiet, and the
 /// isotonic bracket (which then holds the truth whatever the curve) widens the interval.
 const QUIET_SIGMA: f64 = 0.2;
@@ -121,6 +125,9 @@ pub struct Local {
     stats: (f64, f64, f64, f64, f64),
     /// σ's degrees of freedom.
     sigma_df: f64,
+    /// σ of one probe's ln(margin) from replicates alone (probes at one rate), when any rate
+    /// in the model has two or more.
+    pub pure_sigma: Option<f64>,
 }
 
 impl Local {
@@ -212,6 +219,29 @@ impl PooledFit {
             _ => None,
         };
         fit.local = local_model(samples, times, reach);
+        // A cliff — the pooled margin jumps ×CLIFF_RATIO or more between the bracket's two rates —
+        // is a step, not a line: a line through it is too shallow, so the failing probes moved
+        // down it still fail below rates that passed, and its crossing lands outside the bracket
+        // (a quiet 400-RPS queue bracketed at 380–409 once gave 342: crates/analyze/tests/
+        // recorded_probes.rs). The step itself is then the evidence: the isotonic bootstrap.
+        // A step is told from noise by the replicates: the jump must exceed what probes at one
+        // rate differ by (a σ = 0.9 service's pooled margins jump ×4 between neighbours by chance,
+        // and its long-run crossing may lie outside the bracket).
+        if let (Some((lo, hi, _)), Some(l)) = (reach, &fit.local) {
+            let i = fit.fitted.iter().position(|&f| f > 0.0).unwrap_or(0);
+            let jump = if i > 0 {
+                fit.fitted[i] - fit.fitted[i - 1]
+            } else {
+                0.0
+            };
+            let quiet_step = l
+                .pure_sigma
+                .is_some_and(|s| jump >= CLIFF_RATIO.ln().max(CLIFF_SIGMAS * s));
+            let x = l.crossing().ln();
+            if quiet_step && (x < lo || x > hi) {
+                fit.local = None;
+            }
+        }
         fit
     }
 
@@ -388,6 +418,7 @@ fn fit_near(samples: &[Sample], times: &[u32], keep: impl Fn(&Sample) -> bool) -
         }
         k = j;
     }
+    let pure_sigma = (dfw > 0).then(|| (ssw / dfw as f64).sqrt());
     let (ss, sigma_df) = if dfw >= MIN_REPLICATE_DF {
         (ssw, dfw as f64)
     } else {
@@ -417,6 +448,7 @@ fn fit_near(samples: &[Sample], times: &[u32], keep: impl Fn(&Sample) -> bool) -
         sel,
         stats: (xbar, ybar, sxx, sw, ss),
         sigma_df,
+        pure_sigma,
     })
 }
 

@@ -57,3 +57,31 @@ fn a_search_never_concludes_below_rates_its_own_pooled_probes_pass() {
         iv.estimate, iv.lo, iv.hi, iv.method
     );
 }
+
+/// The same FIFO service of 400 RPS capacity, searched alone (`a_bare_url_is_searched_and_printed
+/// _as_json` in `crates/cli/tests/search_url.rs`, `make test` on the 2-core machine, 2026-11-28
+/// 20:1x UTC): 380 RPS passed (p99 13 ms, margin 0.27), 409 failed twice (margin 1.20), 443 and
+/// 600 failed by ×4 and ×13 — a cliff, and a quiet one: every passing probe near it has p99 ≈ 12
+/// ms. The pooled line through that step was too shallow, so the failing probes moved down it
+/// still failed at 342 RPS: the search printed **342 RPS (95% CI 339–370, "narrowed")**, wholly
+/// below the 380 that passed, and spent its remaining probes at 315–357 (all passing by ×4).
+/// A line that the probes' own replicates reject (lack of fit against their pure error) is not a
+/// model of the knee: the isotonic bracket decides.
+#[test]
+fn a_quiet_cliff_is_not_concluded_below_its_own_passing_probe() {
+    let text = include_str!("data/fifo-400-cliff-probes.json");
+    let probes: Vec<ProbeVerdict> = serde_json::from_str(text).expect("recorded probes parse");
+    let iv = pooled_interval(&samples(&probes), 0x5EED).expect("bracketed");
+    assert_eq!((iv.bracket_lo, iv.bracket_hi), (380.0, 409.0), "{iv:?}");
+    assert!(
+        (380.0..=409.0).contains(&iv.estimate) && iv.lo <= 400.0 && iv.hi >= 400.0,
+        "the ceiling {:.0} ({:.0}–{:.0}) contradicts the pass at 380 RPS and the 380–409 bracket: {iv:?}",
+        iv.estimate,
+        iv.lo,
+        iv.hi
+    );
+    eprintln!(
+        "recomputed: {:.0} (95% CI {:.0}–{:.0}, {:?})",
+        iv.estimate, iv.lo, iv.hi, iv.method
+    );
+}

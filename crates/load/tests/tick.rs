@@ -101,8 +101,12 @@ fn service_time_keeps_microseconds_although_the_tick_is_coarse() {
         eprintln!("ticked on {io:?}, 10 ms: service p50 {s50:.3} ms p99 {s99:.3}; latency p50 {l50:.3} p99 {l99:.3}; schedule lag p99 {lag99:.3} ms");
         assert_eq!(s.counts().total(), 2000);
         assert_eq!(s.counts().errors(), 0);
+        // Within the test server's own timer step (it answers on whole milliseconds, so the
+        // phase of the sends — spread by the tokio engine, in bursts at the ticks here — moves
+        // both medians by up to ~1 ms: 0.19 and 0.30 ms measured, 2026-11-28); read at the tick,
+        // the median would sit ~5 ms (half a tick) above.
         assert!(
-            (s50 - b50).abs() < 0.3,
+            (s50 - b50).abs() < 1.0,
             "{io:?}: service p50 {s50:.3} ms vs the tokio engine's {b50:.3}"
         );
         // read at the tick, service times would spread evenly over 4–14 ms (p50 ≈ 9, p99 ≈ 14);
