@@ -227,17 +227,15 @@ impl PooledFit {
         // A step is told from noise by the replicates: the jump must exceed what probes at one
         // rate differ by (a σ = 0.9 service's pooled margins jump ×4 between neighbours by chance,
         // and its long-run crossing may lie outside the bracket).
-        if let (Some((lo, hi, _)), Some(l)) = (reach, &fit.local) {
-            let i = fit.fitted.iter().position(|&f| f > 0.0).unwrap_or(0);
-            let jump = if i > 0 {
-                fit.fitted[i] - fit.fitted[i - 1]
-            } else {
-                0.0
-            };
+        if let (Bracket::Between { lo, hi }, Some(l)) = (fit.bracket(), &fit.local) {
+            let jump = fit
+                .margin_at(lo)
+                .zip(fit.margin_at(hi))
+                .map_or(0.0, |(m0, m1)| (m1 / m0).ln());
             let quiet_step = l
                 .pure_sigma
                 .is_some_and(|s| jump >= CLIFF_RATIO.ln().max(CLIFF_SIGMAS * s));
-            let x = l.crossing().ln();
+            let x = l.crossing();
             if quiet_step && (x < lo || x > hi) {
                 fit.local = None;
             }

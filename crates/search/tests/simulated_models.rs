@@ -141,6 +141,15 @@ impl Sim {
         }
     }
 
+    /// One second of a FIFO queue of capacity `c` offered `rate`: work arriving is rate × 1/c
+    /// seconds, served 1 s. Returns the requests done and the second's worst wait, ms.
+    fn queue_second(&mut self, rate: f64, c: f64) -> (f64, f64) {
+        let start = self.backlog_s;
+        self.backlog_s = (self.backlog_s + rate / c - 1.0).max(0.0);
+        let done = if start + rate / c > 1.0 { c } else { rate };
+        (done, 1000.0 * start.max(self.backlog_s))
+    }
+
     /// Records `n` requests at `lat_ms` with jitter spread over 20 quantile points.
     fn record(s: &mut Second, n: u64, lat_ms: f64, spread: f64, outcome: Outcome) {
         if n == 0 {
@@ -209,11 +218,7 @@ impl ProbeRunner for Sim {
             };
             match self.model {
                 Model::Cliff { c } => {
-                    // Work arriving this second: rate × 1/c seconds; served: 1 s.
-                    let start = self.backlog_s;
-                    self.backlog_s = (self.backlog_s + rate / c - 1.0).max(0.0);
-                    let done = if start + rate / c > 1.0 { c } else { rate };
-                    let wait_ms = 1000.0 * start.max(self.backlog_s);
+                    let (done, wait_ms) = self.queue_second(rate, c);
                     Sim::record(&mut s, done.round() as u64, 2.0 + wait_ms, 1.5, Outcome::Ok);
                 }
                 Model::JitteryCliff {
@@ -221,10 +226,7 @@ impl ProbeRunner for Sim {
                     service_ms,
                     sigma,
                 } => {
-                    let start = self.backlog_s;
-                    self.backlog_s = (self.backlog_s + rate / c - 1.0).max(0.0);
-                    let done = if start + rate / c > 1.0 { c } else { rate };
-                    let wait_ms = 1000.0 * start.max(self.backlog_s);
+                    let (done, wait_ms) = self.queue_second(rate, c);
                     let jitter = (sigma * normal(&mut self.rng)).exp();
                     Sim::record(
                         &mut s,
