@@ -141,6 +141,27 @@ fn spawn_listener(tls: Option<tokio_rustls::TlsAcceptor>, respond_at: Respond) -
     })
 }
 
+/// As [`spawn_server`], but a connection that sends no request within `first_request` of being
+/// accepted is closed, as Go's `net/http` closes one after its `ReadHeaderTimeout` (go-pgx: 5 s):
+/// a generator's pre-opened connections left idle that long are dead when it comes to use them.
+pub fn spawn_server_closing_unused(
+    first_request: std::time::Duration,
+    respond_at: impl Fn(Instant) -> Instant + Send + Sync + 'static,
+) -> u16 {
+    let respond: Respond = Arc::new(move |now| (respond_at(now), 200));
+    accept_loop(move |s| {
+        let respond = respond.clone();
+        async move {
+            let mut first = [0u8; 1];
+            if let Ok(Ok(n)) = tokio::time::timeout(first_request, s.peek(&mut first)).await {
+                if n > 0 {
+                    serve(s, respond).await;
+                }
+            }
+        }
+    })
+}
+
 /// Binds an ephemeral loopback port and hands every accepted connection (TCP_NODELAY set) to
 /// `on_conn`, each on a task of its own, on a thread and runtime of its own. Returns the port.
 fn accept_loop<F, Fut>(on_conn: F) -> u16

@@ -688,9 +688,14 @@ impl<'a> Ticked<'a> {
         let Io::Uring(u) = &mut self.io else {
             return;
         };
+        // A multishot RECVMSG reports the peer's close as its last completion (no MORE) with a
+        // buffer whose payload is empty — its `res` counts the header, so it is not 0.
+        let more = crate::uring::more(flags);
+        let mut closed = false;
         if let Some(bid) = crate::uring::buffer(flags) {
             if let Some(c) = self.conns[key].as_mut() {
                 let (payload, stamp) = u.received(bid, res);
+                closed = payload.is_empty() && !more;
                 c.buf.extend_from_slice(payload);
                 if stamp > 0 {
                     c.rx_ns = (stamp - self.offset).max(0) as u64;
@@ -699,7 +704,6 @@ impl<'a> Ticked<'a> {
             // whatever became of the connection, the buffer goes back
             u.recycle(bid);
         }
-        let more = crate::uring::more(flags);
         if !more {
             if !self.op_done(key) {
                 return;
@@ -711,7 +715,7 @@ impl<'a> Ticked<'a> {
         let Some(c) = self.conns[key].as_mut() else {
             return;
         };
-        if res == 0 {
+        if res == 0 || closed {
             c.eof = true;
         } else if res < 0 && res != -libc::ENOBUFS {
             if c.job.is_some() {

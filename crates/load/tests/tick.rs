@@ -4,7 +4,7 @@
 
 mod support;
 
-use ceiling_load::testing::{spawn_server, stalling};
+use ceiling_load::testing::{spawn_server, spawn_server_closing_unused, stalling};
 use ceiling_load::{run, IoBackend, LoadConfig, Summary};
 use ceiling_plan::{Model, Stage};
 use std::time::Duration;
@@ -165,9 +165,44 @@ fn both_back_ends_send_the_same_requests_and_io_uring_closes_what_it_opened() {
         totals.push(s.counts().total());
     }
     assert_eq!(totals, vec![6000, 6000]);
-    let after = fds();
+    // the test server closes its side when it reads the engine's close: give it a moment (an
+    // engine that leaked would keep its sockets however long this waits)
+    let mut after = fds();
+    for _ in 0..40 {
+        if after == before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        after = fds();
+    }
     assert_eq!(
         after, before,
         "sockets or rings left open: {before:?} before, {after:?} after"
     );
+}
+
+#[test]
+fn pre_opened_connections_the_server_closed_are_not_used() {
+    let _one = alone();
+    // A server that closes a connection unused for 1 s (Go's ReadHeaderTimeout), a warm-up slow
+    // enough that most pre-opened connections sit unused past it, then a step in rate that
+    // reaches for them: every request must still be answered (§64: on io_uring the dead ones
+    // were handed requests that waited out the timeout — 63 of 64, every run).
+    // (50 ms a response at 2,000 RPS: ~100 connections busy, so the step reaches every one)
+    let port = spawn_server_closing_unused(Duration::from_secs(1), |now| {
+        now + Duration::from_millis(50)
+    });
+    for io in BACKENDS {
+        let mut c = ticked(port, 2000.0, 2, Duration::from_millis(2));
+        c.warmup = vec![Stage::Hold {
+            rate: 20.0,
+            duration: Duration::from_secs(3),
+        }];
+        c.timeout = Duration::from_secs(3);
+        c.io = io;
+        let mut conns = Vec::new();
+        let s = run(c, |sec| conns.push(sec.connections)).unwrap();
+        eprintln!("{io:?}: {:?} connections {conns:?}", s.counts());
+        assert_eq!(s.counts().errors(), 0, "{io:?}: {:?}", s.counts());
+    }
 }
