@@ -97,12 +97,22 @@ pub(super) fn near_quota(cpu: f64, cap: f64) -> f64 {
 /// How far the host is saturated (0 below 85% busy, 1 from 95%) times the share of its busy
 /// time that `cpu` (% of a core) accounts for; `None` without the host's figures.
 pub(super) fn host_saturated_by(s: &SignalRow, cpu: f64) -> Option<f64> {
+    let busy = s.host_busy_pct.filter(|b| *b > 0.0)?;
+    Some(host_saturation(s)? * clamp01(cpu / busy))
+}
+
+/// How far the host's CPUs are saturated: 0 below 85% busy, 1 from 95%; `None` without the
+/// host's figures.
+pub(super) fn host_saturation(s: &SignalRow) -> Option<f64> {
     match (s.host_busy_pct, s.host_cpus) {
-        (Some(b), Some(c)) if b > 0.0 => {
-            Some(clamp01((b / (c * 100.0) - 0.85) / 0.1) * clamp01(cpu / b))
-        }
+        (Some(b), Some(c)) if c > 0.0 => Some(clamp01((b / (c * 100.0) - 0.85) / 0.1)),
         _ => None,
     }
+}
+
+/// Whether the disk answered its I/O in under a millisecond on average (known, and fast).
+pub(super) fn device_fast(s: &SignalRow) -> bool {
+    s.disk_await_ms.is_some_and(|a| a < 1.0)
 }
 
 /// The stack's CPU capacity in % of one core: its quota, capped by the host's CPUs.

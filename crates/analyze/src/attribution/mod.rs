@@ -556,7 +556,17 @@ pub fn attribute(
                 let s = s?;
                 let io =
                     s.pg_wal? + s.pg_io_datafileread.unwrap_or(0.0) + s.pg_io_other.unwrap_or(0.0);
-                Some(io / s.pg_active?.max(1.0))
+                // Backends waiting on WAL flushes while the device answers in under a
+                // millisecond and every CPU is busy wait for a core, not for the disk: the
+                // process that would finish the flush is itself waiting to run (§65: go-pgx's
+                // failed probes, disk await 0.06 ms, the box 197% of 200% busy). Discounted by
+                // the box's saturation then; a slow device keeps the whole level.
+                let for_a_core = if device_fast(s) {
+                    host_saturation(s).unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                Some(io / s.pg_active?.max(1.0) * (1.0 - for_a_core))
             }),
         },
         Probe {

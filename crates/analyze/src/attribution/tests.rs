@@ -190,6 +190,41 @@ fn wal_io_with_the_control_frozen_is_a_host_io_stall() {
     );
 }
 
+/// §65: go-pgx's failed probes on two shared cores — backends waiting on WAL flushes while the
+/// disk answers in 0.06 ms and the box is 197% of 200% busy, the stack and PostgreSQL each near
+/// half of it. The waits are for a core: a CPU cause leads and the WAL's I/O is not named. The
+/// same waits on a disk taking 40 ms an I/O are the disk's.
+#[test]
+fn wal_waits_on_a_fast_disk_in_a_full_box_are_the_cpus() {
+    let (mut rows, mut sig) = healthy();
+    freeze(&mut rows);
+    for t in [20usize, 21, 40, 41] {
+        rows[t].stack_cpu_pct = Some(86.0);
+        rows[t].postgres_cpu_pct = Some(89.0);
+    }
+    at(&mut sig, |s| {
+        s.host_busy_pct = Some(197.0);
+        s.pg_active = Some(2.0);
+        s.pg_wal = Some(1.4);
+        s.pg_io_walsync = Some(0.6);
+        s.pg_lwlock = Some(0.8);
+        s.pg_cpu = Some(0.5);
+        s.disk_await_ms = Some(0.06);
+    });
+    let a = top(&rows, &sig);
+    let lead = a.top().map(|c| c.kind);
+    assert!(
+        matches!(lead, Some(CauseKind::StackCpu) | Some(CauseKind::DbCpu)),
+        "{a:#?}"
+    );
+    assert!(
+        !a.causes.iter().any(|c| c.kind == CauseKind::DbIo),
+        "WAL waits for a core named as I/O: {a:#?}"
+    );
+    at(&mut sig, |s| s.disk_await_ms = Some(40.0));
+    assert_top(&top(&rows, &sig), CauseKind::DbIo);
+}
+
 #[test]
 fn throttled_by_quota_all_window() {
     let (mut rows, mut sig) = healthy();
