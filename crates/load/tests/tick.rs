@@ -21,11 +21,17 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The run on `io`, which must say it ran on it.
-fn run_on(mut c: LoadConfig, io: IoBackend) -> Summary {
+fn run_on(c: LoadConfig, io: IoBackend) -> Summary {
+    run_counting_connections(c, io).0
+}
+
+/// As [`run_on`], with the connections open at each second's end.
+fn run_counting_connections(mut c: LoadConfig, io: IoBackend) -> (Summary, Vec<u64>) {
     c.io = io;
-    let s = run(c, |_| {}).unwrap_or_else(|e| panic!("{io:?}: {e}"));
+    let mut conns = Vec::new();
+    let s = run(c, |sec| conns.push(sec.connections)).unwrap_or_else(|e| panic!("{io:?}: {e}"));
     assert_eq!(s.io.as_deref(), Some(io.as_str()), "the back end it said");
-    s
+    (s, conns)
 }
 
 fn ticked(port: u16, rate: f64, secs: u64, tick: Duration) -> LoadConfig {
@@ -199,9 +205,7 @@ fn pre_opened_connections_the_server_closed_are_not_used() {
             duration: Duration::from_secs(3),
         }];
         c.timeout = Duration::from_secs(3);
-        c.io = io;
-        let mut conns = Vec::new();
-        let s = run(c, |sec| conns.push(sec.connections)).unwrap();
+        let (s, conns) = run_counting_connections(c, io);
         eprintln!("{io:?}: {:?} connections {conns:?}", s.counts());
         assert_eq!(s.counts().errors(), 0, "{io:?}: {:?}", s.counts());
     }
