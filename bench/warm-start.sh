@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Does a freshly started stand need load at the probes' scale before it holds go-pgx's knee?
+# (issue 35; docs/benchmarks/search.md §67 saw a fresh stand fail its first four 8,000-RPS probes
+# and pass seven of the next eight.) Arms, in ORDER (default "C W W C", so drift falls on both):
+#
+#   C (cold): a fresh `ceiling up go-pgx` (a fresh copy of the seed data), then the probes;
+#   W (warm): a fresh `ceiling up go-pgx`, WARM (default 3m) at WARM_RATE (default 4000 RPS) —
+#             about half the knee, what a search's first rounds probe anyway — then the probes.
+#
+# A probe is what a search's probe is: a new engine with its own connections, 5 s at 150 RPS
+# (warm-up, not judged), then 35 s at RATE (default 8000), judged on that stage after a 10-s trim
+# against plan 000's SLO (p99 ≤ 350 ms, errors < 1%); each run its own seed (POST ids that never
+# collide). PROBES (default 4) per arm. FLAGS (default "--tick 2ms --realtime") go to every run.
+# One line per probe: arm, block, probe, minutes since the stack was up, p99, errors, verdict.
+#
+# Usage: bench/warm-start.sh            (≈ 4 × 5–8 min; the machine otherwise idle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${CEILING_BIN:-target/release/ceiling}
+ORDER=${ORDER:-"C W W C"}
+RATE=${RATE:-8000}
+WARM_RATE=${WARM_RATE:-4000}
+WARM=${WARM:-3m}
+PROBES=${PROBES:-4}
+FLAGS=${FLAGS:---tick 2ms --realtime}
+tmp=$(mktemp -d)
+up_pid=""
+cleanup() {
+  if [ -n "$up_pid" ]; then kill -INT "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# plan NAME SEED STAGES: plan 000's mix and SLO with these stages, into $tmp/NAME.toml
+plan() {
+  cat >"$tmp/$1.toml" <<TOML
+name = "$1"
+description = "bench/warm-start.sh: plan 000's mix"
+[load]
+arrivals = "uniform"
+keep_alive = true
+max_connections = 2000
+timeout = "10s"
+seed = $2
+$3
+[data.status_ids]
+csv = "@data/status_ids.csv"
+[[requests]]
+name = "get_by_id"
+weight = 70
+path = "/status/\${status_ids.id}"
+expect = [200]
+[[requests]]
+name = "get_batch"
+weight = 20
+path = "/status?ids=\${status_ids.id*10}"
+expect = [200]
+[[requests]]
+name = "post"
+weight = 5
+method = "POST"
+path = "/status"
+headers = { "Content-Type" = "application/json" }
+body = '{"id":"\${uuid}","status":\${int:0:10}}'
+expect = [201]
+[[requests]]
+name = "put"
+weight = 5
+method = "PUT"
+path = "/status/\${status_ids.id}"
+headers = { "Content-Type" = "application/json" }
+body = '{"status":\${int:0:10}}'
+expect = [200]
+[slo]
+p99 = "350ms"
+errors = "1%"
+[analysis]
+trim_head = "10s"
+trim_tail = "0s"
+min_window = "20s"
+stability = 0.05
+TOML
+}
+
+# run PLAN: `ceiling run` against the stack; prints "p99_ms error_rate verdict" of its last shelf
+run() {
+  local res="$tmp/results-$1"
+  # shellcheck disable=SC2086
+  "$bin" run "$tmp/$1.toml" --url "$url" $FLAGS -q --results "$res" >"$tmp/$1.out" 2>"$tmp/$1.err" || true
+  python3 - "$res" <<'EOF'
+import json, os, sys
+d = sys.argv[1]
+runs = [os.path.join(d, x, "run.json") for x in os.listdir(d)] if os.path.isdir(d) else []
+runs = [r for r in runs if os.path.exists(r)]
+if not runs:
+    print("- - no-run.json"); sys.exit()
+s = json.load(open(runs[0]))["stacks"][0]["shelves"][-1]
+print(f'{s["latency"]["p99_ms"]:.0f} {100 * s["error_rate"]:.2f}% {s["verdict"]}')
+EOF
+}
+
+echo "# warm-start: $(date -u +%FT%TZ), $(nproc) cores, commit $(git rev-parse --short HEAD), ORDER=\"$ORDER\" RATE=$RATE WARM=$WARM@$WARM_RATE PROBES=$PROBES FLAGS=\"$FLAGS\""
+printf '%-4s %-5s %-5s %-7s %-8s %-7s %s\n' arm block probe min_up p99_ms errors verdict
+seed=100
+block=0
+for arm in $ORDER; do
+  block=$((block + 1))
+  "$bin" up go-pgx --for 30m >"$tmp/up.out" 2>"$tmp/up.err" &
+  up_pid=$!
+  for _ in $(seq 1 600); do
+    grep -q " is up at " "$tmp/up.out" 2>/dev/null && break
+    kill -0 "$up_pid" 2>/dev/null || { cat "$tmp/up.err"; exit 1; }
+    sleep 0.5
+  done
+  url=$(sed -n 's/.* is up at \(http[^ ]*\).*/\1/p' "$tmp/up.out" | head -1)
+  [ -n "$url" ] || { echo "warm-start: ceiling up printed no URL"; cat "$tmp/up.err"; exit 1; }
+  t_up=$(date +%s)
+  if [ "$arm" = W ]; then
+    seed=$((seed + 1))
+    plan warm $seed "[[stages]]
+hold = $WARM_RATE
+duration = \"$WARM\""
+    printf '%-4s %-5s %-5s %-7s %s\n' W "$block" warm "0.0" "$(run warm) (at $WARM_RATE RPS)"
+  fi
+  for p in $(seq 1 "$PROBES"); do
+    seed=$((seed + 1))
+    plan "probe-$seed" $seed "[[warmup]]
+hold = 150
+duration = \"5s\"
+[[stages]]
+hold = $RATE
+duration = \"35s\""
+    m=$(awk -v a="$(date +%s)" -v b="$t_up" 'BEGIN{printf "%.1f", (a-b)/60}')
+    printf '%-4s %-5s %-5s %-7s %s\n' "$arm" "$block" "$p" "$m" "$(run "probe-$seed")"
+  done
+  kill -INT "$up_pid"; wait "$up_pid" 2>/dev/null || true; up_pid=""
+done
