@@ -27,7 +27,7 @@ tmp=$(mktemp -d)
 up_pid=""
 cleanup() {
   if [ -n "$up_pid" ]; then kill -INT "$up_pid" 2>/dev/null || true; wait "$up_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
+  [ -n "${KEEP:-}" ] && echo "kept: $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -86,14 +86,14 @@ TOML
 run() {
   local res="$tmp/results-$1"
   # shellcheck disable=SC2086
-  "$bin" run "$tmp/$1.toml" --url "$url" $FLAGS -q --results "$res" >"$tmp/$1.out" 2>"$tmp/$1.err" || true
+  "$bin" run "$tmp/$1.toml" --url "$url" --data-dir "$ids" $FLAGS -q --results "$res" >"$tmp/$1.out" 2>"$tmp/$1.err" || true
   python3 - "$res" <<'EOF'
 import json, os, sys
 d = sys.argv[1]
 runs = [os.path.join(d, x, "run.json") for x in os.listdir(d)] if os.path.isdir(d) else []
 runs = [r for r in runs if os.path.exists(r)]
 if not runs:
-    print("- - no-run.json"); sys.exit()
+    print("- - no-run.json (see the run's stderr)"); sys.exit()
 s = json.load(open(runs[0]))["stacks"][0]["shelves"][-1]
 print(f'{s["latency"]["p99_ms"]:.0f} {100 * s["error_rate"]:.2f}% {s["verdict"]}')
 EOF
@@ -114,6 +114,7 @@ for arm in $ORDER; do
   done
   url=$(sed -n 's/.* is up at \(http[^ ]*\).*/\1/p' "$tmp/up.out" | head -1)
   [ -n "$url" ] || { echo "warm-start: ceiling up printed no URL"; cat "$tmp/up.err"; exit 1; }
+  ids=$(sed -n 's/.*ids for requests: \([^ ]*\).*/\1/p' "$tmp/up.out" | head -1)
   t_up=$(date +%s)
   if [ "$arm" = W ]; then
     seed=$((seed + 1))
