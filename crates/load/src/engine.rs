@@ -920,6 +920,38 @@ fn worker(
     }
 }
 
+/// The ticked engine reads a connection's response at the tick after it arrived and hands the
+/// connection its next request then: each connection carries at most one request a tick, so the
+/// engine at most `max_connections / tick` a second however fast the service answers. A plan
+/// that offers more is refused before anything starts — above that rate the requests would wait
+/// in the engine's own backlog and the latency would be the generator's queue, not the service's
+/// (measured: 64 connections, a 2-ms tick, 67,000/s offered → ~33,500/s carried and p99 10.9 s,
+/// with every send "on time"; docs/benchmarks/engine.md §70).
+fn check_tick_capacity(cfg: &LoadConfig) -> Result<(), LoadError> {
+    let Some(tick) = cfg.tick.filter(|t| !t.is_zero()) else {
+        return Ok(());
+    };
+    let peak = cfg
+        .warmup
+        .iter()
+        .chain(&cfg.stages)
+        .map(|s| match s {
+            Stage::Ramp { from, to, .. } => from.max(*to),
+            Stage::Hold { rate, .. } => *rate,
+            Stage::Closed { .. } => 0.0,
+        })
+        .fold(0.0, f64::max);
+    let carry = cfg.max_connections as f64 / tick.as_secs_f64();
+    if peak > carry {
+        let need = (peak * tick.as_secs_f64()).ceil() as u64;
+        return Err(LoadError::Runtime(format!(
+            "the ticked engine carries at most one request per connection a tick: {} connections every {:?} carry at most {carry:.0} requests/s, below the {peak:.0}/s offered; allow at least {need} connections (--max-connections, [load] max_connections; twice that leaves room for the service's own time), use a shorter tick, or the default engine",
+            cfg.max_connections, tick
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the load described by `cfg`, calling `on_second` for every merged second, in order.
 pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summary, LoadError> {
     if cfg.tick.is_some() {
@@ -935,6 +967,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
                 "the ticked engine runs the open model over HTTP/1.1 cleartext with keep-alive only, not {why}: use the default engine"
             )));
         }
+        check_tick_capacity(&cfg)?;
     }
     if cfg.realtime {
         crate::realtime::check()?;
