@@ -31,55 +31,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# plan NAME SEED STAGES: plan 000's mix and SLO with these stages, into $tmp/NAME.toml
+# plan NAME SEED STAGES: plan 000's data, requests and SLO (taken from its file) with these
+# stages and a 10-s trim, into $tmp/NAME.toml
 plan() {
-  cat >"$tmp/$1.toml" <<TOML
-name = "$1"
-description = "bench/warm-start.sh: plan 000's mix"
-[load]
-arrivals = "uniform"
-keep_alive = true
-max_connections = 2000
-timeout = "10s"
-seed = $2
-$3
-[data.status_ids]
-csv = "@data/status_ids.csv"
-[[requests]]
-name = "get_by_id"
-weight = 70
-path = "/status/\${status_ids.id}"
-expect = [200]
-[[requests]]
-name = "get_batch"
-weight = 20
-path = "/status?ids=\${status_ids.id*10}"
-expect = [200]
-[[requests]]
-name = "post"
-weight = 5
-method = "POST"
-path = "/status"
-headers = { "Content-Type" = "application/json" }
-body = '{"id":"\${uuid}","status":\${int:0:10}}'
-expect = [201]
-[[requests]]
-name = "put"
-weight = 5
-method = "PUT"
-path = "/status/\${status_ids.id}"
-headers = { "Content-Type" = "application/json" }
-body = '{"status":\${int:0:10}}'
-expect = [200]
-[slo]
-p99 = "350ms"
-errors = "1%"
-[analysis]
-trim_head = "10s"
-trim_tail = "0s"
-min_window = "20s"
-stability = 0.05
-TOML
+  {
+    printf 'name = "%s"\ndescription = "bench/warm-start.sh: plan 000'"'"'s mix"\n' "$1"
+    printf '[load]\narrivals = "uniform"\nkeep_alive = true\nmax_connections = 2000\ntimeout = "10s"\nseed = %s\n' "$2"
+    printf '%s\n' "$3"
+    sed -n '/^\[data\.status_ids\]/,/^\[analysis\]/p' plans/000-status-mixed.toml | sed '$d'
+    printf '[analysis]\ntrim_head = "10s"\ntrim_tail = "0s"\nmin_window = "20s"\nstability = 0.05\n'
+  } >"$tmp/$1.toml"
 }
 
 # run PLAN: `ceiling run` against the stack; prints "p99_ms error_rate verdict" of its last shelf
