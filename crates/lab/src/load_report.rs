@@ -49,6 +49,16 @@ pub fn judge(plan: &Plan, url: &str, s: &Summary, cpu_s: f64) -> LoadReport {
         Some(p) if !s.stopped_early && p > 0.0 => p,
         _ => s.offered_seconds.max(1) as f64,
     };
+    // A service that queues what it cannot serve answers after the schedule has ended. When
+    // replies kept coming more than a second past the planned end, what was achieved is over the
+    // seconds they came in: else a run whose every request was answered, however late, would
+    // show the offered rate as achieved.
+    let done_secs = match planned {
+        Some(p) if !s.stopped_early && f64::from(s.measured_seconds) > p + 1.0 => {
+            f64::from(s.measured_seconds)
+        }
+        _ => secs,
+    };
     let c = s.counts();
     let lag = Percentiles::of(&s.lag);
     let open = plan.is_open();
@@ -99,7 +109,7 @@ pub fn judge(plan: &Plan, url: &str, s: &Summary, cpu_s: f64) -> LoadReport {
         offered: s.offered,
         offered_rps: s.offered as f64 / secs,
         completed: c.total(),
-        achieved_rps: c.total() as f64 / secs,
+        achieved_rps: c.total() as f64 / done_secs,
         latency_origin: if open {
             "intended send time".into()
         } else {
@@ -127,7 +137,7 @@ pub fn judge(plan: &Plan, url: &str, s: &Summary, cpu_s: f64) -> LoadReport {
             .map(|t| TagReport {
                 name: t.name.clone(),
                 requests: t.counts.total(),
-                rps: t.counts.total() as f64 / secs,
+                rps: t.counts.total() as f64 / done_secs,
                 latency: Percentiles::of(&t.latency),
                 service: Percentiles::of(&t.service),
                 errors: error_map(&t.counts),
@@ -219,4 +229,34 @@ pub fn judge_by_agents(report: &mut LoadReport, plan: &Plan, url: &str, agents: 
     }
     report.stopped_early |= !lost.is_empty();
     report.agents = Some(per);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 800/s offered for 2 s to a service that serves 400/s and queues the rest: every request
+    /// is answered, the last 2 s after the schedule ended. What was achieved is 400/s, not the
+    /// 800 that completions over the planned seconds would say; replies within the second after
+    /// the end (the usual tail) leave the rate over the planned seconds.
+    #[test]
+    fn replies_long_after_the_schedule_count_over_the_seconds_they_came_in() {
+        let plan = ceiling_plan::parse_plan(
+            "name = \"t\"\n[[requests]]\nname = \"r\"\npath = \"/\"\n[[stages]]\nhold = 800\nduration = \"2s\"\n",
+            std::path::Path::new("<test>"),
+        )
+        .unwrap();
+        let mut s = Summary::new(&plan.requests);
+        (s.offered, s.sent, s.offered_seconds) = (1600, 1600, 2);
+        for _ in 0..1600 {
+            s.tags[0].counts.add(Outcome::Ok);
+        }
+        s.measured_seconds = 4;
+        let r = judge(&plan, "http://127.0.0.1:9/", &s, 0.1);
+        assert_eq!((r.offered_rps, r.achieved_rps), (800.0, 400.0));
+        assert_eq!(r.per_request[0].rps, 400.0);
+        s.measured_seconds = 3;
+        let r = judge(&plan, "http://127.0.0.1:9/", &s, 0.1);
+        assert_eq!((r.offered_rps, r.achieved_rps), (800.0, 800.0));
+    }
 }
