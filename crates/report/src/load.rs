@@ -13,7 +13,7 @@ pub struct TagReport {
     pub name: String,
     /// Completed requests (any outcome).
     pub requests: u64,
-    /// Completed per second over the measured time.
+    /// Completed per second, over the same seconds as [`LoadReport::achieved_rps`].
     pub rps: f64,
     /// Latency from the intended send time (open model) or the write (closed).
     pub latency: Percentiles,
@@ -36,8 +36,8 @@ pub struct LoadReport {
     pub scaled_by: f64,
     /// Seconds recorded in the measured phase.
     pub measured_seconds: u32,
-    /// The measured duration the rates are over, seconds: the plan's measured stages when the run
-    /// ran them in full, else the seconds in which requests were offered.
+    /// The measured duration the offered rate is over, seconds: the plan's measured stages when
+    /// the run ran them in full, else the seconds in which requests were offered.
     pub measured_duration_s: f64,
     /// Requests the schedule offered.
     pub offered: u64,
@@ -45,7 +45,9 @@ pub struct LoadReport {
     pub offered_rps: f64,
     /// Requests completed (any outcome).
     pub completed: u64,
-    /// Completed per second.
+    /// Completed per second: over [`LoadReport::measured_duration_s`], or over
+    /// [`LoadReport::measured_seconds`] when replies kept coming more than a second past the
+    /// planned end (a service that queued what it could not serve).
     pub achieved_rps: f64,
     /// Where latency is measured from.
     pub latency_origin: String,
