@@ -222,8 +222,18 @@ impl Ctx {
     /// itself dispatched this request: its own punctuality, which the generator-bound check
     /// judges. Waiting for a connection afterwards (all busy, new ones being accepted by a loaded
     /// service) is the service's side: it is inside the latency from the intended time, and
-    /// hitting the connection cap shows as backlog/overflow.
+    /// hitting the connection cap shows as backlog/overflow. (The ticked engine, which reads a
+    /// freed connection only at its next tick, counts that wait as its own: tick.rs.)
     fn next_job(&self, intended: u64, now: u64) -> Job {
+        let job = self.offer(intended, now);
+        self.note_lag(now, intended);
+        job
+    }
+
+    /// The mix's next request for the send intended at `intended`, counted as offered at `now`;
+    /// its schedule lag is left to the caller ([`Ctx::note_lag`]): the ticked engine takes it
+    /// when a queued request gets its connection.
+    fn offer(&self, intended: u64, now: u64) -> Job {
         let (tag, wire) = {
             let mut m = self.mix.borrow_mut();
             let (mix, rng) = &mut *m;
@@ -233,12 +243,19 @@ impl Ctx {
         let mut rec = self.rec.borrow_mut();
         rec.rotate(now);
         rec.cur.offered += 1;
-        record_us(&mut rec.cur.lag, now.saturating_sub(intended) / 1000);
         Job {
             intended,
             tag,
             wire,
         }
+    }
+
+    /// Records one request's schedule lag: how long after `from` (when it could have gone) the
+    /// generator sent it at `now`.
+    fn note_lag(&self, now: u64, from: u64) {
+        let mut rec = self.rec.borrow_mut();
+        rec.rotate(now);
+        record_us(&mut rec.cur.lag, now.saturating_sub(from) / 1000);
     }
 
     fn outcome(
@@ -920,13 +937,13 @@ fn worker(
     }
 }
 
-/// The ticked engine reads a connection's response at the tick after it arrived and hands the
-/// connection its next request then: each connection carries at most one request a tick, so the
-/// engine at most `max_connections / tick` a second however fast the service answers. A plan
-/// that offers more is refused before anything starts — above that rate the requests would wait
-/// in the engine's own backlog and the latency would be the generator's queue, not the service's
-/// (measured: 64 connections, a 2-ms tick, 67,000/s offered → ~33,500/s carried and p99 10.9 s,
-/// with every send "on time"; docs/benchmarks/engine.md §70).
+/// The ticked engine hands out a tick's sends at the tick: with every connection idle and a fast
+/// service it carries `max_connections` requests a tick, and what is due beyond that queues for
+/// a connection (read every eighth of a tick while it does, tick.rs). A plan that offers more
+/// than `max_connections / tick` a second is refused before anything starts — its every tick
+/// would queue by construction, the generator's queue and not the service's (measured before
+/// the finer reading existed: 64 connections, a 2-ms tick, 67,000/s offered → ~33,500/s carried
+/// and p99 10.9 s, with every send "on time"; docs/benchmarks/engine.md §70).
 fn check_tick_capacity(cfg: &LoadConfig) -> Result<(), LoadError> {
     let Some(tick) = cfg.tick.filter(|t| !t.is_zero()) else {
         return Ok(());

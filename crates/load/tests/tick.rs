@@ -168,6 +168,50 @@ fn it_refuses_a_rate_its_connections_cannot_carry_a_tick_at_a_time() {
     assert!(run(c, |_| {}).is_ok());
 }
 
+/// A service slower than the tick, at the connection cap: 32 connections, each request answered
+/// 12 ms after it came, a 10-ms tick, 2,000/s offered. The tokio engine reuses a connection the
+/// moment its response arrives (32 / 12 ms = 2,667/s carried at most: it keeps up). Read only at
+/// each tick, a connection would carry one request per two ticks (1,600/s): the engine's own
+/// queue would grow through the run and the latency climb to seconds, with every dispatch on
+/// time. While requests queue, the ticked engine reads its connections every eighth of a tick:
+/// its latency stays within a tick of the tokio engine's, and the schedule lag — its part of the
+/// queued requests' wait — within a quarter tick.
+#[test]
+fn a_service_slower_than_the_tick_at_the_connection_cap_is_not_held_by_the_tick() {
+    let _one = alone();
+    let port = spawn_server(|now| now + Duration::from_millis(12));
+    let q = |h: &hdrhistogram::Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    let (rate, secs, tick) = (2000.0, 4, Duration::from_millis(10));
+    let at_cap = |tick: Option<Duration>| {
+        let mut c = ticked(port, rate, secs, Duration::from_millis(10));
+        c.max_connections = 32;
+        c.tick = tick;
+        c
+    };
+    let base = run(at_cap(None), |_| {}).unwrap();
+    let b99 = q(&base.latency(), 0.99);
+    for io in BACKENDS {
+        let mut c = at_cap(Some(tick));
+        c.io = io;
+        let s = run_on(c, io);
+        let (l99, lag99) = (q(&s.latency(), 0.99), q(&s.lag, 0.99));
+        eprintln!(
+            "ticked on {io:?}: latency p99 {l99:.2} ms (tokio engine {b99:.2}), schedule lag p99 {lag99:.3} ms, most queued {}",
+            s.max_backlog
+        );
+        assert_eq!(s.counts().total(), (rate as u64) * secs, "{io:?}");
+        assert_eq!(s.counts().errors(), 0, "{io:?}");
+        assert!(
+            l99 < b99 + 10.0,
+            "{io:?}: latency p99 {l99:.2} ms against the tokio engine's {b99:.2}: the engine's own queue"
+        );
+        assert!(
+            lag99 < 2.5,
+            "{io:?}: schedule lag p99 {lag99:.3} ms: queued requests waited on the engine"
+        );
+    }
+}
+
 #[test]
 fn both_back_ends_send_the_same_requests_and_io_uring_closes_what_it_opened() {
     let _one = alone();
