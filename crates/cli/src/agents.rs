@@ -1,6 +1,7 @@
-//! Generator agents: `ceiling agent` (serves one coordinator at a time) and the coordinator side of
-//! `ceiling load --agents` (`ceiling run|search --agents` coordinate from the lab, through
-//! [`ceiling_agent::coordinator::open_job`] and its `Session::run_job`).
+//! Generator agents: `ceiling agent` (serves one coordinator at a time) and the agent flags
+//! `load`, `run` and `search` share. The coordinator side is the lab's (`ceiling_lab::load` for
+//! `ceiling load --agents`, the probe runner for `run|search --agents`), through
+//! [`ceiling_agent::coordinator::open_job`] and its `Session::run_job`.
 //!
 //! A session: the coordinator connects, presents the shared token and probes the agent's clock
 //! ([`ceiling_agent::session`]); when every agent's offset is within the bound it sends each agent
@@ -15,21 +16,14 @@
 //! the same recorder, files and report as a local run. An agent that vanishes is reported with
 //! what it had sent; what arrived is kept.
 
-use crate::load_cmd::{install_ctrlc, LoadArgs};
 use anyhow::{bail, Context};
-pub use ceiling_agent::coordinator::{Agents, Coordinated};
+pub use ceiling_agent::coordinator::Agents;
 use ceiling_agent::serve::{serve_sessions, ServeOptions, Served};
-use ceiling_agent::session::now_us;
-use ceiling_agent::Job;
-use ceiling_load::LoadConfig;
-use ceiling_metrics::Second;
 use ceiling_plan::parse_duration;
 use clap::Args;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// The agent options `run`, `search` and `load` share.
 #[derive(Args, Debug, Clone, Default)]
@@ -181,31 +175,4 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(130))
         }
     }
-}
-
-/// Runs `ceiling load`'s configured engine (`cfg`, sending to the base URL `url`) on the agents
-/// `a.agents` as one [`Job`] with the plan's data files, merging their seconds into `on_second`
-/// as a local run would emit them (in order of the second's index), and returns the merged
-/// summary.
-pub fn coordinate(
-    a: &LoadArgs,
-    cfg: &LoadConfig,
-    url: &str,
-    on_second: impl FnMut(&Second),
-) -> anyhow::Result<Coordinated> {
-    let agents = agents_of(
-        &a.agents,
-        a.agent_token_file.as_deref(),
-        &a.max_clock_offset,
-    )?
-    .context("no agents given")?;
-    if a.shard.is_some() {
-        bail!("--shard and --agents do not combine: the agents take the shares");
-    }
-    let job = Job::of_config(cfg, url);
-    let session = ceiling_agent::coordinator::open_job(&agents, &cfg.data)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    install_ctrlc(stop.clone());
-    let at = now_us() + ceiling_agent::coordinator::START_LEAD.as_micros() as i64;
-    Ok(session.run_job(at, &job, &stop, on_second)?)
 }

@@ -1,16 +1,12 @@
-//! `ceiling load`: the load engine on its own, against any HTTP service on loopback.
+//! `ceiling load`: the load engine on its own, against any HTTP service on loopback — its flags
+//! parsed into [`ceiling_lab::load`]'s options, the run done there, the report printed here.
 
-use anyhow::{bail, Context};
-use ceiling_lab::load_report;
-use ceiling_lab::Recorder;
-use ceiling_load::{target_of, LoadConfig};
-use ceiling_plan::{
-    format_duration, parse_duration, Arrivals, HttpUrl, Model, Plan, RequestSpec, Stage, Template,
-};
+use anyhow::bail;
+use ceiling_lab::load::{self, LoadOptions, LoadOutcome, LoadRunOptions};
+use ceiling_plan::{format_duration, parse_duration, Arrivals, Plan, Stage};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Arguments of `ceiling load`.
@@ -142,192 +138,76 @@ fn dur(s: &str, what: &str) -> anyhow::Result<Duration> {
     parse_duration(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
 }
 
-/// A plan of one request to `url` (its path; method, headers and body as given), no stages yet:
-/// what `ceiling load` and `ceiling search` use when there is no plan file.
-pub fn url_plan(
-    url: &str,
-    method: &str,
-    header: &[String],
-    body: Option<&str>,
-) -> anyhow::Result<Plan> {
-    // Without a plan the URL's whole path (and query) is the one request's path.
-    let path = HttpUrl::parse(url)
-        .map_err(|e| anyhow::anyhow!("--url: {e}"))?
-        .path;
-    let mut headers = Vec::new();
-    for h in header {
-        let (k, v) = h
-            .split_once(':')
-            .with_context(|| format!("--header `{h}`: write `Name: value`"))?;
-        headers.push((
-            k.trim().to_string(),
-            Template {
-                segments: vec![ceiling_plan::Segment::Literal(v.trim().to_string())],
-            },
-        ));
-    }
-    let text = "name = \"adhoc\"\n[[requests]]\nname = \"request\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n".to_string();
-    let mut p = ceiling_plan::parse_plan(&text, std::path::Path::new("<flags>"))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    p.requests = vec![RequestSpec {
-        name: "request".into(),
-        weight: 1,
-        method: method.to_ascii_uppercase(),
-        path: Template {
-            segments: vec![ceiling_plan::Segment::Literal(path)],
-        },
-        headers,
-        body: body.map(|b| Template {
-            segments: vec![ceiling_plan::Segment::Literal(b.to_string())],
-        }),
-        expect: vec![],
-    }];
-    p.stages.clear();
-    Ok(p)
+fn opt_dur(s: &Option<String>, what: &str) -> anyhow::Result<Option<Duration>> {
+    s.as_deref().map(|s| dur(s, what)).transpose()
 }
 
-/// Builds the plan from a file or from flags.
-/// Builds the plan from the file `a.plan` names, or from the flags alone, with the flags applied.
-fn build_plan(a: &LoadArgs) -> anyhow::Result<Plan> {
-    let mut plan = match &a.plan {
-        Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
-        None => {
-            let url = a.url.as_deref().context("give a plan file or --url")?;
-            if a.rate.is_none() && a.connections.is_none() {
-                bail!("say how much load: --rate R (open model, requests/s) or --connections N (closed model)");
-            }
-            url_plan(url, &a.method, &a.header, a.body.as_deref())?
-        }
-    };
-    if a.quick {
-        plan = plan.scaled(plan.quick_scale);
-    }
-    let d = match &a.duration {
-        Some(s) => Some(dur(s, "duration")?),
-        None => None,
-    };
-    if let Some(r) = a.rate {
-        if !(r > 0.0 && r <= 10_000_000.0) {
-            bail!("--rate must be above 0 and at most 10,000,000");
-        }
-        plan.stages = vec![Stage::Hold {
-            rate: r,
-            duration: d.unwrap_or(Duration::from_secs(10)),
-        }];
-        plan.warmup.clear();
-        plan.load.model = Model::Open;
-    } else if let Some(c) = a.connections {
-        if c == 0 {
-            bail!("--connections must be at least 1");
-        }
-        let duration = if a.requests.is_some() {
-            d
-        } else {
-            Some(d.unwrap_or(Duration::from_secs(10)))
-        };
-        plan.stages = vec![Stage::Closed {
-            connections: c,
-            duration,
-            requests: a.requests,
-        }];
-        plan.warmup.clear();
-        plan.load.model = Model::Closed;
-    }
-    if plan.stages.is_empty() {
-        bail!("the plan has no stages: add [[stages]] or pass --rate/--connections");
-    }
-    if let Some(s) = &a.arrivals {
-        plan.load.arrivals = match s.as_str() {
-            "uniform" => Arrivals::Uniform,
-            "poisson" => Arrivals::Poisson,
-            _ => bail!("--arrivals: `{s}` is not uniform or poisson"),
-        };
-    }
-    if a.http2 {
-        plan.load.http2_streams = Some(a.streams.or(plan.load.http2_streams).unwrap_or(100).max(1));
-    }
-    if a.no_keep_alive {
-        plan.load.keep_alive = false;
-    }
-    if let Some(t) = a.threads {
-        plan.load.threads = t;
-    }
-    if let Some(t) = &a.timeout {
-        plan.load.timeout = dur(t, "timeout")?;
-    }
-    if let Some(m) = a.max_connections {
-        plan.load.max_connections = m.max(1);
-    }
-    if let Some(s) = a.seed {
-        plan.load.seed = s;
-    }
-    Ok(plan)
-}
-
-/// Runs `ceiling load`.
+/// Runs `ceiling load`: the flags parsed once into the lab's options, the load run by
+/// [`ceiling_lab::load::run_load`], its report printed.
 pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let gates = crate::gates::parse(&a.asserts)?;
     crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
-    let plan = build_plan(&a)?;
-    let url = a
-        .url
-        .clone()
-        .or(plan.target.url.clone())
-        .context("no target: pass --url or set target.url in the plan")?;
-    let mut parsed = HttpUrl::parse(&url).map_err(|e| anyhow::anyhow!("target: {e}"))?;
-    if a.plan.is_none() {
-        // The whole URL path is the request path (see build_plan); the base is just the origin.
-        parsed.path = "/".into();
+    let arrivals = match a.arrivals.as_deref() {
+        None => None,
+        Some("uniform") => Some(Arrivals::Uniform),
+        Some("poisson") => Some(Arrivals::Poisson),
+        Some(s) => bail!("--arrivals: `{s}` is not uniform or poisson"),
+    };
+    let options = LoadOptions {
+        plan_file: a.plan.as_deref(),
+        url: a.url.as_deref(),
+        method: &a.method,
+        headers: &a.header,
+        body: a.body.as_deref(),
+        rate: a.rate,
+        connections: a.connections,
+        duration: opt_dur(&a.duration, "duration")?,
+        requests: a.requests,
+        arrivals,
+        http2: a.http2,
+        streams: a.streams,
+        quick: a.quick,
+        timeout: opt_dur(&a.timeout, "timeout")?,
+        max_connections: a.max_connections,
+        seed: a.seed,
+        engine: ceiling_lab::LoadFlags {
+            threads: a.threads,
+            no_keep_alive: a.no_keep_alive,
+            tick: a.tick.as_deref(),
+            io: a.io.as_deref(),
+            realtime: a.realtime,
+        },
+    };
+    let plan = load::load_plan(&options)?;
+    let agents = crate::agents::AgentFlags {
+        agents: a.agents.clone(),
+        agent_token_file: a.agent_token_file.clone(),
+        max_clock_offset: a.max_clock_offset.clone(),
     }
-    let tls = ceiling_load::tls_defaults();
-    if !parsed.tls && tls.is_set() {
-        bail!("`{url}` is cleartext http: --cacert and --insecure apply to https:// URLs only");
-    }
-    let target =
-        target_of(&parsed, &url, a.allow_remote, &tls).map_err(|e| anyhow::anyhow!("{e}"))?;
-    // what agents send to: the base the requests' paths are relative to
-    let base_url = parsed.to_string();
-    if plan.settle.is_some() && !a.quiet {
-        eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
-    }
-    let mut cfg = LoadConfig::from_plan(&plan, target, a.data_dir.as_deref())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    cfg.threads = plan.load.threads.clamp(1, 64);
-    if let Some(t) = &a.tick {
-        cfg.tick = Some(dur(t, "tick")?);
-    }
-    if let Some(io) = &a.io {
-        cfg.io = ceiling_load::IoBackend::parse(io).map_err(|e| anyhow::anyhow!("--io: {e}"))?;
-    }
-    if a.realtime {
-        cfg.realtime = true;
-    }
-    if cfg.realtime && a.agents.is_empty() {
-        // refused here, before the live view starts; agents check on their own hosts
-        ceiling_load::realtime::check().map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    if let Some(sh) = a.shard {
-        cfg.process_shard = sh;
-    }
-    if let Some(m) = &a.max_time {
-        cfg.hard_limit = dur(m, "max-time")?;
-    }
-    let stop = cfg.stop.clone();
-    let tick = cfg.tick;
-    let realtime = cfg.realtime.then_some(cfg.threads);
-    install_ctrlc(stop.clone());
-
-    let mut label = describe(&plan, &url, cfg.threads);
-    if let Some((i, n)) = a.shard {
-        label.push_str(&format!(" — shard {i}/{n} of the schedule"));
-    }
+    .agents()?;
+    let run = LoadRunOptions {
+        url: a.url.as_deref(),
+        allow_remote: a.allow_remote,
+        data_dir: a.data_dir.as_deref(),
+        shard: a.shard,
+        max_time: opt_dur(&a.max_time, "max-time")?,
+        agents,
+        out: a.out.as_deref(),
+    };
+    let url = load::target_url(&plan, run.url)?;
     if !a.quiet && !a.json {
+        if plan.settle.is_some() {
+            eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
+        }
+        let mut label = describe(&plan, &url, plan.load.threads.clamp(1, 64));
+        if let Some((i, n)) = a.shard {
+            label.push_str(&format!(" — shard {i}/{n} of the schedule"));
+        }
         eprintln!("{label}");
         if plan.scaled_by != 1.0 {
             eprintln!("note: scaled run — every duration × {}", plan.scaled_by);
         }
     }
-    let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     let total = if plan.stages.iter().all(|s| s.duration().is_some()) {
         Some(plan.total_duration())
     } else {
@@ -337,32 +217,12 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         Box::new(ceiling_report::live::TerminalView::new("load", total))
             as Box<dyn ceiling_metrics::LiveView>
     });
-    let mut rec = Recorder::new(a.out.as_deref(), "", tags, "load", view)?.with_slo(&plan.slo);
-    let (summary, cpu, agents) = if a.agents.is_empty() {
-        let cpu0 = ceiling_load::process_cpu_ns();
-        let summary =
-            ceiling_load::run(cfg, |s| rec.second(s)).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let cpu = (ceiling_load::process_cpu_ns() - cpu0) as f64 / 1e9;
-        (summary, cpu, None)
-    } else {
-        let ran = crate::agents::coordinate(&a, &cfg, &base_url, |s| rec.second(s))?;
-        let cpu = ran.agents.iter().map(|g| g.cpu_s).sum();
-        (ran.merged, cpu, Some(ran.agents))
-    };
-    rec.finish();
-    let mut report = load_report::judge(&plan, &url, &summary, cpu);
-    report.engine = tick.map(|t| ceiling_load::describe_engine(t, summary.io.as_deref()));
-    report.realtime = realtime.map(ceiling_load::realtime::describe);
-    if let Some(agents) = &agents {
-        load_report::judge_by_agents(&mut report, &plan, &url, agents);
-    }
-    if let Some(dir) = &a.out {
-        std::fs::write(
-            dir.join("summary.json"),
-            serde_json::to_string_pretty(&report)?,
-        )?;
-    }
-    if let Some(e) = &rec.io_error {
+    let LoadOutcome {
+        report,
+        stopped,
+        io_error,
+    } = load::run_load(&plan, a.plan.is_some(), &run, view)?;
+    if let Some(e) = &io_error {
         eprintln!("warning: {e}");
     }
     if a.json {
@@ -373,7 +233,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
             print!("{}", ceiling_report::load::agents_text(ag));
         }
     }
-    if stop.load(Ordering::Relaxed) {
+    if stopped {
         eprintln!("stopped early by signal; the results above cover the time that ran");
         return Ok(ExitCode::from(130));
     }
@@ -442,12 +302,6 @@ fn describe(plan: &Plan, url: &str, threads: usize) -> String {
         threads,
         if threads == 1 { "" } else { "s" }
     )
-}
-
-/// Sets `stop` on the first Ctrl-C/SIGTERM so the engine winds down and results are kept. The
-/// handlers themselves are installed once, in `main` ([`ceiling_stand::install_signal_cleanup`]).
-pub fn install_ctrlc(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    ceiling_stand::link(stop);
 }
 
 /// `I/N` with 0 ≤ I < N ≤ 1024.

@@ -1,12 +1,11 @@
-//! `ceiling pgbench`: the database's own ceiling on this machine (the measurement is
-//! `ceiling_lab::pgbench`): flags parsed, the stand started with the plan's settings, the result
-//! written and printed.
+//! `ceiling pgbench`: the database's own ceiling on this machine — flags parsed here; the stand
+//! started with the plan's settings, pgbench run and the result written by
+//! `ceiling_lab::pgbench::pgbench_on_stand`; the result printed here.
 
 use crate::run_cmd::StandArgs;
-use anyhow::{bail, Context};
-use ceiling_lab::pgbench::{pgbench, Builtin, PgbenchSpec, Protocol, PGBENCH_DB};
+use anyhow::bail;
+use ceiling_lab::pgbench::{pgbench_on_stand, Builtin, PgbenchSpec, Protocol};
 use ceiling_lab::{repo_root, run_id, Progress};
-use ceiling_stand::Stand;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,18 +112,9 @@ pub fn run(a: PgbenchArgs) -> anyhow::Result<ExitCode> {
     };
     let id = format!("{}-pgbench", run_id(&plan));
     let dir = a.stand.results.join(&id);
-    std::fs::create_dir_all(dir.join("logs"))
-        .with_context(|| format!("creating {}", dir.display()))?;
-
     let opts = a.stand.options(&root, &dir);
-    eprintln!("stand: starting PostgreSQL…");
-    let mut stand = Stand::start(&opts, &plan.stand)?;
     let progress = Progress::new(|l| eprintln!("{l}"));
-    let result = pgbench(&spec, &stand, &plan.name, &dir, &progress);
-    let _ = ceiling_stand::drop_database(stand.admin(), PGBENCH_DB);
-    stand.stop();
-    let r = result?;
-    std::fs::write(dir.join("pgbench.json"), serde_json::to_string_pretty(&r)?)?;
+    let r = pgbench_on_stand(&spec, &opts, &plan.stand, &plan.name, &dir, &progress)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

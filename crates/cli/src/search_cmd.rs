@@ -3,7 +3,6 @@
 //! for one or several stacks on the stand, or for any URL with or without a plan. The flags become
 //! the plan's settings and a [`SearchSetup`] here; the search itself runs in `ceiling_lab`.
 
-use crate::load_cmd::install_ctrlc;
 use crate::run_cmd::{write_and_print, StandArgs};
 use anyhow::{bail, Context};
 use ceiling_lab::{
@@ -14,8 +13,7 @@ use ceiling_report::{RunReport, Series};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Arguments of `ceiling search`.
@@ -132,7 +130,7 @@ fn bare_plan(a: &SearchArgs, url: &str) -> anyhow::Result<Plan> {
     if a.slo.is_none() {
         bail!("a bare --url has no SLO: pass one, e.g. --slo 'p99<=50ms,errors<1%' (or give a plan file)");
     }
-    let mut p = crate::load_cmd::url_plan(url, &a.method, &a.header, a.body.as_deref())?;
+    let mut p = ceiling_lab::load::url_plan(url, &a.method, &a.header, a.body.as_deref())?;
     p.name = "url".into();
     p.stages = vec![ceiling_plan::Stage::Hold {
         rate: 1.0,
@@ -216,8 +214,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     if !a.stacks.is_empty() {
         plan.target.stacks = a.stacks.clone();
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    install_ctrlc(stop.clone());
+    let stop = ceiling_lab::load::stop_on_signal();
     let id = run_id(&plan).replacen(&plan.name, &format!("search-{}", plan.name), 1);
     let dir = a.stand.results.join(&id);
     std::fs::create_dir_all(dir.join("logs"))

@@ -228,7 +228,8 @@ fn a_tick_is_checked_before_any_stand_starts() {
         );
         assert!(!err.contains("starting PostgreSQL"), "{args:?}: {err}");
     }
-    // load: the closed model is refused by the engine, with the reason
+    // load: the closed model is refused where the flags become the plan (as for run and
+    // search), with the reason
     let o = ceiling()
         .args([
             "load",
@@ -246,7 +247,7 @@ fn a_tick_is_checked_before_any_stand_starts() {
     let (out, err) = text(&o);
     assert_ne!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(
-        err.contains("ticked engine") && err.contains("closed model"),
+        err.contains("ticked engine") && err.contains("closed-model plan"),
         "{err}"
     );
 }

@@ -16,6 +16,7 @@
 pub mod error;
 pub mod ids;
 pub mod live;
+pub mod load;
 pub mod load_report;
 pub mod measure;
 pub mod part_exit;
@@ -33,7 +34,8 @@ pub mod verify;
 pub use error::LabError;
 pub use ids::{now_iso, repo_root, run_id};
 pub use measure::{
-    apply_load_flags, engine_stages, measure_watched, Halt, LoadFlags, MeasureSpec, Measured, Round,
+    apply_engine_flags, apply_load_flags, engine_stages, measure_watched, Halt, LoadFlags,
+    MeasureSpec, Measured, Round,
 };
 pub use part_exit::{handle_part_exit, Activity, PartExitOutcome};
 pub use progress::Progress;

@@ -36,6 +36,16 @@ pub struct LoadFlags<'a> {
 /// scheduling (the plan's or the flag's) is refused here, before a stand starts, when this
 /// process lacks the privilege.
 pub fn apply_load_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
+    apply_engine_flags(plan, flags)?;
+    if plan.load.realtime {
+        ceiling_load::realtime::check()?;
+    }
+    Ok(())
+}
+
+/// As [`apply_load_flags`], without checking here that real-time scheduling is allowed: for a
+/// load that generator agents send, which check on their own hosts.
+pub fn apply_engine_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
     let LoadFlags {
         threads,
         no_keep_alive,
@@ -81,9 +91,6 @@ pub fn apply_load_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
     }
     if realtime {
         plan.load.realtime = true;
-    }
-    if plan.load.realtime {
-        ceiling_load::realtime::check()?;
     }
     Ok(())
 }

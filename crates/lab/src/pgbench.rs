@@ -167,6 +167,33 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| LabError::io(format!("writing {}", path.display()), e))
 }
 
+/// `ceiling pgbench` whole: PostgreSQL started with `settings` (the plan's stand), pgbench run
+/// against it ([`pgbench`]), its database dropped and the stand stopped whatever happened, and
+/// the result written to `dir/pgbench.json`.
+pub fn pgbench_on_stand(
+    spec: &PgbenchSpec<'_>,
+    opts: &ceiling_stand::StandOptions,
+    settings: &ceiling_plan::StandSettings,
+    plan_name: &str,
+    dir: &Path,
+    progress: &Progress,
+) -> Result<PgbenchResult> {
+    std::fs::create_dir_all(dir.join("logs"))
+        .map_err(|e| LabError::io(format!("creating {}", dir.display()), e))?;
+    progress.say("stand: starting PostgreSQL…");
+    let mut stand = Stand::start(opts, settings)?;
+    let result = pgbench(spec, &stand, plan_name, dir, progress);
+    let _ = ceiling_stand::drop_database(stand.admin(), PGBENCH_DB);
+    stand.stop();
+    let r = result?;
+    let path = dir.join("pgbench.json");
+    let text = serde_json::to_string_pretty(&r)
+        .map_err(|e| LabError::refused(format!("pgbench.json: {e}")))?;
+    std::fs::write(&path, text)
+        .map_err(|e| LabError::io(format!("writing {}", path.display()), e))?;
+    Ok(r)
+}
+
 /// Runs pgbench as `spec` says against `stand`'s PostgreSQL (a scratch database, [`PGBENCH_DB`],
 /// made afresh and left for the caller to drop), its logs in `dir/logs`; PostgreSQL's CPU is
 /// sampled over the run as a stack's is, pgbench's own from its process.
