@@ -34,6 +34,7 @@ NOT_MEASURING=(
   k8s:ceiling_k8s k8s:strict
   metrics:ceiling_metrics
   plan:ceiling_plan plan:bad_input plan:shipped_plans
+  records:ceiling_records
   report:ceiling_report report:bad_input report:stored_search
   search:ceiling_search search:simulated_capacity search:simulated_models
   verify:ceiling_verify verify:contract

@@ -4,7 +4,8 @@
 use anyhow::{bail, Context};
 use ceiling_compare::published::published_path;
 use ceiling_compare::{render, SourceComparison};
-use ceiling_report::{HtmlSection, RunReport, Series};
+use ceiling_records::{RunReport, Series};
+use ceiling_report::HtmlSection;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -42,7 +43,7 @@ pub struct CompareArgs {
 
 fn read_run(dir: &Path) -> anyhow::Result<RunReport> {
     let path = dir.join("run.json");
-    ceiling_report::read_run_json(&path).with_context(|| {
+    ceiling_records::read_run_json(&path).with_context(|| {
         format!(
             "reading {} (is {} a results directory?)",
             path.display(),

@@ -9,7 +9,7 @@
 //! gate.
 
 use ceiling_compare::gate::{self, Gate, GateResult};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use std::process::ExitCode;
 
 /// The `--assert` flag: one gate per use.

@@ -18,20 +18,20 @@ pub struct ReportArgs {
 /// Runs `ceiling report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = a.dir.join("run.json");
-    let mut report = ceiling_report::read_run_json(&path).with_context(|| {
+    let mut report = ceiling_records::read_run_json(&path).with_context(|| {
         format!(
             "reading {} (is {} a results directory?)",
             path.display(),
             a.dir.display()
         )
     })?;
-    let series = ceiling_report::load_series(&a.dir, &report);
+    let series = ceiling_records::load_series(&a.dir, &report);
     // attribution is a pure function of the stored series: recompute it, so run.json and the
     // reports follow the current rules
-    let signals = ceiling_report::load_signals(&a.dir, &report);
-    ceiling_report::recompute_attribution(&mut report, &series, &signals);
+    let signals = ceiling_records::load_signals(&a.dir, &report);
+    ceiling_records::recompute_attribution(&mut report, &series, &signals);
     // a stored search's failed checks (attributed since 2026-11-26) and its stop's why
-    ceiling_report::attribute_stored_checks(&a.dir, &mut report);
+    ceiling_records::attribute_stored_checks(&a.dir, &mut report);
     // …and so are the warnings derived from the shelves (repetition drift, bracketing…)
     for st in &mut report.stacks {
         st.refresh_derived_warnings();

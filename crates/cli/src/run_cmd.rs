@@ -8,7 +8,7 @@ use ceiling_analyze::{Warning, WarningKind};
 use ceiling_lab::{
     apply_load_flags, now_iso, repo_root, rounds_of, run_id, Progress, RunContext, RunSetup,
 };
-use ceiling_report::{RunReport, Series};
+use ceiling_records::{RunReport, Series};
 use ceiling_stand::{Role, StandOptions};
 use clap::Args;
 use std::collections::BTreeSet;

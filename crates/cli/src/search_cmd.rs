@@ -9,7 +9,7 @@ use ceiling_lab::{
     now_iso, repo_root, run_id, Progress, SearchContext, SearchOverrides, SearchSetup,
 };
 use ceiling_plan::{parse_duration, HttpUrl, Plan};
-use ceiling_report::{RunReport, Series};
+use ceiling_records::{RunReport, Series};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

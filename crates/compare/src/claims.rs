@@ -11,7 +11,7 @@
 
 use crate::published::PublishedError;
 use ceiling_analyze::{Estimate, ShelfResult, StackAnalysis, Verdict};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -786,7 +786,7 @@ pub struct LedgerRuns {
 /// A missing directory holds no runs.
 pub fn load_ledger_runs(results: &Path, evidence: &Path) -> LedgerRuns {
     let mut out = LedgerRuns::default();
-    let read = |path: &Path, out: &mut LedgerRuns| match ceiling_report::read_run_json(path) {
+    let read = |path: &Path, out: &mut LedgerRuns| match ceiling_records::read_run_json(path) {
         Ok(r) => Some(r),
         Err(e) => {
             out.unreadable.push(e.to_string());

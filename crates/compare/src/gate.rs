@@ -9,7 +9,7 @@
 //! turns the worst verdict into the exit code ([`exit_code`]): a failed gate is not a tool error.
 
 use ceiling_analyze::{ShelfResult, StackAnalysis, Verdict};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use serde::Serialize;
 use std::fmt;
 

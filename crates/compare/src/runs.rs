@@ -9,8 +9,8 @@
 
 use ceiling_analyze::t_975;
 use ceiling_analyze::{Estimate, LevelStats, LoadModel, ShelfResult, StackAnalysis, Verdict};
+use ceiling_records::RunReport;
 use ceiling_report::fmt::change as pct;
-use ceiling_report::RunReport;
 use serde::Serialize;
 
 /// Why two runs cannot be compared.
@@ -295,7 +295,7 @@ fn comparable(a: &RunReport, b: &RunReport) -> Result<(), RunsRefused> {
             pa.slo, pb.slo
         )));
     }
-    let mix = |p: &ceiling_report::PlanSummary| {
+    let mix = |p: &ceiling_records::PlanSummary| {
         p.requests
             .iter()
             .map(|r| format!("{} {} {} ×{}", r.name, r.method, r.path, r.weight))

@@ -2,7 +2,7 @@
 
 use crate::published::{MemoryKind, Metric, Point, PoolMode, Published, Row, Table, Value};
 use ceiling_analyze::{LevelAggregate, SearchStatus, ShelfResult, StackAnalysis, Verdict};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

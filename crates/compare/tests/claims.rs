@@ -3,7 +3,7 @@
 //! and a claim whose run or shelf is missing says so instead of guessing.
 
 use ceiling_compare::claims::{evaluate, render_markdown, ClaimVerdict, ClaimsFile};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use common::{plan, searched, simulate};
 
 mod common;

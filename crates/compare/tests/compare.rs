@@ -3,7 +3,7 @@
 use ceiling_compare::published::parse_published;
 use ceiling_compare::source::RowStatus;
 use ceiling_compare::{compare_runs, compare_stacks, compare_with_source, render, Metric};
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use common::simulate_with as simulate;
 use std::path::Path;
 
@@ -201,7 +201,7 @@ fn different_slos_are_refused() {
     let e = compare_runs(&a, &b).unwrap_err().to_string();
     assert!(e.contains("different SLOs"), "{e}");
     // and the same SLO, through run.json and back, is the same
-    let back: ceiling_report::RunReport =
+    let back: ceiling_records::RunReport =
         serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
     assert!(compare_runs(&a, &back).is_ok());
 }

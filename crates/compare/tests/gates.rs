@@ -6,7 +6,7 @@ use ceiling_compare::gate::{
     exit_code, judge_report, regressions, Gate, GateVerdict, EXIT_GATE_FAILED,
     EXIT_GATE_INCONCLUSIVE,
 };
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use common::{plan, searched, simulate};
 
 mod common;

@@ -1,13 +1,13 @@
 //! `ceiling load`'s verdict: a load's summary judged — rates over the measured time,
 //! percentiles, errors, the generator's verdict (generator-bound, no connection, an agent lost) —
-//! into the report's data ([`ceiling_report::load`], which also renders it).
+//! into its record ([`ceiling_records::load`]; `ceiling_report::load` renders it).
 
 use ceiling_agent::coordinator::AgentRun;
 use ceiling_load::Summary;
 use ceiling_metrics::Outcome;
 use ceiling_plan::Plan;
 
-pub use ceiling_report::load::{
+pub use ceiling_records::load::{
     AgentReport, H2Report, LoadReport, Percentiles, TagReport, TlsReport,
 };
 
@@ -27,11 +27,11 @@ pub fn tls_report(t: &ceiling_load::TlsTally) -> TlsReport {
     }
 }
 
-fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<&'static str, u64> {
+fn error_map(c: &ceiling_metrics::Counts) -> std::collections::BTreeMap<String, u64> {
     Outcome::ALL
         .iter()
         .filter(|o| **o != Outcome::Ok && c.get(**o) > 0)
-        .map(|o| (o.name(), c.get(*o)))
+        .map(|o| (o.name().to_string(), c.get(*o)))
         .collect()
 }
 
@@ -258,5 +258,30 @@ mod tests {
         s.measured_seconds = 3;
         let r = judge(&plan, "http://127.0.0.1:9/", &s, 0.1);
         assert_eq!((r.offered_rps, r.achieved_rps), (800.0, 800.0));
+    }
+
+    /// summary.json reads back as the record it was written from (with errors by outcome, so
+    /// the map's keys travel too).
+    #[test]
+    fn a_judged_load_reads_back_from_its_summary_json() {
+        let plan = ceiling_plan::parse_plan(
+            "name = \"t\"\n[[requests]]\nname = \"r\"\npath = \"/\"\n[[stages]]\nhold = 100\nduration = \"1s\"\n",
+            std::path::Path::new("<test>"),
+        )
+        .unwrap();
+        let mut s = Summary::new(&plan.requests);
+        (s.offered, s.sent, s.offered_seconds, s.measured_seconds) = (100, 100, 1, 1);
+        for i in 0..100 {
+            s.tags[0].counts.add(if i % 10 == 0 {
+                Outcome::Timeout
+            } else {
+                Outcome::Ok
+            });
+        }
+        let r = judge(&plan, "http://127.0.0.1:9/", &s, 0.01);
+        assert_eq!(r.errors.get("timeout"), Some(&10));
+        let text = serde_json::to_string_pretty(&r).unwrap();
+        let back: LoadReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
     }
 }

@@ -78,7 +78,7 @@ pub struct PgbenchSpec<'a> {
 }
 
 /// What one pgbench run measured (the data lives with its rendering in the output layer).
-pub use ceiling_report::pgbench::PgbenchResult;
+pub use ceiling_records::pgbench::PgbenchResult;
 
 /// Parses pgbench's report: (transactions, failed, tps, latency average ms).
 pub fn parse_report(out: &str) -> Option<(u64, u64, f64, Option<f64>)> {
@@ -289,8 +289,8 @@ pub fn pgbench(
         started: now_iso(),
         postgres_version: stand.postgres_version().to_string(),
         plan: plan_name.to_string(),
-        builtin: spec.builtin.name(),
-        protocol: spec.protocol.name(),
+        builtin: spec.builtin.name().to_string(),
+        protocol: spec.protocol.name().to_string(),
         clients: spec.clients,
         threads: spec.threads,
         scale: spec.scale,

@@ -12,7 +12,7 @@ use crate::Progress;
 use ceiling_agent::coordinator::Agents;
 use ceiling_analyze::{StackAnalysis, Warning, WarningKind};
 use ceiling_plan::Plan;
-use ceiling_report::{RunReport, Series};
+use ceiling_records::{RunReport, Series};
 use ceiling_stand::Stand;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -12,7 +12,7 @@ use ceiling_agent::coordinator::Agents;
 use ceiling_analyze::{probe_criteria, ProbeKind, StackAnalysis, StopReason, Warning, WarningKind};
 use ceiling_metrics::TimeseriesRow;
 use ceiling_plan::Plan;
-use ceiling_report::{RunReport, Series};
+use ceiling_records::{RunReport, Series};
 use ceiling_search::{ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
 use std::path::{Path, PathBuf};

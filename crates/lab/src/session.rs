@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::Progress;
 use ceiling_plan::StandSettings;
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use ceiling_stand::{Role, Stand, StandError, StandOptions};
 use std::time::Instant;
 

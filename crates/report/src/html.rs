@@ -1,14 +1,15 @@
 //! `report.html`: one self-contained page (inline CSS, inline SVG charts, no scripts, no external
 //! resources), rendered with a minijinja template.
 
+use crate::fmt;
 use crate::svg::{self, Band, Bar, Chart, HLine, Mark, Series as Line, PALETTE};
 use crate::tables::{
     closed_table, cost_table, fairness_table, request_table, runtime_table, search_table,
     shelf_table, summary_table, Table,
 };
-use crate::{fmt, RunReport, Series, SignalSeries, Spectra};
 use ceiling_analyze::{fmt_ms, StackAnalysis, Verdict};
 use ceiling_metrics::{Phase, SignalRow, TimeseriesRow};
+use ceiling_records::{RunReport, Series, ShelfSpectrum, SignalSeries, Spectra};
 use serde::Serialize;
 
 /// Most points drawn per time series; longer series are bucketed (latency: max of the bucket,
@@ -595,7 +596,7 @@ fn overview_charts(r: &RunReport) -> Vec<String> {
 }
 
 /// Each shelf's latency percentile spectrum (merged histograms), one line per shelf.
-fn spectrum_chart(r: &RunReport, a: &StackAnalysis, v: &[crate::ShelfSpectrum]) -> String {
+fn spectrum_chart(r: &RunReport, a: &StackAnalysis, v: &[ShelfSpectrum]) -> String {
     let mut c = Chart::new(
         format!("{} — latency percentile spectrum per shelf", a.stack),
         "percentile, in nines (1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99)",

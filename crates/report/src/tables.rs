@@ -1,8 +1,8 @@
 //! The tables every output shares (terminal, summary.md, report.html, CSV): one source of truth.
 
 use crate::fmt::{cpu, frac_pct, mib, ms_opt, num, pct, rps, us};
-use crate::RunReport;
 use ceiling_analyze::{fmt_ms, LoadModel, ShelfResult, StackAnalysis, Verdict};
+use ceiling_records::RunReport;
 use serde::Serialize;
 
 /// A rendered table: header, rows of cells, a CSS class per row (`valid`, `failed`,

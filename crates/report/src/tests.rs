@@ -6,6 +6,7 @@ use ceiling_analyze::{
 };
 use ceiling_metrics::{Limits, LimitsApplied, ResourceSample, Role, Second, TimeseriesRow};
 use ceiling_plan::parse_plan;
+use ceiling_records::*;
 
 const PLAN: &str = r#"
 name = "demo-000"

@@ -3,7 +3,7 @@
 //! by `RunReport::from_json` — what `ceiling report` and `ceiling compare` read. Whatever comes in,
 //! the answer is a report or an error that says run.json and where — never a panic.
 
-use ceiling_report::RunReport;
+use ceiling_records::RunReport;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::Value;

@@ -36,7 +36,7 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn the_wedged_webflux_checks_are_explained_from_their_files() {
     let dir = fixture();
-    let mut report = ceiling_report::read_run_json(&dir.join("run.json")).unwrap();
+    let mut report = ceiling_records::read_run_json(&dir.join("run.json")).unwrap();
     let search = || report_search(&report);
     assert!(
         matches!(&search().stop, StopReason::NotRecovered { why: None, .. }),
@@ -44,7 +44,7 @@ fn the_wedged_webflux_checks_are_explained_from_their_files() {
         search().stop
     );
     assert_eq!(
-        ceiling_report::attribute_stored_checks(&dir, &mut report),
+        ceiling_records::attribute_stored_checks(&dir, &mut report),
         4
     );
     let StopReason::NotRecovered { why: Some(why), .. } = &report_search(&report).stop else {
@@ -70,11 +70,11 @@ fn the_wedged_webflux_checks_are_explained_from_their_files() {
     }
     // read back again: nothing left to do
     assert_eq!(
-        ceiling_report::attribute_stored_checks(&dir, &mut report),
+        ceiling_records::attribute_stored_checks(&dir, &mut report),
         0
     );
 }
 
-fn report_search(r: &ceiling_report::RunReport) -> &ceiling_analyze::SearchOutcome {
+fn report_search(r: &ceiling_records::RunReport) -> &ceiling_analyze::SearchOutcome {
     r.stacks[0].search.as_ref().expect("a search")
 }

@@ -1076,7 +1076,7 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
         let p = &r[0];
         // `ceiling compare` of the two stacks of this search reads the ranking's own paired
         // interval (B against A: a over b), not two intervals taken for normals
-        let mut run = ceiling_report::RunReport::new(&pa, "t");
+        let mut run = ceiling_records::RunReport::new(&pa, "t");
         let criteria = ceiling_analyze::probe_criteria(&pa);
         run.stacks = vec![
             StackAnalysis::from_search("a", criteria.clone(), oa.clone()),
