@@ -199,7 +199,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         if plan.settle.is_some() {
             eprintln!("note: [settle] is applied by `ceiling run`; `ceiling load` sends the warm-up as written");
         }
-        let mut label = describe(&plan, &url, plan.load.threads.clamp(1, 64));
+        let mut label = describe(&plan, &url, load::generator_threads(&plan));
         if let Some((i, n)) = a.shard {
             label.push_str(&format!(" — shard {i}/{n} of the schedule"));
         }

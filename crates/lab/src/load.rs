@@ -196,6 +196,11 @@ pub fn load_plan(o: &LoadOptions) -> Result<Plan> {
     Ok(plan)
 }
 
+/// The generator threads `ceiling load` runs `plan` with: the plan's (or `--threads`), 1 to 64.
+pub fn generator_threads(plan: &Plan) -> usize {
+    plan.load.threads.clamp(1, 64)
+}
+
 /// The URL the load goes to: the option's, else the plan's `target.url`.
 pub fn target_url(plan: &Plan, url: Option<&str>) -> Result<String> {
     match url.map(str::to_string).or(plan.target.url.clone()) {
@@ -228,7 +233,7 @@ pub fn run_load(
     // what agents send to: the base the requests' paths are relative to
     let base_url = parsed.to_string();
     let mut cfg = ceiling_load::LoadConfig::from_plan(plan, target, o.data_dir)?;
-    cfg.threads = plan.load.threads.clamp(1, 64);
+    cfg.threads = generator_threads(plan);
     if plan.load.realtime && o.agents.is_none() {
         // refused before any load is sent; agents check on their own hosts
         ceiling_load::realtime::check()?;

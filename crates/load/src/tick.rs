@@ -992,9 +992,9 @@ impl<'a> Ticked<'a> {
     /// A queued request's schedule lag is taken here, not when it was queued: from when it could
     /// have gone — its intended time, or the freeing response's arrival if that was later — to
     /// now. The wait before that was the service's (every connection held a request it had not
-    /// answered); the wait after it is this engine's, which reads a freed connection only at the
-    /// next tick. Near `max_connections / tick` that wait is what holds the queue, and the
-    /// generator-bound check must see it (benchmarks/engine.md §71).
+    /// answered); the wait after it is this engine's, which reads a freed connection only at its
+    /// next read (⅛ tick apart while requests queue), and the generator-bound check must see it
+    /// (benchmarks/engine.md §71).
     fn take_next(&mut self, key: usize, free_since: u64) {
         if let Some(j) = self.backlog.pop_front() {
             self.ctx.backlog.set(self.backlog.len() as u64);

@@ -330,55 +330,6 @@ impl RunReport {
             .collect()
     }
 
-    /// Things a reader must see before any number: scaled plan, limits not applied, a part of the
-    /// stand that died under a stack, generator-bound shelves.
-    pub fn notices(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if self.plan.is_scaled() {
-            v.push(format!(
-                "SCALED RUN: every duration was multiplied by {} (e.g. --quick). Windows are shorter than the plan's; numbers are indicative and not comparable with full-length runs.",
-                (self.plan.scaled_by * 1e4).round() / 1e4
-            ));
-        }
-        let not_applied = self.limits_not_applied();
-        if !not_applied.is_empty() {
-            v.push(format!(
-                "LIMITS NOT APPLIED: {}. These parts ran without (some of) their planned CPU/memory limits.",
-                not_applied.join("; ")
-            ));
-        }
-        for a in &self.stacks {
-            if let Some(m) = a.money.as_ref().filter(|m| !m.conserved()) {
-                v.push(format!("`{}`: {}", a.stack, m.describe()));
-            }
-            for e in &a.part_exits {
-                v.push(format!(
-                    "{} EXITED while `{}` was measured: {}. Its shelves from then on are invalid, not failed — the stack was not at fault.",
-                    e.part.title().to_uppercase(),
-                    a.stack,
-                    e.describe()
-                ));
-            }
-        }
-        let gb: Vec<String> = self
-            .stacks
-            .iter()
-            .flat_map(|a| {
-                a.shelves
-                    .iter()
-                    .filter(|s| s.is_generator_bound())
-                    .map(move |s| format!("{}/{}", a.stack, s.label))
-            })
-            .collect();
-        if !gb.is_empty() {
-            v.push(format!(
-                "GENERATOR-BOUND shelves (invalid, not failed): {}.",
-                gb.join(", ")
-            ));
-        }
-        v
-    }
-
     /// Serialises as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("RunReport is always serialisable")

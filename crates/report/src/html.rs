@@ -921,7 +921,7 @@ pub fn render_html_full(
         started => r.started,
         tool => format!("{} {}", r.tool.name, r.tool.version),
         schema_version => r.schema_version,
-        notices => r.notices(),
+        notices => crate::notices(r),
         metric => r.metric_name(),
         method => format!(
             "Source 000's method: for each shelf the first {} s and the last {} s are dropped; a shelf is valid when every latency limit holds ({}), errors < {}, throughput is stable within ±{} (achieved vs offered over the window and in every {} s block), the kept window is ≥ {} s, and the generator kept up. The ceiling is the mean throughput of the last valid shelf; 0 means no shelf passed. CPU and RAM are averaged over the same window; the recommended working load is {} of the ceiling.",

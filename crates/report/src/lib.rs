@@ -90,14 +90,64 @@ fn interleaved_note(r: &RunReport) -> String {
     }
 }
 
+/// Things a reader must see before any number: scaled plan, limits not applied, a part of the
+/// stand that died under a stack, generator-bound shelves.
+pub fn notices(r: &RunReport) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.plan.is_scaled() {
+        v.push(format!(
+            "SCALED RUN: every duration was multiplied by {} (e.g. --quick). Windows are shorter than the plan's; numbers are indicative and not comparable with full-length runs.",
+            trim(r.plan.scaled_by)
+        ));
+    }
+    let not_applied = r.limits_not_applied();
+    if !not_applied.is_empty() {
+        v.push(format!(
+            "LIMITS NOT APPLIED: {}. These parts ran without (some of) their planned CPU/memory limits.",
+            not_applied.join("; ")
+        ));
+    }
+    for a in &r.stacks {
+        if let Some(m) = a.money.as_ref().filter(|m| !m.conserved()) {
+            v.push(format!("`{}`: {}", a.stack, m.describe()));
+        }
+        for e in &a.part_exits {
+            v.push(format!(
+                "{} EXITED while `{}` was measured: {}. Its shelves from then on are invalid, not failed — the stack was not at fault.",
+                e.part.title().to_uppercase(),
+                a.stack,
+                e.describe()
+            ));
+        }
+    }
+    let gb: Vec<String> = r
+        .stacks
+        .iter()
+        .flat_map(|a| {
+            a.shelves
+                .iter()
+                .filter(|s| s.is_generator_bound())
+                .map(move |s| format!("{}/{}", a.stack, s.label))
+        })
+        .collect();
+    if !gb.is_empty() {
+        v.push(format!(
+            "GENERATOR-BOUND shelves (invalid, not failed): {}.",
+            gb.join(", ")
+        ));
+    }
+    v
+}
+
 /// The terminal report: notices, the summary table, each stack's ceiling sentence and shelf
 /// table, and warnings.
 pub fn render_terminal(r: &RunReport) -> String {
     let mut s = String::new();
-    for n in r.notices() {
+    let notices = notices(r);
+    for n in &notices {
         s.push_str(&format!("!! {n}\n"));
     }
-    if !r.notices().is_empty() {
+    if !notices.is_empty() {
         s.push('\n');
     }
     s.push_str(&format!(
@@ -195,10 +245,11 @@ fn model_name(m: LoadModel) -> &'static str {
 /// `summary.md`: source 000's table and, per stack, the shelf, per-request and closed-model tables.
 pub fn render_summary_md(r: &RunReport) -> String {
     let mut s = format!("# ceiling — {}\n\n", r.run_id);
-    for n in r.notices() {
+    let notices = notices(r);
+    for n in &notices {
         s.push_str(&format!("> **⚠ {n}**\n>\n"));
     }
-    if !r.notices().is_empty() {
+    if !notices.is_empty() {
         s.push('\n');
     }
     s.push_str(&format!(
