@@ -35,7 +35,8 @@ NOT_MEASURING=(
   metrics:ceiling_metrics
   plan:ceiling_plan plan:bad_input plan:shipped_plans
   records:ceiling_records
-  report:ceiling_report report:bad_input report:stored_search
+  report:ceiling_report report:bad_input report:comparisons report:stored_search
+  fmt:ceiling_fmt http:ceiling_http
   search:ceiling_search search:simulated_capacity search:simulated_models
   verify:ceiling_verify verify:contract
   supervise:ceiling_supervise stand:ceiling_stand pg:ceiling_pg load:ceiling_load

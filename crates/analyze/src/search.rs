@@ -307,18 +307,7 @@ fn probe_counts(s: &ShelfResult, c: &ShelfCriteria, terms: &[MarginTerm]) -> Pro
     }
 }
 
-/// `0.12`, `3.4`, `1.2e3`.
-pub fn fmt_margin(m: f64) -> String {
-    if !m.is_finite() {
-        "∞".into()
-    } else if m >= 1000.0 {
-        format!("{m:.1e}")
-    } else if m >= 10.0 {
-        format!("{m:.0}")
-    } else {
-        format!("{m:.2}")
-    }
-}
+pub use ceiling_fmt::margin as fmt_margin;
 
 /// The SLO margins of a judged shelf: every latency limit (measured / limit), the error rate over
 /// the maximum, and the throughput shortfall over the stability tolerance (the worst of the window

@@ -347,22 +347,7 @@ pub fn generator_reasons(h: &GeneratorHealth, max_lag_ms: f64, max_cpu_pct: f64)
     out
 }
 
-/// Milliseconds with sensible precision: `0.412`, `35.2`, `411`.
-pub fn fmt_ms(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
+pub use ceiling_fmt::fmt_ms;
 
 /// Combines reasons into a verdict: any generator-bound reason or a part of the stand that exited
 /// → invalid (the measurement cannot be trusted); else any stack failure → failed (even in a short window, the stack demonstrably

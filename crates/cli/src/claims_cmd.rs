@@ -3,9 +3,7 @@
 //! `--write docs/claims.md` regenerates the ledger and keeps a digest of every run it cites.
 
 use anyhow::Context;
-use ceiling_compare::claims::{
-    evaluate, keep_evidence, load_claims, load_ledger_runs, render_markdown, ClaimsFile,
-};
+use ceiling_compare::claims::{evaluate, keep_evidence, load_claims, load_ledger_runs, ClaimsFile};
 use ceiling_lab::repo_root;
 use clap::Args;
 use std::path::PathBuf;
@@ -79,7 +77,7 @@ pub fn run(a: ClaimsArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let md = render_markdown(&judged);
+    let md = ceiling_report::claims::render_markdown(&judged);
     match &a.write {
         Some(path) => {
             std::fs::write(path, &md).with_context(|| format!("writing {}", path.display()))?;

@@ -3,8 +3,9 @@
 
 use anyhow::{bail, Context};
 use ceiling_compare::published::published_path;
-use ceiling_compare::{render, SourceComparison};
+use ceiling_compare::SourceComparison;
 use ceiling_records::{RunReport, Series};
+use ceiling_report::compare as render;
 use ceiling_report::HtmlSection;
 use clap::Args;
 use std::path::{Path, PathBuf};

@@ -309,10 +309,7 @@ fn run_url(
     let stop = ceiling_stand::cancel_flag();
     let mut report = RunReport::new(plan, id);
     report.started = now_iso();
-    report.environment = Some(ceiling_stand::fingerprint(
-        None,
-        &ceiling_stand::CgroupSystem::detect(),
-    ));
+    ceiling_lab::record_no_stand(&mut report);
     if !a.quiet {
         eprintln!(
             "ceiling run {} against {url} (no stand: the service is already running{}) → {}",

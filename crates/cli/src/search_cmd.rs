@@ -264,17 +264,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
         for (_, u) in urls {
             ceiling_load::parse_target(u, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        report.environment = Some(ceiling_stand::fingerprint(
-            None,
-            &ceiling_stand::CgroupSystem::detect(),
-        ));
+        ceiling_lab::record_no_stand(&mut report);
         ceiling_lab::search_urls(&mut cx, urls, &mut report, &mut series)?;
     } else if let Some((_, url)) = urls.as_ref().and_then(|u| u.first()) {
         ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
-        report.environment = Some(ceiling_stand::fingerprint(
-            None,
-            &ceiling_stand::CgroupSystem::detect(),
-        ));
+        ceiling_lab::record_no_stand(&mut report);
         let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
         ceiling_lab::search_url(&mut cx, "url", url, stack_agent, &mut report, &mut series)?;
     } else {

@@ -10,16 +10,16 @@
 //!   the latest runs: holds, does not hold, not decided, or not testable here (why).
 //! - [`gate`]: CI gates — `--assert` conditions on a run, search or load, and the regression
 //!   gate of `compare --fail-on-regression` — judged pass, fail or inconclusive.
-//! - [`render`]: terminal, Markdown and HTML renderings; JSON is the types' serde form.
 //!
-//! Everything here is a pure function of stored records: nothing is measured.
+//! Everything here is a pure function of stored records, returned as data: nothing is measured
+//! and nothing is written as text for a reader — `ceiling-report` renders comparisons, gates
+//! and the claims ledger (terminal, Markdown, HTML; JSON is the types' serde form).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod claims;
 pub mod gate;
 pub mod published;
-pub mod render;
 pub mod runs;
 pub mod source;
 

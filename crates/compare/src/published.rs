@@ -193,7 +193,7 @@ impl fmt::Display for Value {
     }
 }
 
-pub use ceiling_report::fmt::figure as num;
+pub use ceiling_fmt::figure as num;
 
 /// What a table's row is a point of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

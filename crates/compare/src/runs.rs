@@ -9,8 +9,8 @@
 
 use ceiling_analyze::t_975;
 use ceiling_analyze::{Estimate, LevelStats, LoadModel, ShelfResult, StackAnalysis, Verdict};
+use ceiling_fmt::change as pct;
 use ceiling_records::RunReport;
-use ceiling_report::fmt::change as pct;
 use serde::Serialize;
 
 /// Why two runs cannot be compared.

@@ -2,7 +2,7 @@
 //! (threshold, ratio, order) holds, does not hold or is not decided exactly where the truth says,
 //! and a claim whose run or shelf is missing says so instead of guessing.
 
-use ceiling_compare::claims::{evaluate, render_markdown, ClaimVerdict, ClaimsFile};
+use ceiling_compare::claims::{evaluate, ClaimVerdict, ClaimsFile};
 use ceiling_records::RunReport;
 use common::{plan, searched, simulate};
 
@@ -150,13 +150,10 @@ fn each_kind_of_claim_is_judged_where_the_truth_says() {
     let v = verdicts(&file, std::slice::from_ref(&r));
     assert_eq!(v[3].1, ClaimVerdict::DoesNotHold, "{v:?}");
 
-    // the ledger says every verdict and the untestable statement
-    let md = render_markdown(&[(file.clone(), evaluate(&file, &[r]))]);
-    assert!(md.contains("## Source 999 — 6 claims"), "{md}");
-    assert!(
-        md.contains("**not testable here**") && md.contains("the author's opinion (L20)"),
-        "{md}"
-    );
+    // every claim gets a verdict, and the untestable statement is kept (the ledger's text:
+    // crates/report/tests/comparisons.rs)
+    assert_eq!(evaluate(&file, &[r]).len(), 6);
+    assert_eq!(file.untestable.len(), 1);
 }
 
 #[test]
@@ -219,7 +216,7 @@ fn a_ledger_regenerates_from_its_evidence_alone() {
     assert_eq!((full.from_results, full.from_evidence), (1, 1));
     assert_eq!(full.unreadable.len(), 1, "{:?}", full.unreadable);
     let judged = vec![(file.clone(), evaluate(&file, &full.runs))];
-    let md_full = render_markdown(&judged);
+    let ledger_full = serde_json::to_string(&judged[0].1).unwrap();
 
     // a subset (`--source`) writes its digests and removes nothing
     let kept = keep_evidence(&judged, &full.runs, &evidence, false).unwrap();
@@ -257,9 +254,9 @@ fn a_ledger_regenerates_from_its_evidence_alone() {
     // a fresh checkout: no results, the evidence only
     let fresh = load_ledger_runs(&dir.join("no-results"), &evidence);
     assert_eq!((fresh.from_results, fresh.from_evidence), (0, 1));
-    let md_fresh = render_markdown(&[(file.clone(), evaluate(&file, &fresh.runs))]);
+    let ledger_fresh = serde_json::to_string(&evaluate(&file, &fresh.runs)).unwrap();
     assert_eq!(
-        md_fresh, md_full,
+        ledger_fresh, ledger_full,
         "the ledger changed when judged on its evidence alone"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -374,13 +371,8 @@ value = 1
         "{}",
         res[3].ours
     );
-    // the ledger shows both runs, and keeps both as evidence
+    // the ledger cites both runs (above), and keeps both as evidence
     let judged = vec![(file.clone(), res)];
-    let md = render_markdown(&judged);
-    assert!(
-        md.contains("20261127-000000-gates; 20261127-010000-gates-other"),
-        "{md}"
-    );
     let dir = std::env::temp_dir().join(format!("ceiling-claims-cross-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let kept = keep_evidence(&judged, &runs, &dir, true).unwrap();

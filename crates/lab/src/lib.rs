@@ -45,7 +45,7 @@ pub use search::{
     apply_search_overrides, describe_search, per_round, search_stacks, search_url, search_urls,
     SearchContext, SearchEnd, SearchOverrides, SearchSetup,
 };
-pub use session::{open_stand, record_stand};
+pub use session::{open_stand, record_no_stand, record_stand};
 pub use settle::{settle_warmup, SettleSpec};
 pub use stack::{footprint_of, load_url, measure_stack, restart_part, watch, StackRunOptions};
 pub use start::start_verified;

@@ -64,6 +64,15 @@ pub fn open_stand(
     Ok(stand)
 }
 
+/// What a report records when no stand runs (a service at `--url`): this machine's fingerprint,
+/// without a database or limits of the lab's.
+pub fn record_no_stand(report: &mut RunReport) {
+    report.environment = Some(ceiling_stand::fingerprint(
+        None,
+        &ceiling_stand::CgroupSystem::detect(),
+    ));
+}
+
 /// What a report records of the stand: the machine's fingerprint, the limits applied to
 /// PostgreSQL, PgBouncer and the generator, and the CPU placement.
 pub fn record_stand(stand: &Stand, report: &mut RunReport) {

@@ -1,7 +1,9 @@
-//! Reports: terminal tables, `summary.md`, `shelves.csv` and a self-contained `report.html` with
-//! inline SVG charts, rendered from the records (`ceiling_records`: `run.json` and the files
-//! beside it), and `run.json` written beside them. Pure rendering plus plain file writes; no
-//! processes, no sockets.
+//! ceiling's output layer: terminal tables, `summary.md`, `shelves.csv` and a self-contained
+//! `report.html` with inline SVG charts, rendered from the records (`ceiling_records`: `run.json`
+//! and the files beside it), and `run.json` written beside them; comparisons ([`compare`]) and
+//! the claims ledger ([`claims`]) rendered from what `ceiling-compare` computes; the live view
+//! ([`live`]). Every figure goes through one set of formatters ([`fmt`], `ceiling-fmt`). Pure
+//! rendering plus plain file writes; no processes, no sockets.
 //!
 //! ```text
 //! let mut rep = ceiling_records::RunReport::new(&plan, run_id);
@@ -12,6 +14,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod claims;
+pub mod compare;
 pub mod fmt;
 mod html;
 pub mod live;

@@ -13,7 +13,8 @@
 //! latency is measured from the probe's intended send time (no coordinated omission: probes due
 //! during a freeze all carry it), −1 means failed or timed out.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use ceiling_http::blocking::Conn;
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -61,34 +62,18 @@ fn serve(conn: TcpStream) {
     }
 }
 
-fn probe_once(conn: &mut Option<TcpStream>, port: u16, timeout: Duration) -> bool {
-    if conn.is_none() {
-        let Ok(c) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), timeout) else {
-            return false;
-        };
-        let _ = c.set_nodelay(true);
-        let _ = c.set_read_timeout(Some(timeout));
-        *conn = Some(c);
+/// One probe on the kept-alive connection (opened again after a failure): a 200 within
+/// `timeout`, read by the workspace's one HTTP/1.1 client.
+fn probe_once(conn: &mut Option<Conn>, port: u16, timeout: Duration) -> bool {
+    if conn.as_ref().is_none_or(Conn::is_closed) {
+        *conn = Conn::connect(([127, 0, 0, 1], port).into(), timeout).ok();
     }
-    let c = conn.as_mut().expect("connected above");
+    let Some(c) = conn.as_mut() else {
+        return false;
+    };
     let ok = c
-        .write_all(b"GET /control HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_ok()
-        && {
-            let mut buf = [0u8; 256];
-            let mut got = 0;
-            loop {
-                match c.read(&mut buf[got..]) {
-                    Ok(0) | Err(_) => break false,
-                    Ok(n) => {
-                        got += n;
-                        if got >= RESPONSE.len() {
-                            break buf[..got].starts_with(b"HTTP/1.1 200");
-                        }
-                    }
-                }
-            }
-        };
+        .get("/control", &[], timeout)
+        .is_ok_and(|r| r.status == 200);
     if !ok {
         *conn = None;
     }
@@ -113,7 +98,7 @@ pub fn serve_and_probe(
         })?;
     let start = Instant::now();
     let start_ns = monotonic_ns_of(start);
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<Conn> = None;
     let mut i: u64 = 0;
     loop {
         let due = start + interval * i as u32;

@@ -26,7 +26,7 @@ use ceiling_supervise::hostprobe::{
 };
 use ceiling_supervise::procfs;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -437,58 +437,11 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
     }
 }
 
-/// GET `http://127.0.0.1:port/path` with `Connection: close`; the body on a 200.
+/// GET `http://addr/path` on a fresh connection (the workspace's one client, `ceiling_http`);
+/// the body on a 200.
 fn http_get(addr: std::net::SocketAddr, path: &str, timeout: Duration) -> Option<String> {
-    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
-    s.set_read_timeout(Some(timeout)).ok()?;
-    s.set_write_timeout(Some(timeout)).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: text/plain\r\n\r\n"
-    )
-    .ok()?;
-    let deadline = Instant::now() + timeout;
-    let mut buf = Vec::with_capacity(32 * 1024);
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        if Instant::now() > deadline || buf.len() > 8 << 20 {
-            return None;
-        }
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(_) => return None,
-        }
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        return None;
-    }
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return Some(dechunk(body));
-    }
-    Some(body.to_string())
-}
-
-/// Decodes a chunked body (lenient: stops at the first malformed size line).
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else {
-            break;
-        };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
+    let r = ceiling_http::blocking::get(addr, path, &[("Accept", "text/plain")], timeout).ok()?;
+    (r.status == 200).then(|| r.text())
 }
 
 /// The stack's address from its base URL: the stand's stacks are on loopback, a service measured
@@ -1174,7 +1127,6 @@ mod tests {
             "a service on another host is scraped there"
         );
         assert_eq!(url_addr("http://127.0.0.1"), None);
-        assert_eq!(dechunk("5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n"), "helloabc");
     }
 
     /// Micrometer's memory gauges as Spring Boot 3 prints them: heap and non-heap pools under one

@@ -11,7 +11,6 @@ use ceiling_supervise::IoContext;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -1106,32 +1105,13 @@ pub fn start_stack(
     Ok(rs)
 }
 
-/// One HTTP/1.1 GET on 127.0.0.1; returns the status code.
+/// One HTTP/1.1 GET on 127.0.0.1 (the workspace's one client, `ceiling_http`); returns the
+/// status code.
 pub fn http_status(port: u16, path: &str, timeout: Duration) -> Option<u16> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
-    s.set_read_timeout(Some(timeout)).ok()?;
-    s.set_write_timeout(Some(timeout)).ok()?;
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
-            .as_bytes(),
-    )
-    .ok()?;
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    while n < 12 {
-        match s.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(_) => return None,
-        }
-    }
-    let line = std::str::from_utf8(&buf[..n]).ok()?;
-    let mut it = line.split_whitespace();
-    if !it.next()?.starts_with("HTTP/") {
-        return None;
-    }
-    it.next()?.get(..3)?.parse().ok()
+    ceiling_http::blocking::get(addr, path, &[], timeout)
+        .ok()
+        .map(|r| r.status)
 }
 
 impl RunningStack {

@@ -4,8 +4,7 @@
 //! nothing here reaches a shipped binary.
 #![forbid(unsafe_code)]
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -34,27 +33,13 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// `GET path` on `addr` over a fresh connection closed after the answer: its status code and
-/// body, or `None` when nothing answers within 2 s (connect) and 5 s (the answer).
+/// `GET path` on `addr` over a fresh connection closed after the answer (the workspace's one
+/// HTTP/1.1 client, `ceiling_http`): its status code and body, or `None` when nothing connects
+/// or answers within 5 s each.
 pub fn http_get(addr: impl ToSocketAddrs, path: &str) -> Option<(u16, String)> {
     let addr = addr.to_socket_addrs().ok()?.next()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut raw = Vec::new();
-    // a server that keeps the connection open past its answer ends the read by the timeout
-    let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw);
-    let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((status, body))
+    let r = ceiling_http::blocking::get(addr, path, &[], Duration::from_secs(5)).ok()?;
+    Some((r.status, r.text()))
 }
 
 /// A finished command's stdout and stderr as text.
@@ -68,6 +53,7 @@ pub fn output_text(o: &Output) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
 
     #[test]
     fn the_root_holds_the_workspace_and_a_free_port_is_free() {

@@ -1,14 +1,14 @@
 //! A small HTTP/1.1 client for the conformance suite.
 //!
-//! Hand-written on purpose (over tokio's `TcpStream`, with `httparse` for the response head): the
-//! suite must send what a well-behaved client library refuses to send or normalises away (no
+//! Hand-written on purpose (over tokio's `TcpStream`; responses read by the workspace's one
+//! HTTP/1.1 reader, `ceiling_http`): the suite must send what a well-behaved client library refuses to send or normalises away (no
 //! `Content-Type`, a wrong one, a body over the limit, malformed JSON), must see the response
 //! bytes exactly as the server wrote them (byte-exact bodies), and must still read the answer
 //! when a server replies `413` and closes before reading the whole body. Bodies here are small.
 
 use std::fmt;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Where the stack listens: `http://host:port[/prefix]`.
@@ -155,43 +155,8 @@ impl Request {
     }
 }
 
-/// A response as the server sent it (body de-chunked).
-#[derive(Debug, Clone)]
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    /// First header of that name (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The body cut to `n` characters, for reports.
-    pub fn snippet(&self, n: usize) -> String {
-        let t = self.text();
-        if t.chars().count() <= n {
-            t
-        } else {
-            let cut: String = t.chars().take(n).collect();
-            format!("{cut}…")
-        }
-    }
-
-    fn wants_close(&self) -> bool {
-        self.header("connection")
-            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
-    }
-}
+/// A response as the server sent it (body de-chunked): the workspace's one response type.
+pub use ceiling_http::Response;
 
 /// An HTTP/1.1 connection with keep-alive.
 pub struct Conn {
@@ -285,161 +250,16 @@ pub async fn request(base: &BaseUrl, req: &Request, timeout: Duration) -> Result
     }
 }
 
-fn invalid(msg: impl Into<String>) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
-}
-
-/// Reads one response; returns it and whether the server closed the connection.
+/// Reads one response with the workspace's one reader (`ceiling_http`); returns it and whether
+/// the server closed the connection.
 async fn read_response<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut Vec<u8>,
     head_only: bool,
 ) -> std::io::Result<(Response, bool)> {
-    let mut eof = false;
-    loop {
-        // the head
-        let (status, headers, head_len) = loop {
-            let mut hdrs = [httparse::EMPTY_HEADER; 96];
-            let mut resp = httparse::Response::new(&mut hdrs);
-            match resp
-                .parse(buf)
-                .map_err(|e| invalid(format!("bad response head: {e}")))?
-            {
-                httparse::Status::Complete(n) => {
-                    let headers: Vec<(String, String)> = resp
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_string(),
-                                String::from_utf8_lossy(h.value).trim().to_string(),
-                            )
-                        })
-                        .collect();
-                    break (resp.code.unwrap_or(0), headers, n);
-                }
-                httparse::Status::Partial => {
-                    if eof {
-                        return Err(invalid(if buf.is_empty() {
-                            "connection closed without a response".to_string()
-                        } else {
-                            format!(
-                                "connection closed inside the response head: {:?}",
-                                String::from_utf8_lossy(buf)
-                            )
-                        }));
-                    }
-                    if buf.len() > 1 << 20 {
-                        return Err(invalid("response head over 1 MiB"));
-                    }
-                    eof = fill(rd, buf).await? == 0;
-                }
-            }
-        };
-        buf.drain(..head_len);
-        if (100..200).contains(&status) {
-            continue; // 100 Continue and friends: the real response follows
-        }
-        let get = |n: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .map(|(_, v)| v.clone())
-        };
-        let body = if head_only || status == 204 || status == 304 {
-            Vec::new()
-        } else if get("transfer-encoding")
-            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-        {
-            read_chunked(rd, buf, &mut eof).await?
-        } else if let Some(cl) = get("content-length") {
-            let n: usize = cl
-                .parse()
-                .map_err(|_| invalid(format!("bad Content-Length {cl:?}")))?;
-            while buf.len() < n {
-                if eof || fill(rd, buf).await? == 0 {
-                    return Err(invalid(format!(
-                        "connection closed after {} of {n} body bytes",
-                        buf.len()
-                    )));
-                }
-            }
-            buf.drain(..n).collect()
-        } else {
-            while !eof {
-                eof = fill(rd, buf).await? == 0;
-            }
-            eof = true;
-            std::mem::take(buf)
-        };
-        return Ok((
-            Response {
-                status,
-                headers,
-                body,
-            },
-            eof,
-        ));
-    }
-}
-
-async fn fill<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut chunk = [0u8; 16384];
-    let n = rd.read(&mut chunk).await?;
-    buf.extend_from_slice(&chunk[..n]);
-    Ok(n)
-}
-
-async fn read_line<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    buf: &mut Vec<u8>,
-    eof: &mut bool,
-) -> std::io::Result<Vec<u8>> {
-    loop {
-        if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-            let line = buf[..i].to_vec();
-            buf.drain(..i + 2);
-            return Ok(line);
-        }
-        if *eof || fill(rd, buf).await? == 0 {
-            *eof = true;
-            return Err(invalid("connection closed inside a chunked body"));
-        }
-    }
-}
-
-async fn read_chunked<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    buf: &mut Vec<u8>,
-    eof: &mut bool,
-) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let line = read_line(rd, buf, eof).await?;
-        let line = String::from_utf8_lossy(&line);
-        let size_hex = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_hex, 16)
-            .map_err(|_| invalid(format!("bad chunk size {size_hex:?}")))?;
-        if size == 0 {
-            // trailers up to an empty line
-            while !read_line(rd, buf, eof).await?.is_empty() {}
-            return Ok(body);
-        }
-        while buf.len() < size + 2 {
-            if *eof || fill(rd, buf).await? == 0 {
-                *eof = true;
-                return Err(invalid("connection closed inside a chunk"));
-            }
-        }
-        body.extend_from_slice(&buf[..size]);
-        if &buf[size..size + 2] != b"\r\n" {
-            return Err(invalid("chunk not followed by CRLF"));
-        }
-        buf.drain(..size + 2);
-        if body.len() > 64 << 20 {
-            return Err(invalid("response body over 64 MiB"));
-        }
-    }
+    ceiling_http::read_response(rd, buf, head_only)
+        .await
+        .map_err(ceiling_http::HttpError::into_io)
 }
 
 #[cfg(test)]

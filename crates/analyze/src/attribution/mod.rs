@@ -264,9 +264,7 @@ fn median(v: Vec<f64>) -> f64 {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
+use ceiling_fmt::whole_pct as pct;
 
 fn secs_list(v: &[u32]) -> String {
     let mut s: Vec<String> = v.iter().take(6).map(|x| format!("{x} s")).collect();

@@ -1,8 +1,11 @@
-//! Terminal, Markdown and HTML renderings of comparisons (JSON is their serde form).
+//! Comparisons rendered for a terminal, as Markdown and as HTML (JSON is their serde form):
+//! `ceiling-compare` computes them as data, this module writes them with the formatters and
+//! table layouts every other output uses.
 
-use crate::published::{num, Point};
-use crate::runs::{Diff, RunComparison, Test};
-use crate::source::{Cell, RowStatus, SourceComparison, TableComparison};
+use crate::fmt::{figure as num, md_table, text_table};
+use ceiling_compare::published::Point;
+use ceiling_compare::runs::{Diff, Figure, RunComparison, Test};
+use ceiling_compare::source::{Cell, RowStatus, SourceComparison, TableComparison};
 
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
@@ -94,51 +97,6 @@ fn table_grid(t: &TableComparison) -> (Vec<String>, Vec<Vec<String>>) {
         }
     }
     (head.iter().map(|s| s.to_string()).collect(), rows)
-}
-
-fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
-    let w: Vec<usize> = (0..head.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([head[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c}{}", " ".repeat(w[i] - c.chars().count())))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_string()
-    };
-    let mut s = line(head);
-    s.push('\n');
-    for r in rows {
-        s.push_str(&line(r));
-        s.push('\n');
-    }
-    s
-}
-
-fn md_table(head: &[String], rows: &[Vec<String>]) -> String {
-    let cell = |c: &String| c.replace('|', "\\|");
-    let mut s = format!(
-        "| {} |\n",
-        head.iter().map(cell).collect::<Vec<_>>().join(" | ")
-    );
-    s.push_str(&format!("|{}\n", "---|".repeat(head.len())));
-    for r in rows {
-        s.push_str(&format!(
-            "| {} |\n",
-            r.iter().map(cell).collect::<Vec<_>>().join(" | ")
-        ));
-    }
-    s
 }
 
 fn order_lines(t: &TableComparison) -> Vec<String> {
@@ -287,7 +245,7 @@ pub fn source_text(c: &SourceComparison, markdown: bool) -> String {
         if markdown {
             s.push_str(&md_table(&head, &rows));
         } else {
-            s.push_str(&aligned(&head, &rows));
+            s.push_str(&text_table(&head, &rows));
         }
         s.push('\n');
         let mut notes = Vec::new();
@@ -420,7 +378,7 @@ pub fn source_html(c: &SourceComparison) -> String {
     s
 }
 
-fn fig_text(f: &crate::runs::Figure) -> String {
+fn fig_text(f: &Figure) -> String {
     match f.ci95 {
         Some(h) if h > 0.0 => format!("{} ± {}", num(f.value), num(h)),
         _ => num(f.value),
@@ -499,7 +457,7 @@ pub fn runs_text(c: &RunComparison, markdown: bool) -> String {
         if markdown {
             s.push_str(&md_table(&head, &rows));
         } else {
-            s.push_str(&aligned(&head, &rows));
+            s.push_str(&text_table(&head, &rows));
         }
         s.push('\n');
     }
@@ -524,7 +482,7 @@ fn diff_row(point: &str, d: &Diff) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::published::{Metric, Value};
+    use ceiling_compare::published::{Metric, Value};
 
     fn cell(ours: f64, ci: Option<f64>, range: Option<(f64, f64)>) -> Cell {
         Cell {
@@ -536,6 +494,14 @@ mod tests {
             ratio: None,
             ours_is: None,
         }
+    }
+
+    #[test]
+    fn a_fall_is_written_with_its_divisor_as_the_sources_drop_columns_read() {
+        assert_eq!(ratio_word(Some(0.1)), "×0.100 (÷10)");
+        assert_eq!(ratio_word(Some(0.25)), "×0.250 (÷4)");
+        assert_eq!(ratio_word(Some(2.3)), "×2.30");
+        assert_eq!(ratio_word(None), "—");
     }
 
     #[test]
