@@ -64,10 +64,11 @@ pub struct LoadArgs {
     /// load.http2_streams, else 100).
     #[arg(long, requires = "http2")]
     pub streams: Option<usize>,
-    /// The ticked engine with this tick (e.g. `1ms`): the open model over HTTP/1.1 cleartext
-    /// with keep-alive, woken once per tick instead of once per request — the requests due within
-    /// a tick leave together (at most half a tick early or late), responses are timed by the
-    /// kernel's receive stamps. Experimental (issue 36): not the default.
+    /// The ticked engine with this tick (e.g. `1ms`), over HTTP/1.1 cleartext with keep-alive:
+    /// the open model woken once per tick instead of once per request — the requests due within
+    /// a tick leave together (at most half a tick early or late); the closed model (-c) woken
+    /// once per batch of responses, each connection sending on at once (the tick paces only
+    /// timeouts); responses timed by the kernel's receive stamps. Experimental (issue 36).
     #[arg(long, conflicts_with_all = ["http2", "no_keep_alive"])]
     pub tick: Option<String>,
     /// The ticked engine's I/O back end: `auto` (io_uring where the kernel has what it needs,

@@ -76,9 +76,7 @@ pub fn apply_engine_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
         plan.load.tick = Some(t);
     }
     if plan.load.tick.is_some() {
-        let why = if !plan.is_open() {
-            Some("a closed-model plan")
-        } else if plan.load.http2_streams.is_some() {
+        let why = if plan.load.http2_streams.is_some() {
             Some("HTTP/2")
         } else if !plan.load.keep_alive {
             Some("keep-alive off")
@@ -86,7 +84,7 @@ pub fn apply_engine_flags(plan: &mut Plan, flags: &LoadFlags) -> Result<()> {
             None
         };
         if let Some(why) = why {
-            refuse!("the ticked engine (--tick, [load] tick) runs the open model over HTTP/1.1 with keep-alive, not {why}");
+            refuse!("the ticked engine (--tick, [load] tick) runs over HTTP/1.1 with keep-alive, not {why}");
         }
     }
     if realtime {

@@ -662,6 +662,16 @@ async fn run_open(
     Ok(())
 }
 
+/// A closed-model plan's stages in the order they run: the warm-up's, then the measured ones.
+fn closed_stages(cfg: &LoadConfig) -> Vec<(Phase, usize, Stage)> {
+    let warmup = cfg.warmup.iter().cloned().enumerate();
+    let measure = cfg.stages.iter().cloned().enumerate();
+    warmup
+        .map(|(i, s)| (Phase::Warmup, i, s))
+        .chain(measure.map(|(i, s)| (Phase::Measure, i, s)))
+        .collect()
+}
+
 /// Worker `shard.0`'s share of `total` among `shard.1` workers (the first `total % n` get one more).
 fn closed_share(total: u64, shard: (u64, u64)) -> u64 {
     total / shard.1 + u64::from(shard.0 < total % shard.1)
@@ -857,13 +867,23 @@ fn worker(
     });
     // The ticked engine (open model, HTTP/1.1 over cleartext): one wake-up per tick, on this
     // thread, without the runtime.
-    let ticked = cfg.tick.filter(|_| cfg.model == Model::Open);
     let local = tokio::task::LocalSet::new();
-    let result = if let Some(tick) = ticked {
+    let result = if let (Some(tick), Model::Open) = (cfg.tick, cfg.model) {
         tick::run_open(
             &ctx,
             open_stages,
             shard,
+            start,
+            tick.as_nanos().max(1) as u64,
+        )
+    } else if let (Some(tick), Model::Closed) = (cfg.tick, cfg.model) {
+        // The ticked engine's closed model: each connection sends on as soon as its response is
+        // read, one wake-up per batch of responses; the tick paces only the housekeeping.
+        tick::run_closed(
+            &ctx,
+            closed_stages(&cfg),
+            shard,
+            &live,
             start,
             tick.as_nanos().max(1) as u64,
         )
@@ -892,23 +912,7 @@ fn worker(
             });
             let r = match cfg.model {
                 Model::Open => run_open(ctx.clone(), open_stages, shard, start).await,
-                Model::Closed => {
-                    let mut list: Vec<(Phase, usize, Stage)> = cfg
-                        .warmup
-                        .iter()
-                        .cloned()
-                        .enumerate()
-                        .map(|(i, s)| (Phase::Warmup, i, s))
-                        .collect();
-                    list.extend(
-                        cfg.stages
-                            .iter()
-                            .cloned()
-                            .enumerate()
-                            .map(|(i, s)| (Phase::Measure, i, s)),
-                    );
-                    run_closed(ctx.clone(), list, shard, live).await
-                }
+                Model::Closed => run_closed(ctx.clone(), closed_stages(&cfg), shard, live).await,
             };
             ticker.abort();
             r
@@ -973,7 +977,6 @@ fn check_tick_capacity(cfg: &LoadConfig) -> Result<(), LoadError> {
 pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summary, LoadError> {
     if cfg.tick.is_some() {
         let why = match () {
-            _ if cfg.model != Model::Open => Some("the closed model"),
             _ if cfg.target.tls.is_some() => Some("TLS"),
             _ if cfg.http2.is_some() => Some("HTTP/2"),
             _ if !cfg.keep_alive => Some("keep-alive off"),
@@ -981,7 +984,7 @@ pub fn run(cfg: LoadConfig, mut on_second: impl FnMut(&Second)) -> Result<Summar
         };
         if let Some(why) = why {
             return Err(LoadError::Runtime(format!(
-                "the ticked engine runs the open model over HTTP/1.1 cleartext with keep-alive only, not {why}: use the default engine"
+                "the ticked engine runs over HTTP/1.1 cleartext with keep-alive only, not {why}: use the default engine"
             )));
         }
         check_tick_capacity(&cfg)?;

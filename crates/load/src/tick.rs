@@ -24,14 +24,24 @@
 //! 5. rotates the per-second record and watches the stop flag.
 //!
 //! What it gives up: arrivals are quantised to the tick (the requests due in one tick leave
-//! together), and it speaks only HTTP/1.1 over cleartext with keep-alive; TLS, HTTP/2, keep-alive
-//! off and the closed model stay on the tokio engine. Chosen with `LoadConfig::tick`.
+//! together), and it speaks only HTTP/1.1 over cleartext with keep-alive; TLS, HTTP/2 and
+//! keep-alive off stay on the tokio engine. Chosen with `LoadConfig::tick`.
+//!
+//! **The closed model** ([`run_closed`]) has no send times to tick: each connection sends its
+//! next request as soon as its response is read, and the thread handles every response that
+//! arrived together in one wake-up — on io_uring one `io_uring_enter` carries the sends the last
+//! batch queued and waits for the next completions, so at saturation the syscalls per request
+//! fall with the batch (engine.md §75). The tick only paces the housekeeping: timeouts, the
+//! per-second record, the stop flag. Latency runs from when a connection's loop decided to send
+//! (as the tokio engine's closed model), the response's time from the kernel's receive stamp.
 
-use super::{Ctx, Job, MAX_OPENING, PRECONNECT};
+use super::{closed_request_share, closed_share, Ctx, Job, MAX_OPENING, PRECONNECT};
 use crate::clock::now_ns;
 use crate::schedule::{Schedule, TimedStage};
 use crate::summary::{ResetExample, ResetKind};
-use ceiling_metrics::Outcome;
+use ceiling_metrics::{Outcome, Phase};
+use ceiling_plan::Stage;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -235,13 +245,19 @@ impl Poller {
 
     /// The connections with events now, into `out` (never waits).
     fn ready_into(&mut self, out: &mut Vec<(usize, u32)>) {
+        self.wait_into(out, 0);
+    }
+
+    /// The connections with events, waiting up to `timeout_ms` for the first (the closed
+    /// model's wait for its next responses).
+    fn wait_into(&mut self, out: &mut Vec<(usize, u32)>, timeout_ms: i32) {
         // SAFETY: the buffer is valid for `len` events.
         let n = unsafe {
             libc::epoll_wait(
                 self.fd,
                 self.events.as_mut_ptr(),
                 self.events.len() as i32,
-                0,
+                timeout_ms,
             )
         };
         out.clear();
@@ -497,9 +513,90 @@ struct Ticked<'a> {
     offset: i128,
     /// The poller's events of this tick (kept: no allocation per tick).
     events: Vec<(usize, u32)>,
+    /// The closed model's stage in progress ([`run_closed`]); `None`: the open model.
+    closed: Option<ClosedStage>,
+}
+
+/// What is left of a closed-model stage on this worker.
+struct ClosedStage {
+    /// Requests it may still send (`u64::MAX`: bounded by time only).
+    budget: u64,
+    /// When it stops sending (monotonic ns; `u64::MAX`: bounded by its requests only).
+    deadline: u64,
 }
 
 impl<'a> Ticked<'a> {
+    fn new(ctx: &'a Ctx, io: Io, cap: usize, backlog_cap: usize) -> Ticked<'a> {
+        Ticked {
+            ctx,
+            io,
+            parked: std::collections::HashMap::new(),
+            cqes: Vec::new(),
+            conns: Vec::new(),
+            free: Vec::new(),
+            idle: Vec::new(),
+            backlog: VecDeque::new(),
+            cap,
+            backlog_cap,
+            open: 0,
+            opening: 0,
+            offset: realtime_offset(),
+            events: Vec::new(),
+            closed: None,
+        }
+    }
+
+    /// The closed model: the next request of a connection's loop, if its stage still sends —
+    /// latency runs from now, when the loop decided to send (as the tokio engine's closed model).
+    fn closed_job(&mut self) -> Option<Job> {
+        let cs = self.closed.as_mut()?;
+        let now = now_ns();
+        if self.ctx.stopping.get() || now >= cs.deadline || cs.budget == 0 {
+            return None;
+        }
+        cs.budget -= 1;
+        Some(self.ctx.offer(now, now))
+    }
+
+    /// The closed model: every loop of the stage has a connection — one whose connection was
+    /// closed (by the server, a failure or a timeout) goes on over a new one, as the tokio
+    /// engine's loop reconnects. At most `MAX_OPENING` connects at once; a refused connect is
+    /// recorded and tried again after the next wake-up, not in a tight loop.
+    fn top_up(&mut self, loops: usize) {
+        let mut tries = loops;
+        while self.open < loops && self.opening < MAX_OPENING && tries > 0 {
+            tries -= 1;
+            let Some(job) = self.closed_job() else {
+                return;
+            };
+            self.connect(Some(job));
+        }
+    }
+
+    /// The closed model's wait: until a response (or any event) arrives or `until` (absolute,
+    /// monotonic ns), then handles what came; io_uring: the sends queued since the last wait
+    /// leave in the same enter.
+    fn wait_events(&mut self, until: u64) {
+        match &mut self.io {
+            Io::Epoll(p) => {
+                let left = until.saturating_sub(now_ns());
+                let ms = left.div_ceil(1_000_000).min(i32::MAX as u64) as i32;
+                let mut events = std::mem::take(&mut self.events);
+                p.wait_into(&mut events, ms);
+                for &(k, ev) in &events {
+                    self.on_event(k, ev);
+                }
+                self.events = events;
+            }
+            Io::Uring(u) => {
+                if u.wait_any(until).is_err() {
+                    sleep_until(until.min(now_ns() + 1_000_000));
+                }
+                self.complete();
+            }
+        }
+    }
+
     /// A new connection (for `job`, or idle when `None`); when it cannot be opened the job is
     /// recorded as a connect error.
     fn connect(&mut self, job: Option<Job>) {
@@ -996,6 +1093,14 @@ impl<'a> Ticked<'a> {
     /// next read (⅛ tick apart while requests queue), and the generator-bound check must see it
     /// (benchmarks/engine.md §71).
     fn take_next(&mut self, key: usize, free_since: u64) {
+        if self.closed.is_some() {
+            // the closed model: the connection's loop sends its next request at once
+            match self.closed_job() {
+                Some(j) => self.assign(key, j, false),
+                None => self.idle.push(key),
+            }
+            return;
+        }
         if let Some(j) = self.backlog.pop_front() {
             self.ctx.backlog.set(self.backlog.len() as u64);
             self.ctx.note_lag(now_ns(), j.intended.max(free_since));
@@ -1156,22 +1261,12 @@ pub(super) fn run_open(
     let cfg = ctx.cfg.clone();
     let (io, io_said) = open_io(cfg.io)?;
     ctx.connect_failures.said_io(io_said);
-    let mut t = Ticked {
+    let mut t = Ticked::new(
         ctx,
         io,
-        parked: std::collections::HashMap::new(),
-        cqes: Vec::new(),
-        conns: Vec::new(),
-        free: Vec::new(),
-        idle: Vec::new(),
-        backlog: VecDeque::new(),
-        cap: (cfg.max_connections / shard.1 as usize).max(1),
-        backlog_cap: (cfg.max_backlog / shard.1 as usize).max(1),
-        open: 0,
-        opening: 0,
-        offset: realtime_offset(),
-        events: Vec::new(),
-    };
+        (cfg.max_connections / shard.1 as usize).max(1),
+        (cfg.max_backlog / shard.1 as usize).max(1),
+    );
     let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
     // Like wrk (and the tokio engine), open a first set of keep-alive connections before the
     // first intended send time.
@@ -1240,15 +1335,121 @@ pub(super) fn run_open(
             next_tick = grid_after(now);
         }
     }
-    for k in 0..t.conns.len() {
-        t.close(k);
+    t.close_all();
+    Ok(())
+}
+
+impl Ticked<'_> {
+    /// Closes every connection and, on io_uring, waits (at most a second) for their last
+    /// completions (their shutdowns end them at once), so the ring and its buffers can go.
+    fn close_all(&mut self) {
+        for k in 0..self.conns.len() {
+            self.close(k);
+        }
+        self.idle.clear();
+        let give_up = now_ns() + 1_000_000_000;
+        while !self.parked.is_empty() && now_ns() < give_up {
+            self.wait_until(now_ns() + 1_000_000);
+            self.poll();
+        }
     }
-    // io_uring: the closed connections' last completions (their shutdowns end them at once)
-    // before the ring and its buffers go
-    let give_up = now_ns() + 1_000_000_000;
-    while !t.parked.is_empty() && now_ns() < give_up {
-        t.wait_until(now_ns() + 1_000_000);
-        t.poll();
+}
+
+/// Runs one worker's share of a closed-model load on the ticked engine (the module doc's
+/// "closed model"): per stage, its share of the connections, each a loop that sends its next
+/// request as soon as its response is read, until the stage's time or requests run out; then
+/// the requests in flight are answered (or time out) and the stage's connections closed, as
+/// the tokio engine's loops end theirs. `live` names the stage each second belongs to.
+pub(super) fn run_closed(
+    ctx: &Ctx,
+    stages: Vec<(Phase, usize, Stage)>,
+    shard: (u64, u64),
+    live: &Cell<(Phase, usize)>,
+    start: u64,
+    tick_ns: u64,
+) -> Result<(), String> {
+    let cfg = ctx.cfg.clone();
+    let (io, io_said) = open_io(cfg.io)?;
+    ctx.connect_failures.said_io(io_said);
+    let mut t = Ticked::new(ctx, io, usize::MAX, 1);
+    let hard_end = start + cfg.hard_limit.as_nanos() as u64;
+    let timeout = cfg.timeout.as_nanos() as u64;
+    // the per-second record's grid, as the tokio engine's ticker keeps it
+    let mut next_second = start + 1_000_000_000;
+    sleep_until(start);
+    for (phase, idx, st) in stages {
+        if ctx.stopping.get() {
+            break;
+        }
+        let Stage::Closed {
+            connections,
+            duration,
+            requests,
+        } = st
+        else {
+            continue;
+        };
+        live.set((phase, idx));
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.rotate(now_ns());
+            // the second in which a stage starts belongs to it
+            rec.cur.phase = phase;
+            rec.cur.stage = idx;
+        }
+        let loops = closed_share(connections as u64, shard) as usize;
+        let budget = requests
+            .map(|r| closed_request_share(r, connections as u64, shard))
+            .unwrap_or(u64::MAX);
+        let deadline = duration
+            .map(|d| now_ns() + d.as_nanos() as u64)
+            .unwrap_or(u64::MAX);
+        t.closed = Some(ClosedStage { budget, deadline });
+        t.cap = loops.max(1);
+        let mut next_sweep = now_ns() + tick_ns;
+        loop {
+            t.top_up(loops);
+            let now = now_ns();
+            if now >= next_sweep {
+                // keep the wall-to-monotonic offset fresh (NTP may slew the wall clock)
+                t.offset = realtime_offset();
+                t.sweep(now);
+                next_sweep = now + tick_ns;
+            }
+            if now >= next_second {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.cur.connections = ctx.conns.get();
+                rec.cur.backlog = 0;
+                rec.rotate(now);
+                while next_second <= now {
+                    next_second += 1_000_000_000;
+                }
+            }
+            if cfg.stop.load(Ordering::Relaxed) || now > hard_end {
+                ctx.stopping.set(true);
+            }
+            if ctx.stopping.get() {
+                break;
+            }
+            let sending = t
+                .closed
+                .as_ref()
+                .is_some_and(|cs| now < cs.deadline && cs.budget > 0);
+            if !sending {
+                // the stage sends no more: its last requests are answered or time out
+                let in_flight = t.conns.iter().flatten().any(|c| c.job.is_some());
+                if !in_flight || now > deadline.saturating_add(timeout + 1_000_000_000) {
+                    break;
+                }
+            }
+            let mut until = next_sweep.min(next_second);
+            if sending {
+                until = until.min(deadline);
+            }
+            t.wait_events(until);
+        }
+        t.closed = None;
+        t.close_all();
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! The ticked engine's io_uring back end (issue 36): **one `io_uring_enter` a tick**.
+//! The ticked engine's io_uring back end (issue 36): **one `io_uring_enter` a tick** (the closed
+//! model: one per batch of responses, [`Uring::wait_any`]).
 //!
 //! The epoll back end of `tick.rs` pays, per tick, a `clock_nanosleep` and an `epoll_wait`, and per
 //! request a `write` and a `recvmsg`, each entered cold after the thread slept (engine.md §52).
@@ -66,6 +67,9 @@ pub(crate) struct Uring {
     tail: u16,
     /// What every multishot `RECVMSG` asks for: no address, room for one timestamp.
     msghdr: Box<libc::msghdr>,
+    /// Sends queued since the completions were last collected: each will post a completion of
+    /// its own, so [`Uring::wait_any`] waits for one more than these.
+    sends: usize,
 }
 
 /// Memory the kernel reads and writes through the buffer ring.
@@ -171,6 +175,7 @@ impl Uring {
             mem,
             tail: 0,
             msghdr,
+            sends: 0,
         };
         for bid in 0..BUFS {
             u.recycle(bid);
@@ -211,6 +216,7 @@ impl Uring {
             .build()
             .user_data(user_data(key, OP_SEND));
         self.push(e);
+        self.sends += 1;
     }
 
     /// Asks to hear when `fd`'s non-blocking connect finishes (writable, or an error).
@@ -246,10 +252,39 @@ impl Uring {
         }
     }
 
+    /// Submits what is queued and waits until a completion beyond the queued sends' own is ready
+    /// (a response, most often) or the monotonic clock reads `until_ns` (absolute), in one
+    /// `io_uring_enter`: the closed model's wait for its next responses, its sends leaving in the
+    /// same enter. Waiting for one completion only, the sends — done at once, inline — would end
+    /// the wait, and every batch would cost two enters.
+    pub(crate) fn wait_any(&mut self, until_ns: u64) -> std::io::Result<()> {
+        let ts = types::Timespec::new()
+            .sec(until_ns / 1_000_000_000)
+            .nsec((until_ns % 1_000_000_000) as u32);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args_and_flags(
+            self.sends + 1,
+            &args,
+            EnterFlags::ABS_TIMER,
+        ) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Runs the completions the kernel deferred (when it flagged some) and copies every
     /// completion into `out`.
     pub(crate) fn collect(&mut self, out: &mut Vec<Cqe>) {
         out.clear();
+        self.sends = 0;
         if self.ring.submission().taskrun() || self.ring.submission().cq_overflow() {
             // with the TASKRUN flag set, the crate's submit enters with GETEVENTS
             let _ = self.ring.submit();

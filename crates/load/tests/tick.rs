@@ -276,3 +276,96 @@ fn pre_opened_connections_the_server_closed_are_not_used() {
         assert_eq!(s.counts().errors(), 0, "{io:?}: {:?}", s.counts());
     }
 }
+
+fn closed(
+    port: u16,
+    connections: usize,
+    stage_secs: Option<u64>,
+    requests: Option<u64>,
+    tick: Duration,
+) -> LoadConfig {
+    let mut c = support::config(
+        port,
+        Model::Closed,
+        true,
+        Stage::Closed {
+            connections,
+            duration: stage_secs.map(Duration::from_secs),
+            requests,
+        },
+    );
+    c.tick = Some(tick);
+    c
+}
+
+/// The closed model on the ticked engine: each connection sends on as soon as its response is
+/// read — the tick paces only the housekeeping. A service of known capacity (4 workers × 10 ms
+/// behind one FIFO queue: exactly 400/s) driven by 8 connections is saturated, so the closed
+/// loop must carry 400/s with a mean latency of 8 / 400 = 20 ms (Little's law) — on a 50-ms
+/// tick, five times the service time: paced by the tick, 8 connections would carry at most
+/// 160/s. The tokio engine's closed model, run beside, gives the same figures.
+#[test]
+fn the_closed_model_carries_a_saturated_service_at_its_capacity_whatever_the_tick() {
+    let _one = alone();
+    let port = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
+    let secs = 4;
+    let rate = |s: &Summary| s.counts().total() as f64 / secs as f64;
+    let mean_ms = |s: &Summary| s.latency().mean() / 1000.0;
+    let mut plain = closed(port, 8, Some(secs), None, Duration::from_millis(50));
+    plain.tick = None;
+    let base = run(plain, |_| {}).unwrap();
+    eprintln!(
+        "tokio engine, closed: {:.0}/s, latency mean {:.2} ms",
+        rate(&base),
+        mean_ms(&base)
+    );
+    for io in BACKENDS {
+        let s = run_on(
+            closed(port, 8, Some(secs), None, Duration::from_millis(50)),
+            io,
+        );
+        eprintln!(
+            "ticked on {io:?}, closed, 50-ms tick: {:.0}/s, latency mean {:.2} ms p99 {:.2}",
+            rate(&s),
+            mean_ms(&s),
+            s.latency().value_at_quantile(0.99) as f64 / 1000.0
+        );
+        assert_eq!(s.counts().errors(), 0, "{io:?}");
+        assert!(
+            (rate(&s) - 400.0).abs() <= 0.06 * 400.0,
+            "{io:?}: {:.0}/s, not the service's 400/s",
+            rate(&s)
+        );
+        assert!(
+            (mean_ms(&s) - 20.0).abs() <= 0.15 * 20.0,
+            "{io:?}: latency mean {:.2} ms, Little's law says 8 / 400/s = 20 ms",
+            mean_ms(&s)
+        );
+        assert!(
+            (rate(&s) / rate(&base) - 1.0).abs() < 0.06,
+            "{io:?}: {:.0}/s against the tokio engine's {:.0}",
+            rate(&s),
+            rate(&base)
+        );
+    }
+}
+
+/// A closed stage bounded by its requests sends exactly that many, over every worker's share
+/// (7 connections on 2 threads), and the connections it opened are closed at its end.
+#[test]
+fn a_closed_stage_bounded_by_requests_sends_exactly_that_many() {
+    let _one = alone();
+    let port = spawn_server(|now| now + Duration::from_millis(1));
+    for io in BACKENDS {
+        let mut c = closed(port, 7, None, Some(500), Duration::from_millis(2));
+        c.threads = 2;
+        let (s, conns) = run_counting_connections(c, io);
+        assert_eq!(s.counts().total(), 500, "{io:?}: {:?}", s.counts());
+        assert_eq!(s.counts().errors(), 0, "{io:?}");
+        assert_eq!(
+            conns.last().copied(),
+            Some(0),
+            "{io:?}: connections left open {conns:?}"
+        );
+    }
+}

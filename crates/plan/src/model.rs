@@ -102,8 +102,10 @@ pub struct LoadSettings {
     /// load --http2`); `None`: HTTP/1.1.
     pub http2_streams: Option<usize>,
     /// The ticked engine with this tick (`[load] tick = "2ms"`; `ceiling load --tick`): the open
-    /// model's sends due within a tick leave in one wake-up and responses are timed by the
-    /// kernel's receive stamps (issue 36, experimental); `None`: the default engine.
+    /// model's sends due within a tick leave in one wake-up, the closed model's connections send
+    /// on as their responses are read, one wake-up per batch (the tick then paces only timeouts
+    /// and the per-second record); responses are timed by the kernel's receive stamps (issue 36,
+    /// experimental); `None`: the default engine.
     pub tick: Option<Duration>,
     /// The generator's threads under real-time scheduling (`[load] realtime = true`; `--realtime`):
     /// `SCHED_FIFO`, ahead of the stack's and PostgreSQL's threads on a box where they share
