@@ -4,108 +4,15 @@
 
 use ceiling_compare::claims::{evaluate, ClaimVerdict, ClaimsFile};
 use ceiling_records::RunReport;
-use common::{plan, searched, simulate};
+use common::{fast_and_slow, plan, searched, simulate, CLAIMS};
 
 mod common;
-
-const CLAIMS: &str = r#"
-source = "999"
-seed = "999_x.txt"
-
-[[claims]]
-id = "slow-fails-3000"
-text = "slow cannot hold 3000 RPS: its p99 goes over a second there"
-line = 10
-plan = "gates"
-kind = "threshold"
-stack = "slow"
-metric = "p99_ms"
-point = "hold 3000"
-op = ">="
-value = 1000
-
-[[claims]]
-id = "fast-holds-3000"
-text = "fast serves 3000 RPS within 10 ms"
-line = 11
-plan = "gates"
-kind = "threshold"
-stack = "fast"
-metric = "p99_ms"
-point = "hold 3000"
-op = "<="
-value = 10
-
-[[claims]]
-id = "fast-twice-slow"
-text = "fast sustains 1.5x what slow does"
-line = 12
-plan = "gates"
-kind = "ratio"
-a = "fast"
-b = "slow"
-op = ">="
-value = 1.5
-
-[[claims]]
-id = "fast-first"
-text = "fast > slow"
-line = 13
-plan = "gates"
-kind = "order"
-stacks = ["fast", "slow"]
-
-[[claims]]
-id = "no-such-shelf"
-text = "slow at 2500"
-line = 14
-plan = "gates"
-kind = "threshold"
-stack = "slow"
-metric = "p99_ms"
-point = "hold 2500"
-op = "<="
-value = 10
-
-[[claims]]
-id = "other-plan"
-text = "needs a plan nobody ran"
-line = 15
-plan = "never-run"
-kind = "threshold"
-stack = "slow"
-op = ">="
-value = 1
-
-[[untestable]]
-text = "the author's opinion"
-line = 20
-why = "no measurable content"
-"#;
 
 fn verdicts(file: &ClaimsFile, runs: &[RunReport]) -> Vec<(String, ClaimVerdict)> {
     evaluate(file, runs)
         .into_iter()
         .map(|r| (r.id, r.verdict))
         .collect()
-}
-
-/// The run every claim of [`CLAIMS`] is judged on: fast holds both shelves at 5 ms, slow takes
-/// 1.2 s at 3000 RPS; searched ceilings fast 3000–3200, slow 1500–1600 (fast/slow ≈ 1.94, 1.8–2.1).
-fn fast_and_slow() -> RunReport {
-    let p = plan();
-    let mut r = RunReport::new(&p, "20261127-000000-gates");
-    r.stacks.push(simulate(&p, "fast", |_| 5.0));
-    r.stacks.push(simulate(&p, "slow", |rate| {
-        if rate > 2000.0 {
-            1200.0
-        } else {
-            8.0
-        }
-    }));
-    r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
-    r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
-    r
 }
 
 #[test]

@@ -662,14 +662,63 @@ async fn run_open(
     Ok(())
 }
 
-/// A closed-model plan's stages in the order they run: the warm-up's, then the measured ones.
-fn closed_stages(cfg: &LoadConfig) -> Vec<(Phase, usize, Stage)> {
-    let warmup = cfg.warmup.iter().cloned().enumerate();
-    let measure = cfg.stages.iter().cloned().enumerate();
+/// A closed stage as a worker runs it: its connections, its duration and its request count
+/// (either bound may be absent).
+type ClosedShape = (usize, Option<Duration>, Option<u64>);
+
+/// A closed-model plan's stages in the order they run — the warm-up's, then the measured ones —
+/// each with its phase and index (stages of another model are left out: a plan is one model).
+fn closed_stages(cfg: &LoadConfig) -> Vec<((Phase, usize), ClosedShape)> {
+    let warmup = cfg
+        .warmup
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (Phase::Warmup, i, s));
+    let measure = cfg
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (Phase::Measure, i, s));
     warmup
-        .map(|(i, s)| (Phase::Warmup, i, s))
-        .chain(measure.map(|(i, s)| (Phase::Measure, i, s)))
+        .chain(measure)
+        .filter_map(|(phase, i, s)| match s {
+            Stage::Closed {
+                connections,
+                duration,
+                requests,
+            } => Some(((phase, i), (*connections, *duration, *requests))),
+            _ => None,
+        })
         .collect()
+}
+
+/// A closed stage starts on this worker (both engines): the seconds from now on are its own
+/// (`live` and the second in progress), and its share — the connections this worker runs, its
+/// request budget (`u64::MAX`: bounded by time only) and its end (monotonic ns; `u64::MAX`:
+/// bounded by its requests only).
+fn start_closed_stage(
+    ctx: &Ctx,
+    live: &Cell<(Phase, usize)>,
+    (phase, idx): (Phase, usize),
+    (connections, duration, requests): ClosedShape,
+    shard: (u64, u64),
+) -> (usize, u64, u64) {
+    live.set((phase, idx));
+    {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.rotate(now_ns());
+        // The second in which a stage starts belongs to it.
+        rec.cur.phase = phase;
+        rec.cur.stage = idx;
+    }
+    let n = closed_share(connections as u64, shard) as usize;
+    let budget = requests
+        .map(|r| closed_request_share(r, connections as u64, shard))
+        .unwrap_or(u64::MAX);
+    let deadline = duration
+        .map(|d| now_ns() + d.as_nanos() as u64)
+        .unwrap_or(u64::MAX);
+    (n, budget, deadline)
 }
 
 /// Worker `shard.0`'s share of `total` among `shard.1` workers (the first `total % n` get one more).
@@ -691,39 +740,16 @@ fn closed_request_share(requests: u64, connections: u64, shard: (u64, u64)) -> u
 
 async fn run_closed(
     ctx: Rc<Ctx>,
-    stages: Vec<(Phase, usize, Stage)>,
+    stages: Vec<((Phase, usize), ClosedShape)>,
     shard: (u64, u64),
     live: Rc<Cell<(Phase, usize)>>,
 ) -> Result<(), String> {
-    for (phase, idx, st) in stages {
+    for (at, shape) in stages {
         if ctx.stopping.get() {
             break;
         }
-        let Stage::Closed {
-            connections,
-            duration,
-            requests,
-        } = st
-        else {
-            continue;
-        };
-        live.set((phase, idx));
-        {
-            let mut rec = ctx.rec.borrow_mut();
-            rec.rotate(now_ns());
-            // The second in which a stage starts belongs to it.
-            rec.cur.phase = phase;
-            rec.cur.stage = idx;
-        }
-        let n = closed_share(connections as u64, shard) as usize;
-        let budget = Rc::new(Cell::new(
-            requests
-                .map(|r| closed_request_share(r, connections as u64, shard))
-                .unwrap_or(u64::MAX),
-        ));
-        let deadline = duration
-            .map(|d| now_ns() + d.as_nanos() as u64)
-            .unwrap_or(u64::MAX);
+        let (n, budget, deadline) = start_closed_stage(&ctx, &live, at, shape, shard);
+        let budget = Rc::new(Cell::new(budget));
         let mut tasks = Vec::new();
         for _ in 0..n {
             let ctx = ctx.clone();

@@ -35,12 +35,11 @@
 //! per-second record, the stop flag. Latency runs from when a connection's loop decided to send
 //! (as the tokio engine's closed model), the response's time from the kernel's receive stamp.
 
-use super::{closed_request_share, closed_share, Ctx, Job, MAX_OPENING, PRECONNECT};
+use super::{start_closed_stage, ClosedShape, Ctx, Job, MAX_OPENING, PRECONNECT};
 use crate::clock::now_ns;
 use crate::schedule::{Schedule, TimedStage};
 use crate::summary::{ResetExample, ResetKind};
 use ceiling_metrics::{Outcome, Phase};
-use ceiling_plan::Stage;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, RawFd};
@@ -526,8 +525,12 @@ struct ClosedStage {
 }
 
 impl<'a> Ticked<'a> {
-    fn new(ctx: &'a Ctx, io: Io, cap: usize, backlog_cap: usize) -> Ticked<'a> {
-        Ticked {
+    /// The engine on this worker with its I/O back end (the configuration's, said once in the
+    /// summary), at most `cap` connections and `backlog_cap` requests queued for one.
+    fn open(ctx: &'a Ctx, cap: usize, backlog_cap: usize) -> Result<Ticked<'a>, String> {
+        let (io, io_said) = open_io(ctx.cfg.io)?;
+        ctx.connect_failures.said_io(io_said);
+        Ok(Ticked {
             ctx,
             io,
             parked: std::collections::HashMap::new(),
@@ -543,7 +546,7 @@ impl<'a> Ticked<'a> {
             offset: realtime_offset(),
             events: Vec::new(),
             closed: None,
-        }
+        })
     }
 
     /// The closed model: the next request of a connection's loop, if its stage still sends —
@@ -1259,14 +1262,11 @@ pub(super) fn run_open(
     tick_ns: u64,
 ) -> Result<(), String> {
     let cfg = ctx.cfg.clone();
-    let (io, io_said) = open_io(cfg.io)?;
-    ctx.connect_failures.said_io(io_said);
-    let mut t = Ticked::new(
+    let mut t = Ticked::open(
         ctx,
-        io,
         (cfg.max_connections / shard.1 as usize).max(1),
         (cfg.max_backlog / shard.1 as usize).max(1),
-    );
+    )?;
     let mut sched = Schedule::new(stages, cfg.arrivals, cfg.seed, shard).peekable();
     // Like wrk (and the tokio engine), open a first set of keep-alive connections before the
     // first intended send time.
@@ -1362,48 +1362,24 @@ impl Ticked<'_> {
 /// the tokio engine's loops end theirs. `live` names the stage each second belongs to.
 pub(super) fn run_closed(
     ctx: &Ctx,
-    stages: Vec<(Phase, usize, Stage)>,
+    stages: Vec<((Phase, usize), ClosedShape)>,
     shard: (u64, u64),
     live: &Cell<(Phase, usize)>,
     start: u64,
     tick_ns: u64,
 ) -> Result<(), String> {
     let cfg = ctx.cfg.clone();
-    let (io, io_said) = open_io(cfg.io)?;
-    ctx.connect_failures.said_io(io_said);
-    let mut t = Ticked::new(ctx, io, usize::MAX, 1);
+    let mut t = Ticked::open(ctx, usize::MAX, 1)?;
     let hard_end = start + cfg.hard_limit.as_nanos() as u64;
     let timeout = cfg.timeout.as_nanos() as u64;
     // the per-second record's grid, as the tokio engine's ticker keeps it
     let mut next_second = start + 1_000_000_000;
     sleep_until(start);
-    for (phase, idx, st) in stages {
+    for (at, shape) in stages {
         if ctx.stopping.get() {
             break;
         }
-        let Stage::Closed {
-            connections,
-            duration,
-            requests,
-        } = st
-        else {
-            continue;
-        };
-        live.set((phase, idx));
-        {
-            let mut rec = ctx.rec.borrow_mut();
-            rec.rotate(now_ns());
-            // the second in which a stage starts belongs to it
-            rec.cur.phase = phase;
-            rec.cur.stage = idx;
-        }
-        let loops = closed_share(connections as u64, shard) as usize;
-        let budget = requests
-            .map(|r| closed_request_share(r, connections as u64, shard))
-            .unwrap_or(u64::MAX);
-        let deadline = duration
-            .map(|d| now_ns() + d.as_nanos() as u64)
-            .unwrap_or(u64::MAX);
+        let (loops, budget, deadline) = start_closed_stage(ctx, live, at, shape, shard);
         t.closed = Some(ClosedStage { budget, deadline });
         t.cap = loops.max(1);
         let mut next_sweep = now_ns() + tick_ns;

@@ -230,26 +230,7 @@ impl Uring {
     /// Submits what is queued and sleeps until the monotonic clock reads `at_ns` (absolute), in
     /// one `io_uring_enter`; receive completions wait, unrun, for [`Uring::collect`].
     pub(crate) fn wait_until(&mut self, at_ns: u64) -> std::io::Result<()> {
-        let ts = types::Timespec::new()
-            .sec(at_ns / 1_000_000_000)
-            .nsec((at_ns % 1_000_000_000) as u32);
-        let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args_and_flags(
-            WAIT_FOR,
-            &args,
-            EnterFlags::ABS_TIMER,
-        ) {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        self.enter(WAIT_FOR, at_ns)
     }
 
     /// Submits what is queued and waits until a completion beyond the queued sends' own is ready
@@ -258,15 +239,21 @@ impl Uring {
     /// same enter. Waiting for one completion only, the sends — done at once, inline — would end
     /// the wait, and every batch would cost two enters.
     pub(crate) fn wait_any(&mut self, until_ns: u64) -> std::io::Result<()> {
+        self.enter(self.sends + 1, until_ns)
+    }
+
+    /// One `io_uring_enter`: submits what is queued and waits for `want` completions or until
+    /// the monotonic clock reads `until_ns` (absolute); the timeout and a signal are not errors.
+    fn enter(&mut self, want: usize, until_ns: u64) -> std::io::Result<()> {
         let ts = types::Timespec::new()
             .sec(until_ns / 1_000_000_000)
             .nsec((until_ns % 1_000_000_000) as u32);
         let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args_and_flags(
-            self.sends + 1,
-            &args,
-            EnterFlags::ABS_TIMER,
-        ) {
+        match self
+            .ring
+            .submitter()
+            .submit_with_args_and_flags(want, &args, EnterFlags::ABS_TIMER)
+        {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(

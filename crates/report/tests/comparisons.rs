@@ -11,7 +11,7 @@ use ceiling_compare::published::parse_published;
 use ceiling_compare::{compare_runs, compare_with_source};
 use ceiling_records::RunReport;
 use ceiling_report::{claims, compare};
-use common::{plan, simulate};
+use common::{fast_and_slow, plan, simulate, CLAIMS};
 use std::path::Path;
 
 /// fast holds both shelves (1500, 3000) at `fast_ms`; slow fails 3000 (1.2 s), so its ceiling
@@ -98,57 +98,24 @@ fn two_runs_compared_say_the_change_and_its_test() {
     }
 }
 
-const CLAIMS: &str = r#"
-source = "999"
-seed = "999_x.txt"
-
-[[claims]]
-id = "fast-holds-3000"
-text = "fast serves 3000 RPS | within 10 ms"
-line = 11
-plan = "gates"
-kind = "threshold"
-stack = "fast"
-metric = "p99_ms"
-point = "hold 3000"
-op = "<="
-value = 10
-
-[[claims]]
-id = "slow-holds-3000"
-text = "slow serves 3000 RPS within 10 ms"
-line = 12
-plan = "gates"
-kind = "threshold"
-stack = "slow"
-metric = "p99_ms"
-point = "hold 3000"
-op = "<="
-value = 10
-
-[[untestable]]
-text = "the author's opinion"
-line = 20
-why = "no measurable content"
-"#;
-
 #[test]
 fn the_claims_ledger_counts_every_verdict_and_keeps_the_untestable() {
-    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
-    let md = claims::render_markdown(&[(file.clone(), evaluate(&file, &[run(5.0)]))]);
+    let mut file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    // a pipe in a claim's text cannot break the table
+    file.claims[0].text = "slow cannot hold 3000 RPS | p99 over a second".into();
+    let md = claims::render_markdown(&[(file.clone(), evaluate(&file, &[fast_and_slow()]))]);
     assert!(
         md.contains(
-            "## Source 999 — 2 claims: 1 hold, 1 do not, 0 not decided, 0 not testable here"
+            "## Source 999 — 6 claims: 4 hold, 0 do not, 0 not decided, 2 not testable here"
         ),
         "{md}"
     );
     assert!(
-        md.contains("**holds**") && md.contains("**does not hold**"),
+        md.contains("**holds**") && md.contains("**not testable here**"),
         "{md}"
     );
-    // a pipe in a claim's text cannot break the table
     assert!(
-        md.contains("fast serves 3000 RPS \\| within 10 ms (L11)"),
+        md.contains("slow cannot hold 3000 RPS \\| p99 over a second (L10)"),
         "{md}"
     );
     assert!(

@@ -1,5 +1,6 @@
-//! What the comparison, gates and claims tests share (each uses part of it): a two-shelf plan, a
-//! simulated stack of known latency, and a search outcome as run.json holds it.
+//! What the comparison, gates and claims tests share (each uses part of it; report's rendering
+//! tests include this file too): a two-shelf plan, a simulated stack of known latency, a search
+//! outcome as run.json holds it, and a claims file with the run that answers it.
 
 #![allow(dead_code)]
 
@@ -96,4 +97,99 @@ pub fn searched(
         r#"{{"probes": [], "baseline": null, "status": "{status}", "ceiling_rps": {rps}, "interval": {iv}, "binding": null, "tolerance": 0.05, "stop": {{"kind": "budget"}}, "elapsed_s": 600.0}}"#
     ))
     .unwrap()
+}
+
+/// A claims file of every kind of check (threshold, ratio, order, a shelf and a plan nobody ran)
+/// and one untestable statement, judged on [`fast_and_slow`].
+pub const CLAIMS: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "slow-fails-3000"
+text = "slow cannot hold 3000 RPS: its p99 goes over a second there"
+line = 10
+plan = "gates"
+kind = "threshold"
+stack = "slow"
+metric = "p99_ms"
+point = "hold 3000"
+op = ">="
+value = 1000
+
+[[claims]]
+id = "fast-holds-3000"
+text = "fast serves 3000 RPS within 10 ms"
+line = 11
+plan = "gates"
+kind = "threshold"
+stack = "fast"
+metric = "p99_ms"
+point = "hold 3000"
+op = "<="
+value = 10
+
+[[claims]]
+id = "fast-twice-slow"
+text = "fast sustains 1.5x what slow does"
+line = 12
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "slow"
+op = ">="
+value = 1.5
+
+[[claims]]
+id = "fast-first"
+text = "fast > slow"
+line = 13
+plan = "gates"
+kind = "order"
+stacks = ["fast", "slow"]
+
+[[claims]]
+id = "no-such-shelf"
+text = "slow at 2500"
+line = 14
+plan = "gates"
+kind = "threshold"
+stack = "slow"
+metric = "p99_ms"
+point = "hold 2500"
+op = "<="
+value = 10
+
+[[claims]]
+id = "other-plan"
+text = "needs a plan nobody ran"
+line = 15
+plan = "never-run"
+kind = "threshold"
+stack = "slow"
+op = ">="
+value = 1
+
+[[untestable]]
+text = "the author's opinion"
+line = 20
+why = "no measurable content"
+"#;
+
+/// The run every claim of [`CLAIMS`] is judged on: fast holds both shelves at 5 ms, slow takes
+/// 1.2 s at 3000 RPS; searched ceilings fast 3000–3200, slow 1500–1600 (fast/slow ≈ 1.94, 1.8–2.1).
+pub fn fast_and_slow() -> ceiling_records::RunReport {
+    let p = plan();
+    let mut r = ceiling_records::RunReport::new(&p, "20261127-000000-gates");
+    r.stacks.push(simulate(&p, "fast", |_| 5.0));
+    r.stacks.push(simulate(&p, "slow", |rate| {
+        if rate > 2000.0 {
+            1200.0
+        } else {
+            8.0
+        }
+    }));
+    r.stacks[0].search = Some(searched("narrowed", 3100.0, Some((3000.0, 3200.0))));
+    r.stacks[1].search = Some(searched("narrowed", 1550.0, Some((1500.0, 1600.0))));
+    r
 }
