@@ -94,8 +94,9 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_keep_alive: bool,
     /// The ticked engine with this tick (e.g. `2ms`; overrides the plan's load.tick): the open
-    /// model woken once per tick instead of once per request, responses timed by the kernel's
-    /// receive stamps (experimental, issue 36; HTTP/1.1 cleartext with keep-alive only).
+    /// model woken once per tick instead of once per request, the closed model once per batch of
+    /// responses, responses timed by the kernel's receive stamps (experimental, issue 36;
+    /// HTTP/1.1 cleartext with keep-alive only).
     #[arg(long)]
     pub tick: Option<String>,
     /// The ticked engine's I/O back end (overrides the plan's load.io): `auto` (io_uring where
