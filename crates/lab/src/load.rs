@@ -249,7 +249,7 @@ pub fn run_load(
     }
     let stop = cfg.stop.clone();
     ceiling_stand::link(stop.clone());
-    let tick = cfg.tick;
+    let (tick, model) = (cfg.tick, cfg.model);
     let realtime = cfg.realtime.then_some(cfg.threads);
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
     let mut rec = Recorder::new(o.out, "", tags, "load", view)?.with_slo(&plan.slo);
@@ -271,7 +271,7 @@ pub fn run_load(
     };
     rec.finish();
     let mut report = load_report::judge(plan, &url, &summary, cpu);
-    report.engine = tick.map(|t| ceiling_load::describe_engine(t, summary.io.as_deref()));
+    report.engine = tick.map(|t| ceiling_load::describe_engine(t, model, summary.io.as_deref()));
     report.realtime = realtime.map(ceiling_load::realtime::describe);
     if let Some(agents) = &agents {
         load_report::judge_by_agents(&mut report, plan, &url, agents);

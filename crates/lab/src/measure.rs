@@ -263,7 +263,7 @@ pub fn measure_watched(
     // by Ctrl-C (everything).
     let engine_stop = Arc::new(AtomicBool::new(false));
     cfg.stop = engine_stop.clone();
-    let tick = cfg.tick;
+    let (tick, model) = (cfg.tick, cfg.model);
     let relay = StopRelay::start(stop.clone(), engine_stop.clone())
         .map_err(|e| LabError::io("starting the Ctrl-C relay thread", e))?;
     let tags: Vec<String> = plan.requests.iter().map(|r| r.name.clone()).collect();
@@ -505,7 +505,7 @@ pub fn measure_watched(
             WarningKind::Other,
             format!(
                 "generator{whose}: {}",
-                ceiling_load::describe_engine(t, summary.io.as_deref())
+                ceiling_load::describe_engine(t, model, summary.io.as_deref())
             ),
         ));
     }

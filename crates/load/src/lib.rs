@@ -100,22 +100,28 @@ pub(crate) fn extra_roots() -> Vec<PathBuf> {
         .clone()
 }
 
-/// What the ticked engine with this tick does to the arrivals and the timing, in one phrase (the
-/// `Engine` line of `ceiling load`, a note in run.json).
-pub fn describe_tick(tick: Duration) -> String {
-    format!(
-        "the ticked engine, tick {}: the requests due within a tick leave together (at most {} early or late), responses timed by the kernel's receive stamps",
-        ceiling_plan::format_duration(tick),
-        ceiling_plan::format_duration(tick / 2)
-    )
+/// What the ticked engine with this tick does to the arrivals and the timing under `model`, in
+/// one phrase (the `Engine` line of `ceiling load`, a note in run.json).
+pub fn describe_tick(tick: Duration, model: Model) -> String {
+    match model {
+        Model::Open => format!(
+            "the ticked engine, tick {}: the requests due within a tick leave together (at most {} early or late), responses timed by the kernel's receive stamps",
+            ceiling_plan::format_duration(tick),
+            ceiling_plan::format_duration(tick / 2)
+        ),
+        Model::Closed => format!(
+            "the ticked engine, closed model: each connection sends on as its response is read, one wake-up per batch of responses (the {} tick paces only timeouts and the per-second record), responses timed by the kernel's receive stamps",
+            ceiling_plan::format_duration(tick)
+        ),
+    }
 }
 
 /// [`describe_tick`] with the I/O back end a run used ([`Summary::io`]), as the load summary and
 /// each shelf's notes say it.
-pub fn describe_engine(tick: Duration, io: Option<&str>) -> String {
+pub fn describe_engine(tick: Duration, model: Model, io: Option<&str>) -> String {
     match io {
-        Some(io) => format!("{}; I/O: {io}", describe_tick(tick)),
-        None => describe_tick(tick),
+        Some(io) => format!("{}; I/O: {io}", describe_tick(tick, model)),
+        None => describe_tick(tick, model),
     }
 }
 
