@@ -217,6 +217,26 @@ impl Ctx {
         Ok(c)
     }
 
+    /// Closes the second in progress at `now`, with the connections open and the requests queued
+    /// for one at its end (each engine, at each second's boundary).
+    fn close_second(&self, now: u64) {
+        let mut rec = self.rec.borrow_mut();
+        rec.cur.connections = self.conns.get();
+        rec.cur.backlog = self.backlog.get();
+        rec.rotate(now);
+    }
+
+    /// Whether the run stops now: asked to (the stop flag), past its hard time bound from
+    /// `start`, or already stopping; sets `stopping` when so.
+    fn watch_stop(&self, now: u64, start: u64) -> bool {
+        if self.cfg.stop.load(Ordering::Relaxed)
+            || now > start + self.cfg.hard_limit.as_nanos() as u64
+        {
+            self.stopping.set(true);
+        }
+        self.stopping.get()
+    }
+
     /// The mix's next request for the send intended at `intended` and dispatched at `now`:
     /// counted as offered, its schedule lag recorded. Schedule lag = how late the generator
     /// itself dispatched this request: its own punctuality, which the generator-bound check
@@ -894,25 +914,13 @@ fn worker(
     // The ticked engine (open model, HTTP/1.1 over cleartext): one wake-up per tick, on this
     // thread, without the runtime.
     let local = tokio::task::LocalSet::new();
-    let result = if let (Some(tick), Model::Open) = (cfg.tick, cfg.model) {
-        tick::run_open(
-            &ctx,
-            open_stages,
-            shard,
-            start,
-            tick.as_nanos().max(1) as u64,
-        )
-    } else if let (Some(tick), Model::Closed) = (cfg.tick, cfg.model) {
+    let tick_ns = cfg.tick.map(|t| t.as_nanos().max(1) as u64);
+    let result = if let (Some(tick_ns), Model::Open) = (tick_ns, cfg.model) {
+        tick::run_open(&ctx, open_stages, shard, start, tick_ns)
+    } else if let (Some(tick_ns), Model::Closed) = (tick_ns, cfg.model) {
         // The ticked engine's closed model: each connection sends on as soon as its response is
         // read, one wake-up per batch of responses; the tick paces only the housekeeping.
-        tick::run_closed(
-            &ctx,
-            closed_stages(&cfg),
-            shard,
-            &live,
-            start,
-            tick.as_nanos().max(1) as u64,
-        )
+        tick::run_closed(&ctx, closed_stages(&cfg), shard, &live, start, tick_ns)
     } else {
         local.block_on(&rt, async {
             // Ticker: closes each second on time even when nothing completes, and watches the stop flag.
@@ -922,18 +930,9 @@ fn worker(
                 loop {
                     let wait = next.saturating_sub(now_ns());
                     tokio::time::sleep(Duration::from_nanos(wait)).await;
-                    {
-                        let mut rec = tick_ctx.rec.borrow_mut();
-                        rec.cur.connections = tick_ctx.conns.get();
-                        rec.cur.backlog = tick_ctx.backlog.get();
-                        rec.rotate(now_ns());
-                    }
+                    tick_ctx.close_second(now_ns());
                     next += 1_000_000_000;
-                    if tick_ctx.cfg.stop.load(Ordering::Relaxed)
-                        || now_ns() > start + tick_ctx.cfg.hard_limit.as_nanos() as u64
-                    {
-                        tick_ctx.stopping.set(true);
-                    }
+                    tick_ctx.watch_stop(now_ns(), start);
                 }
             });
             let r = match cfg.model {

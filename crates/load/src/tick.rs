@@ -43,7 +43,6 @@ use ceiling_metrics::{Outcome, Phase};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::Ordering;
 
 /// While requests wait for a connection, the connections are read this many times a tick.
 const SUBTICKS: u64 = 8;
@@ -242,13 +241,8 @@ impl Poller {
         unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
 
-    /// The connections with events now, into `out` (never waits).
-    fn ready_into(&mut self, out: &mut Vec<(usize, u32)>) {
-        self.wait_into(out, 0);
-    }
-
-    /// The connections with events, waiting up to `timeout_ms` for the first (the closed
-    /// model's wait for its next responses).
+    /// The connections with events, into `out`, waiting up to `timeout_ms` for the first (0:
+    /// never waits, as a tick asks; the closed model waits for its next responses).
     fn wait_into(&mut self, out: &mut Vec<(usize, u32)>, timeout_ms: i32) {
         // SAFETY: the buffer is valid for `len` events.
         let n = unsafe {
@@ -580,24 +574,14 @@ impl<'a> Ticked<'a> {
     /// monotonic ns), then handles what came; io_uring: the sends queued since the last wait
     /// leave in the same enter.
     fn wait_events(&mut self, until: u64) {
-        match &mut self.io {
-            Io::Epoll(p) => {
-                let left = until.saturating_sub(now_ns());
-                let ms = left.div_ceil(1_000_000).min(i32::MAX as u64) as i32;
-                let mut events = std::mem::take(&mut self.events);
-                p.wait_into(&mut events, ms);
-                for &(k, ev) in &events {
-                    self.on_event(k, ev);
-                }
-                self.events = events;
-            }
-            Io::Uring(u) => {
-                if u.wait_any(until).is_err() {
-                    sleep_until(until.min(now_ns() + 1_000_000));
-                }
-                self.complete();
-            }
+        let Io::Uring(u) = &mut self.io else {
+            let left = until.saturating_sub(now_ns());
+            return self.poll_for(left.div_ceil(1_000_000).min(i32::MAX as u64) as i32);
+        };
+        if u.wait_any(until).is_err() {
+            sleep_until(until.min(now_ns() + 1_000_000));
         }
+        self.complete();
     }
 
     /// A new connection (for `job`, or idle when `None`); when it cannot be opened the job is
@@ -1115,11 +1099,16 @@ impl<'a> Ticked<'a> {
 
     /// Handles every event the poller has now.
     fn poll(&mut self) {
+        self.poll_for(0);
+    }
+
+    /// As [`Ticked::poll`], the epoll back end waiting up to `timeout_ms` for the first event.
+    fn poll_for(&mut self, timeout_ms: i32) {
         let Io::Epoll(poller) = &mut self.io else {
             return self.complete();
         };
         let mut events = std::mem::take(&mut self.events);
-        poller.ready_into(&mut events);
+        poller.wait_into(&mut events, timeout_ms);
         for &(k, ev) in &events {
             self.on_event(k, ev);
         }
@@ -1277,7 +1266,6 @@ pub(super) fn run_open(
         t.wait_until(now_ns() + 1_000_000);
         t.poll();
     }
-    let hard_end = start + cfg.hard_limit.as_nanos() as u64;
     let mut next_second = start + 1_000_000_000;
     // ticks at start + k·tick: the grid the schedule is quantised to
     let grid_after = |t: u64| start + t.saturating_sub(start).div_ceil(tick_ns) * tick_ns;
@@ -1312,14 +1300,10 @@ pub(super) fn run_open(
             at += sub;
         }
         if now >= next_second {
-            let mut rec = ctx.rec.borrow_mut();
-            rec.cur.connections = ctx.conns.get();
-            rec.cur.backlog = ctx.backlog.get();
-            rec.rotate(now);
+            ctx.close_second(now);
             next_second += 1_000_000_000;
         }
-        if cfg.stop.load(Ordering::Relaxed) || now > hard_end {
-            ctx.stopping.set(true);
+        if ctx.watch_stop(now, start) {
             break;
         }
         if !more {
@@ -1370,7 +1354,6 @@ pub(super) fn run_closed(
 ) -> Result<(), String> {
     let cfg = ctx.cfg.clone();
     let mut t = Ticked::open(ctx, usize::MAX, 1)?;
-    let hard_end = start + cfg.hard_limit.as_nanos() as u64;
     let timeout = cfg.timeout.as_nanos() as u64;
     // the per-second record's grid, as the tokio engine's ticker keeps it
     let mut next_second = start + 1_000_000_000;
@@ -1381,7 +1364,6 @@ pub(super) fn run_closed(
         }
         let (loops, budget, deadline) = start_closed_stage(ctx, live, at, shape, shard);
         t.closed = Some(ClosedStage { budget, deadline });
-        t.cap = loops.max(1);
         let mut next_sweep = now_ns() + tick_ns;
         loop {
             t.top_up(loops);
@@ -1393,18 +1375,12 @@ pub(super) fn run_closed(
                 next_sweep = now + tick_ns;
             }
             if now >= next_second {
-                let mut rec = ctx.rec.borrow_mut();
-                rec.cur.connections = ctx.conns.get();
-                rec.cur.backlog = 0;
-                rec.rotate(now);
+                ctx.close_second(now);
                 while next_second <= now {
                     next_second += 1_000_000_000;
                 }
             }
-            if cfg.stop.load(Ordering::Relaxed) || now > hard_end {
-                ctx.stopping.set(true);
-            }
-            if ctx.stopping.get() {
+            if ctx.watch_stop(now, start) {
                 break;
             }
             let sending = t
@@ -1413,8 +1389,7 @@ pub(super) fn run_closed(
                 .is_some_and(|cs| now < cs.deadline && cs.budget > 0);
             if !sending {
                 // the stage sends no more: its last requests are answered or time out
-                let in_flight = t.conns.iter().flatten().any(|c| c.job.is_some());
-                if !in_flight || now > deadline.saturating_add(timeout + 1_000_000_000) {
+                if !t.busy() || now > deadline.saturating_add(timeout + 1_000_000_000) {
                     break;
                 }
             }
