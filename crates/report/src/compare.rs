@@ -3,17 +3,10 @@
 //! table layouts every other output uses.
 
 use crate::fmt::{figure as num, md_table, text_table};
+use crate::svg::esc;
 use ceiling_compare::published::Point;
 use ceiling_compare::runs::{Diff, Figure, RunComparison, Test};
 use ceiling_compare::source::{Cell, RowStatus, SourceComparison, TableComparison};
-
-/// Escapes text for HTML.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// ceiling's figure in a cell: `v ± h` for a symmetric 95% interval; a search whose interval is
 /// open above shows it as `v (95% CI lo–∞)`, a bare lower bound as `≥ v`, and a search where no
