@@ -441,8 +441,13 @@ pub fn runtime_of(m: &BTreeMap<String, f64>) -> RuntimeScrape {
 /// the body on a 200.
 fn http_get(addr: std::net::SocketAddr, path: &str, timeout: Duration) -> Option<String> {
     let r = ceiling_http::blocking::get(addr, path, &[("Accept", "text/plain")], timeout).ok()?;
-    (r.status == 200).then(|| r.text())
+    // a metrics page over 8 MiB is not one this sampler reads (the client's own bound is 64)
+    (r.status == 200 && r.body.len() <= MAX_METRICS_BODY).then(|| r.text())
 }
+
+/// The largest `/metrics` page read: far above any runtime's exposition, small enough to read
+/// every second.
+const MAX_METRICS_BODY: usize = 8 << 20;
 
 /// The stack's address from its base URL: the stand's stacks are on loopback, a service measured
 /// with `--url` may be on another host (its metrics endpoint is scraped there).
