@@ -8,7 +8,7 @@ use crate::pool::{LatencyCounts, ProbeCounts};
 use crate::pooled_fit::{pooled_interval, transition_zone, PooledFit, Sample};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
 use crate::verdict::{Reason, Verdict};
-use ceiling_plan::{pct_name, Plan, Stage};
+use ceiling_plan::{pct_name, Model, Plan, Stage};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -412,16 +412,24 @@ pub fn probe_accumulator(plan: &Plan, rate: f64, start_s: f64, shelf: usize) -> 
     )
 }
 
+/// `plan` reduced to one open-model hold at `rate` for `duration`, without its warm-up: the one
+/// shape every probe, confirming shelf and check takes. A search's probes are open-model shelves
+/// whatever the plan's own stages are, so a closed-model plan (source 002's connection levels)
+/// lends its mix, SLO and stand to the search and the hold is sent as a rate (it would send
+/// nothing under the closed model: an engine runs only its plan's model's stages).
+fn hold_plan(plan: &Plan, rate: f64, duration: Duration) -> Plan {
+    let mut p = plan.clone();
+    p.warmup.clear();
+    p.load.model = Model::Open;
+    p.stages = vec![Stage::Hold { rate, duration }];
+    p
+}
+
 /// A one-shelf plan for a probe at `rate` (no warm-up, a hold of `search.probe`, analysed with
 /// [`probe_criteria`]'s trimming and window), for search loops that run each probe as its own
 /// generator run; analyse it with `RunAccumulator::new(&probe_plan, stack)`.
 pub fn probe_plan(plan: &Plan, rate: f64) -> Plan {
-    let mut p = plan.clone();
-    p.warmup.clear();
-    p.stages = vec![Stage::Hold {
-        rate,
-        duration: plan.search.probe,
-    }];
+    let mut p = hold_plan(plan, rate, plan.search.probe);
     p.analysis.trim_head = plan.search.probe_trim;
     p.analysis.trim_tail = Duration::ZERO;
     p.analysis.min_window = plan.search.probe.saturating_sub(plan.search.probe_trim);
@@ -431,21 +439,13 @@ pub fn probe_plan(plan: &Plan, rate: f64) -> Plan {
 /// A one-shelf plan for the confirming shelf at `rate`: a hold of `search.confirm` judged with
 /// the plan's own analysis settings (trim head/tail, minimum window).
 pub fn confirm_plan(plan: &Plan, rate: f64) -> Plan {
-    let mut p = plan.clone();
-    p.warmup.clear();
-    p.stages = vec![Stage::Hold {
-        rate,
-        duration: plan.search.confirm,
-    }];
-    p
+    hold_plan(plan, rate, plan.search.confirm)
 }
 
 /// A check plan: `rate` for `duration`, every second kept (no trimming), judged only for its
 /// latency and errors.
 pub fn check_plan(plan: &Plan, rate: f64, duration: Duration) -> Plan {
-    let mut p = plan.clone();
-    p.warmup.clear();
-    p.stages = vec![Stage::Hold { rate, duration }];
+    let mut p = hold_plan(plan, rate, duration);
     p.analysis.trim_head = Duration::ZERO;
     p.analysis.trim_tail = Duration::ZERO;
     p.analysis.min_window = Duration::from_secs(1);

@@ -88,7 +88,10 @@ fn a_bare_url_is_searched_and_printed_as_json() {
 }
 
 /// Two running services 25% apart (400 and 500 RPS of capacity behind FIFO queues), searched as
-/// `--url a=…,b=…` in interleaved rounds over real sockets: they take turns, each gets a result
+/// `--url a=…,b=…` in interleaved rounds over real sockets, with a **closed-model plan** (source
+/// 002's shape: a warm-up of a request count on N connections, levels of connections): the
+/// warm-up runs as connections before each round and the probes as rates (under the plan's own
+/// model they sent nothing, and the search blamed the service). They take turns, each gets a result
 /// that never exceeds its capacity, and the ranking never gives a wrong order. How close the
 /// ceilings and the ratio come to the truth is not asserted from one 90-s trial: five runs on
 /// 2026-11-27/28 gave slow "≥ 300" (no bracket in its budget), fast 448 (445–487) beside its 2-s
@@ -102,13 +105,43 @@ fn several_urls_are_searched_in_turns_and_ranked_by_their_ratio() {
     let slow = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(10));
     let fast = ceiling_load::testing::spawn_fixed_capacity_server(4, Duration::from_millis(8));
     let dir = std::env::temp_dir().join(format!("ceiling-search-urls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("closed.toml");
+    std::fs::write(
+        &plan,
+        r#"name = "closed-levels"
+description = "a closed-model plan searched: warm-up on connections, probes as rates"
+[load]
+timeout = "5s"
+repetitions = 2
+[[warmup]]
+connections = 4
+requests = 200
+[[stages]]
+connections = 4
+duration = "2s"
+[[stages]]
+connections = 16
+duration = "2s"
+[[requests]]
+name = "x"
+path = "/x"
+expect = [200]
+[slo]
+p99 = "50ms"
+errors = "1%"
+[search]
+drain = "2s"   # as a bare URL's search (the default 5 s is sized for a stack and its database)
+"#,
+    )
+    .unwrap();
+    let results = dir.join("results");
     let out = ceiling()
+        .arg("search")
+        .arg(&plan)
         .args([
-            "search",
             "--url",
-            &format!("slow=http://127.0.0.1:{slow}/x,fast=http://127.0.0.1:{fast}/x"),
-            "--slo",
-            "p99<=50ms,errors<1%",
+            &format!("slow=http://127.0.0.1:{slow},fast=http://127.0.0.1:{fast}"),
             "--start-rate",
             "150",
             "--probe",
@@ -125,7 +158,7 @@ fn several_urls_are_searched_in_turns_and_ranked_by_their_ratio() {
             "90s",
             "--results",
         ])
-        .arg(&dir)
+        .arg(&results)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -135,7 +168,11 @@ fn several_urls_are_searched_in_turns_and_ranked_by_their_ratio() {
         err.contains("[slow] round 2"),
         "the services took turns: {err}"
     );
-    let run = std::fs::read_dir(&dir)
+    assert!(
+        err.contains("warm-up: c=4 × 200 requests"),
+        "the closed warm-up ran as connections: {err}"
+    );
+    let run = std::fs::read_dir(&results)
         .unwrap()
         .next()
         .unwrap()
@@ -143,6 +180,8 @@ fn several_urls_are_searched_in_turns_and_ranked_by_their_ratio() {
         .path();
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    // what ran is recorded: rates, whatever the plan's stages were
+    assert_eq!(j["plan"]["model"], "open", "{}", j["plan"]);
     let ceilings: Vec<(String, f64)> = j["stacks"]
         .as_array()
         .unwrap()

@@ -11,7 +11,7 @@ use crate::Progress;
 use ceiling_agent::coordinator::Agents;
 use ceiling_analyze::{probe_criteria, ProbeKind, StackAnalysis, StopReason, Warning, WarningKind};
 use ceiling_metrics::TimeseriesRow;
-use ceiling_plan::Plan;
+use ceiling_plan::{Model, Plan, Stage};
 use ceiling_records::{RunReport, Series};
 use ceiling_search::{ProbeRunner, ProbeSpec, Search, SearchOptions};
 use ceiling_stand::{SampleTarget, Stand};
@@ -44,6 +44,9 @@ pub struct SearchOverrides {
 /// trims and window (sized for a source-length shelf, 20 min in plan 000) is judged with them
 /// scaled in proportion, and its window leaves one second of slack so it can meet its minimum.
 pub fn apply_search_overrides(plan: &mut Plan, o: &SearchOverrides) -> Result<()> {
+    // A search's probes are open-model shelves (rates), whatever the plan's stages: a
+    // closed-model plan lends its mix, SLO, warm-up and stand, and is recorded as what ran.
+    plan.load.model = Model::Open;
     if let Some(r) = o.repeat {
         plan.search.repeat = r.clamp(1, 100);
     }
@@ -315,15 +318,16 @@ fn warm_up(
     let mut wp = plan.clone();
     wp.stages = wp.warmup.clone();
     wp.warmup.clear();
+    // The warm-up keeps its own model: a closed-model plan's warm-up (source 002's 100k requests
+    // on 100 connections) runs as connections although the search's probes are rates.
+    wp.load.model = wp.stages[0].model();
     let spec = ProbeSpec {
         label: format!("warmup-{round}"),
         threads: plan.load.threads.max(1),
         kind: ProbeKind::Check,
     };
-    progress.say(&format!(
-        "  warm-up: {}",
-        ceiling_plan::format_duration(wp.total_duration())
-    ));
+    let stages: Vec<String> = wp.stages.iter().map(Stage::describe).collect();
+    progress.say(&format!("  warm-up: {}", stages.join(", then ")));
     runner.run(&wp, &spec).err()
 }
 

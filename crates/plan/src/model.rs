@@ -178,6 +178,28 @@ impl Stage {
             Stage::Closed { duration, .. } => *duration,
         }
     }
+    /// The load model the stage belongs to (ramps and holds: open; connection levels: closed).
+    pub fn model(&self) -> Model {
+        match self {
+            Stage::Ramp { .. } | Stage::Hold { .. } => Model::Open,
+            Stage::Closed { .. } => Model::Closed,
+        }
+    }
+    /// A short description with its length: `hold 150 for 1m`, `c=100 for 30s`,
+    /// `c=100 × 100000 requests`.
+    pub fn describe(&self) -> String {
+        match self {
+            Stage::Closed {
+                duration: None,
+                requests: Some(n),
+                ..
+            } => format!("{} × {n} requests", self.label()),
+            s => match s.duration() {
+                Some(d) => format!("{} for {}", s.label(), crate::format_duration(d)),
+                None => s.label(),
+            },
+        }
+    }
     /// True for stages the analysis judges as shelves (holds and closed levels).
     pub fn is_shelf(&self) -> bool {
         !matches!(self, Stage::Ramp { .. })

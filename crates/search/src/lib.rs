@@ -351,6 +351,15 @@ impl Searcher<'_> {
             b.error_rate * 100.0,
             b.threshold_ms()
         ));
+        if v.offered_rps <= 0.0 {
+            // Nothing was sent: the generator's fault (or the plan's), never the service's.
+            return Err(StopReason::Error {
+                message: format!(
+                    "the generator sent nothing in the check at {:.0} RPS: a fault of ceiling's or of the plan's load settings, not of the service (please report it)",
+                    b.rate
+                ),
+            });
+        }
         if v.achieved_rps <= 0.0 || b.error_rate >= self.plan.slo.max_error_rate.max(1e-9) {
             return Err(StopReason::Error {
                 message: format!(
