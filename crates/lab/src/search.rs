@@ -578,7 +578,8 @@ impl StackJob {
     fn new(name: &str, plan: &Plan, opts: &SearchOptions) -> StackJob {
         StackJob {
             name: name.to_string(),
-            search: Search::new(plan, opts),
+            // every round starts the stack afresh: a wedged stack ends its round, not its search
+            search: Search::new(plan, opts).restarted_each_round(),
             rows: Vec::new(),
             warnings: Vec::new(),
             error: None,
@@ -603,6 +604,12 @@ impl StackJob {
         let mut a =
             StackAnalysis::from_search(&self.name, criteria, self.search.clone().finish(stop));
         a.warnings.extend(self.warnings.iter().cloned());
+        a.warnings.extend(self.search.wedges().iter().map(|w| {
+            Warning::new(
+                WarningKind::Other,
+                format!("the stack did not recover after a failed probe and was restarted for the next round ({w})"),
+            )
+        }));
         a.footprint = self.footprint.clone();
         Some(a)
     }

@@ -739,6 +739,10 @@ pub struct Search {
     t0: Option<f64>,
     rounds: u32,
     stop: Option<StopReason>,
+    /// The caller starts the service afresh for every round ([`Search::restarted_each_round`]).
+    fresh_rounds: bool,
+    /// Rounds that ended on a service that did not recover, said as the log said them.
+    wedges: Vec<String>,
 }
 
 impl Search {
@@ -766,7 +770,28 @@ impl Search {
             t0: None,
             rounds: 0,
             stop: None,
+            fresh_rounds: false,
+            wedges: Vec::new(),
         }
+    }
+
+    /// For a caller that starts the service afresh before every round (the lab's stacks): a
+    /// service that does not return to its baseline after a failed probe — wedged, e.g. a pool
+    /// that keeps its connections after an overload (source 002's WebFlux + R2DBC service) — ends
+    /// the round, not the search. The failed probe counts as judged; the next round's fresh
+    /// start clears the wedge and the search goes on placing probes, so a service that wedges
+    /// above its ceiling still gets a bracketed interval instead of a lower bound. The budget
+    /// bounds how often it can happen; every such round is said in [`Search::wedges`]. A
+    /// service the caller cannot restart (`--url`) keeps the old rule: the search ends there.
+    pub fn restarted_each_round(mut self) -> Search {
+        self.fresh_rounds = true;
+        self
+    }
+
+    /// The rounds that ended on a service that did not recover (each a sentence), when the
+    /// search goes on after them ([`Search::restarted_each_round`]).
+    pub fn wedges(&self) -> &[String] {
+        &self.wedges
     }
 
     /// True once the search has ended (converged, budget, a stop…).
@@ -825,7 +850,14 @@ impl Search {
             probe_criteria: ceiling_analyze::probe_criteria(&plan),
             st: &mut self.state,
         };
-        let r = run_loop(&mut st, max_steps);
+        let mut r = run_loop(&mut st, max_steps);
+        if self.fresh_rounds && matches!(r, Some(StopReason::NotRecovered { .. })) {
+            let stop = r.take().expect("matched above");
+            (st.log)(&format!(
+                "  round ended: {stop} — the next round starts the service afresh (the failed probe counts)"
+            ));
+            self.wedges.push(format!("round {}: {stop}", self.rounds));
+        }
         if let Some(stop) = &r {
             (st.log)(&format!("  search ended: {stop}"));
         }

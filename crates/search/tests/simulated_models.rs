@@ -703,6 +703,65 @@ fn a_budget_too_short_to_narrow_still_keeps_time_for_the_confirming_shelf() {
 }
 
 #[test]
+fn a_service_restarted_each_round_is_bracketed_although_every_overload_wedges_it() {
+    // Source 002's WebFlux + R2DBC service on 2026-11-29: healthy up to its capacity, wedged for
+    // good by any probe above it (the pool keeps its connections). Searched in rounds on a
+    // freshly started service each (the lab's stacks), a wedge ends the round only: the next
+    // round's start clears it, and the search brackets the capacity — the truth, 700 RPS — with
+    // an interval, where a search that cannot restart the service ends at the first wedge with
+    // a lower bound (the test above).
+    let c = 700.0;
+    for seed in 0..5u64 {
+        let mut pl = plan();
+        pl.load.seed = seed * 7919;
+        pl.search.max_time = Duration::from_secs(3600);
+        let mut s =
+            ceiling_search::Search::new(&pl, &SearchOptions::default()).restarted_each_round();
+        let mut sim = Sim::new(Model::Wedge { c, pool_held: true }, seed);
+        let mut rounds = 0;
+        while s.round_fits() && rounds < 60 {
+            rounds += 1;
+            sim.wedged = false; // a fresh start
+            if s.run_round(&mut sim, Some(4), &mut |_| {}) {
+                break;
+            }
+        }
+        let wedges = s.wedges().len();
+        let out = s.finish(None);
+        eprintln!(
+            "seed {seed}: {} rounds, {wedges} wedges: {}",
+            rounds,
+            out.describe()
+        );
+        assert!(
+            wedges >= 1,
+            "seed {seed}: no probe wedged it: {}",
+            out.describe()
+        );
+        assert!(
+            !matches!(out.stop, StopReason::NotRecovered { .. }),
+            "seed {seed}: the search ended at a wedge: {}",
+            out.stop
+        );
+        let iv = out
+            .interval
+            .as_ref()
+            .unwrap_or_else(|| panic!("seed {seed}: no interval: {}", out.describe()));
+        assert!(
+            iv.lo <= c * 1.01 && iv.hi >= c * 0.99,
+            "seed {seed}: the interval misses the capacity {c}: {}",
+            out.describe()
+        );
+        // never a ceiling above what wedged it
+        assert!(
+            out.ceiling_rps <= c * 1.05,
+            "seed {seed}: {}",
+            out.describe()
+        );
+    }
+}
+
+#[test]
 fn a_service_wedged_by_a_probe_ends_the_search_with_the_checks_why() {
     // both wedges: the search stops at the first probe above the capacity (the checks after it
     // never see a completion), keeps what passed below it, and its stop reason says why the last
