@@ -29,6 +29,8 @@ pub struct RunAccumulator {
     seconds: u64,
     warnings: Vec<Warning>,
     part_exits: Vec<PartExit>,
+    /// The failed shelf (index, label) a `stop_at_failure` run stopped after.
+    stopped_after: Option<(usize, String)>,
 }
 
 /// A part of the stand (PostgreSQL) that exited while a stack was measured. Stored with the
@@ -151,6 +153,7 @@ impl RunAccumulator {
             seconds: 0,
             warnings: Vec::new(),
             part_exits: Vec::new(),
+            stopped_after: None,
         }
     }
 
@@ -162,8 +165,25 @@ impl RunAccumulator {
         self.part_exits.push(exit);
     }
 
-    /// Marks the shelves the recorded exits touched.
+    /// `[load] stop_at_failure`: the run stopped after shelf `shelf` (its index, `label`) failed;
+    /// every later shelf is void ([`Reason::StoppedAfterFailure`]), whatever of it ran while
+    /// the stop took effect.
+    pub fn stopped_after(&mut self, shelf: usize, label: &str) {
+        self.stopped_after = Some((shelf, label.to_string()));
+    }
+
+    /// Marks the shelves the recorded exits touched, and those after a stop at failure.
     fn apply_exits(&self, shelves: &mut [ShelfResult]) {
+        for s in shelves.iter_mut() {
+            if let Some((after, label)) = &self.stopped_after {
+                if s.shelf > *after {
+                    s.reasons.push(Reason::StoppedAfterFailure {
+                        after: label.clone(),
+                    });
+                    s.verdict = verdict_of(&s.reasons);
+                }
+            }
+        }
         for s in shelves {
             for e in &self.part_exits {
                 if e.touches(s) {

@@ -421,6 +421,7 @@ fn hold_plan(plan: &Plan, rate: f64, duration: Duration) -> Plan {
     let mut p = plan.clone();
     p.warmup.clear();
     p.load.model = Model::Open;
+    p.load.stop_at_failure = false; // one shelf: its verdict is the probe's
     p.stages = vec![Stage::Hold { rate, duration }];
     p
 }

@@ -145,6 +145,13 @@ pub enum Reason {
     },
     /// Nothing was offered or completed in the window (invalid).
     NoData,
+    /// The shelf came after one the stack failed, in a run that stops there (`[load]
+    /// stop_at_failure`): the stop cut it short or it never ran (invalid, whatever its seconds
+    /// show — the engine hands a second over after it ends, so a stop takes a second or two).
+    StoppedAfterFailure {
+        /// The failed shelf the run stopped after.
+        after: String,
+    },
 }
 
 impl Reason {
@@ -161,7 +168,11 @@ impl Reason {
     /// True for reasons that void a shelf whatever else it shows: the generator was the bottleneck,
     /// or a part of the stand died under it. [`verdict_of`] makes such a shelf invalid, never failed.
     pub fn voids_shelf(&self) -> bool {
-        self.is_generator_bound() || matches!(self, Reason::PartExited { .. })
+        self.is_generator_bound()
+            || matches!(
+                self,
+                Reason::PartExited { .. } | Reason::StoppedAfterFailure { .. }
+            )
     }
     /// For a generator-bound reason, what fell behind, without the `generator-bound:` label (a
     /// verdict that already says so quotes this); `None` for every other reason.
@@ -295,6 +306,10 @@ impl fmt::Display for Reason {
                 )
             }
             Reason::NoData => f.write_str("no requests in the window"),
+            Reason::StoppedAfterFailure { after } => write!(
+                f,
+                "not run to its end: the run stopped after `{after}` failed (stop_at_failure)"
+            ),
         }
     }
 }

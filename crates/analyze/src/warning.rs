@@ -47,6 +47,9 @@ pub enum WarningKind {
     StackLog,
     /// The run was stopped early (signal or time bound).
     StoppedEarly,
+    /// The run stopped on purpose after its first failed shelf (`[load] stop_at_failure`): the
+    /// stages after it were not run.
+    StoppedAtFailure,
     /// The stack is a baseline serving only part of the contract.
     PartialContract,
     /// The stack changed the contract's schema on its copy of the data (`[database] setup_sql`:

@@ -7,7 +7,7 @@ use crate::record::Recorder;
 use ceiling_agent::coordinator::{AgentRun, Agents, START_LEAD};
 use ceiling_agent::session::now_us;
 use ceiling_agent::Job;
-use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Warning, WarningKind};
+use ceiling_analyze::{PartExit, RunAccumulator, StackAnalysis, Verdict, Warning, WarningKind};
 use ceiling_load::{parse_target, LoadConfig};
 use ceiling_plan::{Plan, Stage};
 use ceiling_stand::Sampler;
@@ -334,6 +334,8 @@ pub fn measure_watched(
     let mut last_ok: Option<u32> = None;
     // When the watch first saw something dead (run clock).
     let mut halt_at = 0.0_f64;
+    // `[load] stop_at_failure`: the failed shelf the run stopped after, and when
+    let mut failed_at: Option<(String, u32)> = None;
     let mut on_second = |s: &ceiling_metrics::Second| {
         let mut fresh: Vec<_> = samples.try_iter().collect();
         if let Some(r) = &remote {
@@ -357,7 +359,26 @@ pub fn measure_watched(
             &moved
         };
         rec.second(s);
-        acc.push_second(s);
+        let done = acc.push_second(s);
+        if plan.load.stop_at_failure && failed_at.is_none() && halt.is_none() && !done.is_empty() {
+            // judged as it completed, with the resources seen so far (as the live view does)
+            if let Some(f) = acc
+                .completed()
+                .into_iter()
+                .find(|r| r.verdict == Verdict::Failed)
+            {
+                if !quiet {
+                    progress.say(""); // below the progress bar's line
+                }
+                progress.say(&format!(
+                    "[{stack_name}] shelf `{}` failed at t={} s — stopping here ([load] stop_at_failure): the ceiling is bracketed",
+                    f.label, s.t
+                ));
+                acc.stopped_after(f.shelf, &f.label);
+                failed_at = Some((f.label, s.t));
+                engine_stop.store(true, Ordering::Relaxed);
+            }
+        }
         if halt.is_none() {
             match watch() {
                 None => last_ok = Some(s.t),
@@ -467,6 +488,16 @@ pub fn measure_watched(
             format!("the stack died during the run: {m}"),
         )),
         Some(Halt::PartExited(_)) => {} // the analysis says it (warning, part_exits, reasons)
+        // stopped on purpose: the stages after the failed shelf were not run (never judged)
+        None if failed_at.is_some() && !stop.load(Ordering::Relaxed) => {
+            let (label, t) = failed_at.as_ref().expect("checked");
+            analysis.warnings.push(Warning::new(
+                WarningKind::StoppedAtFailure,
+                format!(
+                    "the run stopped at t={t} s, after shelf `{label}` failed ([load] stop_at_failure): the stages after it were not run"
+                ),
+            ))
+        }
         None if summary.stopped_early => analysis.warnings.push(Warning::new(
             WarningKind::StoppedEarly,
             "the run was stopped early (signal or time bound); shelves after that point are missing",

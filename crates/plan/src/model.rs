@@ -113,6 +113,11 @@ pub struct LoadSettings {
     pub realtime: bool,
     /// The ticked engine's I/O back end (`[load] io = "auto" | "epoll" | "io_uring"`; `--io`).
     pub io: IoBackend,
+    /// `[load] stop_at_failure = true`: the run ends as soon as a shelf is judged failed (the
+    /// stack's failure, not an invalid shelf), so a stepped profile written past any plausible
+    /// ceiling — the source's method continued — stops where it brackets instead of loading a
+    /// failed stack for the rest of its stages.
+    pub stop_at_failure: bool,
 }
 
 /// Which I/O back end the ticked engine uses (`[load] io`; `--io`).

@@ -67,6 +67,7 @@ struct RawLoad {
     tick: Option<S<String>>,
     realtime: Option<bool>,
     io: Option<S<String>>,
+    stop_at_failure: Option<S<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -466,6 +467,22 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
              --repeat N`",
         ));
     }
+
+    // a stepped profile continued "until a shelf fails": stopping inside a pass over a closed
+    // model's levels would leave the later passes' levels unmeasured, not judged
+    let stop_at_failure = match &rl.stop_at_failure {
+        Some(v) if *v.get_ref() && model == Model::Closed && repetitions > 1 => {
+            return Err(cx.err(
+                Some(v.span()),
+                "load.stop_at_failure",
+                "stops the run after the first failed shelf, which would cut a closed model's \
+                 repeated passes short: use it with one pass (no load.repetitions) or an \
+                 open-model profile",
+            ))
+        }
+        Some(v) => *v.get_ref(),
+        None => false,
+    };
 
     // settling: the last warm-up stage repeated until the throughput stops moving
     let settle =
@@ -994,6 +1011,7 @@ pub(crate) fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
             tick,
             realtime: rl.realtime.unwrap_or(false),
             io,
+            stop_at_failure,
         },
         warmup,
         settle,
@@ -1191,6 +1209,40 @@ errors = "1%"
             std::time::Duration::from_secs(3 * (5 + 60))
         );
         assert_eq!(open.run_duration_in_rounds(), open.run_duration());
+    }
+
+    #[test]
+    fn stop_at_failure_is_refused_where_it_would_cut_repeated_passes() {
+        let with = |load: &str| {
+            GOOD.replacen(
+                "name = \"t\"\n",
+                &format!("name = \"t\"\n[load]\n{load}\n"),
+                1,
+            )
+        };
+        let p = parse_plan(&with("seed = 1"), Path::new("plans/t.toml")).unwrap();
+        assert!(!p.load.stop_at_failure);
+        let p = parse_plan(&with("stop_at_failure = true"), Path::new("plans/t.toml")).unwrap();
+        assert!(p.load.stop_at_failure);
+        let closed = |load: &str| {
+            format!("name = \"c\"\n[load]\n{load}\n[[stages]]\nconnections = 10\nduration = \"5s\"\n[[requests]]\nname = \"g\"\npath = \"/\"\n")
+        };
+        assert!(
+            parse_plan(&closed("stop_at_failure = true"), Path::new("plans/c.toml"))
+                .unwrap()
+                .load
+                .stop_at_failure
+        );
+        let e = parse_plan(
+            &closed("stop_at_failure = true\nrepetitions = 3"),
+            Path::new("plans/c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("plans/c.toml:3") && e.contains("load.stop_at_failure"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub struct PlanSummary {
     /// normal scheduling (and in run.json files older than 2026-11-28).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub realtime: bool,
+    /// The run was to stop after its first failed shelf (`[load] stop_at_failure`); absent: it
+    /// runs every stage (and in run.json files older than 2026-11-29).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_at_failure: bool,
     /// The ticked engine's I/O back end as asked for (`[load] io`, `--io`) when not `auto`; the
     /// one each shelf ran on is in its notes (absent: auto, and in older run.json files).
     #[serde(default, skip_serializing_if = "is_auto")]
@@ -182,6 +186,7 @@ impl PlanSummary {
             threads: plan.load.threads,
             tick_ms: plan.load.tick.map(|t| t.as_secs_f64() * 1000.0),
             realtime: plan.load.realtime,
+            stop_at_failure: plan.load.stop_at_failure,
             io: plan.load.io,
             stand: Some(plan.stand.clone()),
             cost: plan.cost.clone(),
