@@ -604,6 +604,15 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
             // half-widths in quadrature (a normal approximation of each)
             let paired = if cross || fa.lower_bound || fb.lower_bound {
                 None
+            } else if c.metric == "ceiling" {
+                // two searched ceilings of one run: the search's own ratio (its probes
+                // bootstrapped, paired by rounds where they share enough)
+                crate::runs::searched_ratio(stack(an), stack(bn)).map(|p| PairedRatio {
+                    ratio: p.ratio,
+                    lo: p.lo.unwrap_or(p.ratio),
+                    hi: p.hi.unwrap_or(p.ratio),
+                    pairs: if p.paired { p.rounds } else { 0 },
+                })
             } else {
                 paired_ratio(run, stack(an), stack(bn), &c.metric, c.point.as_deref())
             };
@@ -673,7 +682,11 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                         .unwrap_or_default(),
                     paired
                         .as_ref()
-                        .map(|p| format!(", paired over {} rounds", p.pairs))
+                        .map(|p| if p.pairs > 0 {
+                            format!(", paired over {} rounds", p.pairs)
+                        } else {
+                            ", unpaired, as the search ranks them".to_string()
+                        })
                         .unwrap_or_default(),
                     fa.show(&la, unit),
                     fb.show(&lb, unit)

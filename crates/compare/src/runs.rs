@@ -242,18 +242,8 @@ pub fn compare_stacks(run: &RunReport, a: &str, b: &str) -> Result<RunComparison
 /// 95% interval as the search ranks them (paired by rounds), not two intervals read as normals.
 /// `None` when either has no interval (a lower bound, no ceiling found).
 fn paired_ceiling(a: &StackAnalysis, b: &StackAnalysis) -> Option<Diff> {
-    let (sa, sb) = (a.search.as_ref()?, b.search.as_ref()?);
-    let ci = |s: &ceiling_analyze::SearchOutcome| {
-        s.interval.as_ref().map(|i| (s.ceiling_rps, i.lo, i.hi))
-    };
-    let (ca, cb) = (ci(sa)?, ci(sb)?);
     // B over A, as every other row of a comparison reads
-    let p = ceiling_analyze::pair_ratio(
-        (&b.stack, &sb.probes, Some(cb)),
-        (&a.stack, &sa.probes, Some(ca)),
-        sa.tolerance,
-        0x2A4C,
-    );
+    let p = searched_ratio(b, a)?;
     let (lo, hi) = (p.lo?, p.hi?);
     let ratio_ci = Some((lo, hi));
     let significant = Some(lo > 1.0 || hi < 1.0);
@@ -270,6 +260,26 @@ fn paired_ceiling(a: &StackAnalysis, b: &StackAnalysis) -> Option<Diff> {
         significant,
         verdict: verdict_text(Quantity::Ceiling, p.ratio, ratio_ci, significant),
     })
+}
+
+/// `a`'s searched ceiling over `b`'s, with its 95% interval as the search ranks them
+/// ([`ceiling_analyze::pair_ratio`]: the two searches' probes bootstrapped, paired by rounds
+/// where they share enough) — the one reading of two searched ceilings for comparisons and the
+/// claims ledger alike, not two intervals read as normals (an asymmetric interval, 1,684–2,000
+/// around 1,722, is not ±9%). `None` when either search has no interval.
+pub fn searched_ratio(a: &StackAnalysis, b: &StackAnalysis) -> Option<ceiling_analyze::PairRatio> {
+    let (sa, sb) = (a.search.as_ref()?, b.search.as_ref()?);
+    let ci = |s: &ceiling_analyze::SearchOutcome| {
+        s.interval.as_ref().map(|i| (s.ceiling_rps, i.lo, i.hi))
+    };
+    let (ca, cb) = (ci(sa)?, ci(sb)?);
+    let p = ceiling_analyze::pair_ratio(
+        (&a.stack, &sa.probes, Some(ca)),
+        (&b.stack, &sb.probes, Some(cb)),
+        sa.tolerance,
+        0x2A4C,
+    );
+    (p.lo.is_some() && p.hi.is_some()).then_some(p)
 }
 
 fn names(r: &RunReport) -> String {

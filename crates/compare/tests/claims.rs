@@ -64,6 +64,42 @@ fn each_kind_of_claim_is_judged_where_the_truth_says() {
 }
 
 #[test]
+fn two_searched_ceilings_are_read_as_the_search_ranks_them() {
+    // Source 002's search of 2026-11-29: Níma 8,434 (8,000–9,195) over WebFlux 1,722
+    // (1,684–2,000) against "4.5×, within 20%". Read as the search ranks them (log half-widths,
+    // each side of its own interval: 4.18–5.36) the ratio lies within 3.6–5.4, so it holds; the
+    // two intervals read as symmetric normals (±7.1% and ±9.2%: 4.33–5.47) would have called
+    // it not decided, WebFlux's interval being four times longer above its estimate than below.
+    const CLAIM: &str = r#"
+source = "999"
+seed = "999_x.txt"
+[[claims]]
+id = "fast-4-5x-slow"
+text = "fast serves about 4.5 times what slow serves"
+line = 1
+plan = "gates"
+kind = "ratio"
+a = "fast"
+b = "slow"
+metric = "ceiling"
+op = "~"
+value = 4.5
+within = 0.2
+"#;
+    let file: ClaimsFile = toml::from_str(CLAIM).unwrap();
+    let mut r = fast_and_slow();
+    r.stacks[0].search = Some(searched("bracketed", 8434.0, Some((8000.0, 9195.0))));
+    r.stacks[1].search = Some(searched("bracketed", 1722.0, Some((1684.0, 2000.0))));
+    let res = evaluate(&file, std::slice::from_ref(&r));
+    assert_eq!(res[0].verdict, ClaimVerdict::Holds, "{}", res[0].ours);
+    assert!(res[0].ours.contains("(95% CI 4.18–5.3"), "{}", res[0].ours);
+    // and a claim the interval does not fit is still refused: 6.0 ± 20% is 4.8–7.2
+    let file: ClaimsFile = toml::from_str(&CLAIM.replace("value = 4.5", "value = 6.0")).unwrap();
+    let res = evaluate(&file, std::slice::from_ref(&r));
+    assert_ne!(res[0].verdict, ClaimVerdict::Holds, "{}", res[0].ours);
+}
+
+#[test]
 fn the_latest_unscaled_run_of_the_plan_answers() {
     let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
     let p = plan();
