@@ -127,12 +127,7 @@ fn stacks_take_turns_and_each_stacks_rounds_share_one_clock() {
         "{err}"
     );
 
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join("run.json").exists())
-        .expect("a results directory with run.json");
+    let dir = ceiling_testkit::only_run(&results);
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["plan"]["interleaved_rounds"], 2);

@@ -66,12 +66,7 @@ stability = 1.0
         err.contains("shelf `hold 600` failed") && err.contains("stop_at_failure"),
         "the stop is said where it happens: {err}"
     );
-    let run = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = ceiling_testkit::only_run(&results);
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(

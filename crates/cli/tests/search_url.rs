@@ -71,12 +71,7 @@ fn a_bare_url_is_searched_and_printed_as_json() {
     assert_eq!(s["binding"], "p99");
     assert!(s["probes"].as_array().unwrap().len() >= 4);
     // The results directory has run.json with the environment filled in.
-    let run = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = ceiling_testkit::only_run(&dir);
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert!(
@@ -172,12 +167,7 @@ drain = "2s"   # as a bare URL's search (the default 5 s is sized for a stack an
         err.contains("warm-up: c=4 × 200 requests"),
         "the closed warm-up ran as connections: {err}"
     );
-    let run = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = ceiling_testkit::only_run(&results);
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     // what ran is recorded: rates, whatever the plan's stages were

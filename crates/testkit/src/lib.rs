@@ -1,6 +1,7 @@
 //! The helpers ceiling's test binaries share, so each test file holds its test and nothing
 //! written twice: where the repository is, whether a tool is installed, a loopback port nobody
-//! uses, a plain blocking `GET`, and a finished command's output as text. A dev-dependency only:
+//! uses, a plain blocking `GET`, a finished command's output as text, and the run directory a
+//! command left. A dev-dependency only:
 //! nothing here reaches a shipped binary.
 #![forbid(unsafe_code)]
 
@@ -48,6 +49,22 @@ pub fn output_text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// The run directory a `ceiling run` or `ceiling search` wrote under `results` (the first one
+/// holding a `run.json`): where its records are read back.
+pub fn only_run(results: &Path) -> PathBuf {
+    std::fs::read_dir(results)
+        .unwrap_or_else(|e| panic!("{}: {e}", results.display()))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "no results directory with run.json under {}",
+                results.display()
+            )
+        })
 }
 
 #[cfg(test)]
