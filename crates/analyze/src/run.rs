@@ -174,14 +174,12 @@ impl RunAccumulator {
 
     /// Marks the shelves the recorded exits touched, and those after a stop at failure.
     fn apply_exits(&self, shelves: &mut [ShelfResult]) {
-        for s in shelves.iter_mut() {
-            if let Some((after, label)) = &self.stopped_after {
-                if s.shelf > *after {
-                    s.reasons.push(Reason::StoppedAfterFailure {
-                        after: label.clone(),
-                    });
-                    s.verdict = verdict_of(&s.reasons);
-                }
+        if let Some((after, label)) = &self.stopped_after {
+            for s in shelves.iter_mut().filter(|s| s.shelf > *after) {
+                s.reasons.push(Reason::StoppedAfterFailure {
+                    after: label.clone(),
+                });
+                s.verdict = verdict_of(&s.reasons);
             }
         }
         for s in shelves {

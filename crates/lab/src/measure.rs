@@ -488,13 +488,13 @@ pub fn measure_watched(
             format!("the stack died during the run: {m}"),
         )),
         Some(Halt::PartExited(_)) => {} // the analysis says it (warning, part_exits, reasons)
-        // stopped on purpose: the stages after the failed shelf were not run (never judged)
+        // stopped on purpose: the shelves after the failed one were cut short or never ran (void)
         None if failed_at.is_some() && !stop.load(Ordering::Relaxed) => {
             let (label, t) = failed_at.as_ref().expect("checked");
             analysis.warnings.push(Warning::new(
                 WarningKind::StoppedAtFailure,
                 format!(
-                    "the run stopped at t={t} s, after shelf `{label}` failed ([load] stop_at_failure): the stages after it were not run"
+                    "the run stopped at t={t} s, after shelf `{label}` failed ([load] stop_at_failure): the shelves after it were cut short or not run, and are not judged"
                 ),
             ))
         }
