@@ -132,10 +132,10 @@ fn bare_plan(a: &SearchArgs, url: &str) -> anyhow::Result<Plan> {
     }
     let mut p = ceiling_lab::load::url_plan(url, &a.method, &a.header, a.body.as_deref())?;
     p.name = "url".into();
-    p.stages = vec![ceiling_plan::Stage::Hold {
+    p.set_stages(vec![ceiling_plan::Stage::Hold {
         rate: 1.0,
         duration: std::time::Duration::from_secs(1),
-    }];
+    }]);
     let s = &mut p.search;
     s.start_rate = 100.0;
     s.probe = std::time::Duration::from_secs(10);

@@ -12,7 +12,7 @@ use ceiling_agent::coordinator::{open_job, Agents, START_LEAD};
 use ceiling_agent::session::now_us;
 use ceiling_agent::Job;
 use ceiling_metrics::LiveView;
-use ceiling_plan::{Arrivals, HttpUrl, Model, Plan, RequestSpec, Segment, Stage, Template};
+use ceiling_plan::{Arrivals, HttpUrl, Plan, RequestSpec, Segment, Stage, Template};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -152,12 +152,11 @@ pub fn load_plan(o: &LoadOptions) -> Result<Plan> {
         if !(r > 0.0 && r <= 10_000_000.0) {
             refuse!("--rate must be above 0 and at most 10,000,000");
         }
-        plan.stages = vec![Stage::Hold {
+        plan.set_stages(vec![Stage::Hold {
             rate: r,
             duration: o.duration.unwrap_or(Duration::from_secs(10)),
-        }];
+        }]);
         plan.warmup.clear();
-        plan.load.model = Model::Open;
     } else if let Some(c) = o.connections {
         if c == 0 {
             refuse!("--connections must be at least 1");
@@ -166,13 +165,12 @@ pub fn load_plan(o: &LoadOptions) -> Result<Plan> {
             Some(_) => o.duration,
             None => Some(o.duration.unwrap_or(Duration::from_secs(10))),
         };
-        plan.stages = vec![Stage::Closed {
+        plan.set_stages(vec![Stage::Closed {
             connections: c,
             duration,
             requests: o.requests,
-        }];
+        }]);
         plan.warmup.clear();
-        plan.load.model = Model::Closed;
     }
     if plan.stages.is_empty() {
         refuse!("the plan has no stages: add [[stages]] or pass --rate/--connections");

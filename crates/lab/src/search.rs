@@ -316,11 +316,10 @@ fn warm_up(
         return None;
     }
     let mut wp = plan.clone();
-    wp.stages = wp.warmup.clone();
-    wp.warmup.clear();
     // The warm-up keeps its own model: a closed-model plan's warm-up (source 002's 100k requests
     // on 100 connections) runs as connections although the search's probes are rates.
-    wp.load.model = wp.stages[0].model();
+    let warmup = std::mem::take(&mut wp.warmup);
+    wp.set_stages(warmup);
     let spec = ProbeSpec {
         label: format!("warmup-{round}"),
         threads: plan.load.threads.max(1),

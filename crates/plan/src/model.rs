@@ -575,6 +575,18 @@ impl Plan {
         self.load.model == Model::Open
     }
 
+    /// Replaces the measured stages, and the load model with theirs (a plan's stages are all of
+    /// one model; the parser refuses a mix). The one way code outside the parser changes what a
+    /// plan sends — a probe's hold, a warm-up run as its own plan, `ceiling load --rate` — so
+    /// the model can never disagree with the stages (an engine runs only its plan's model's
+    /// stages: a hold under the closed model sends nothing). Empty `stages` keep the model.
+    pub fn set_stages(&mut self, stages: Vec<Stage>) {
+        if let Some(first) = stages.first() {
+            self.load.model = first.model();
+        }
+        self.stages = stages;
+    }
+
     /// Total duration of warm-up + measured stages (closed stages bounded by count contribute 0).
     pub fn total_duration(&self) -> Duration {
         self.warmup

@@ -1190,6 +1190,25 @@ errors = "1%"
 "#;
 
     #[test]
+    fn new_stages_bring_their_model_with_them() {
+        let mut p = parse_plan(GOOD, Path::new("plans/t.toml")).unwrap();
+        assert_eq!(p.load.model, Model::Open);
+        p.set_stages(vec![Stage::Closed {
+            connections: 8,
+            duration: None,
+            requests: Some(100),
+        }]);
+        assert_eq!((p.load.model, p.stages.len()), (Model::Closed, 1));
+        p.set_stages(vec![Stage::Hold {
+            rate: 5.0,
+            duration: std::time::Duration::from_secs(1),
+        }]);
+        assert_eq!(p.load.model, Model::Open);
+        p.set_stages(Vec::new());
+        assert_eq!((p.load.model, p.stages.len()), (Model::Open, 0));
+    }
+
+    #[test]
     fn a_runs_length_counts_every_repetition_of_a_closed_model_and_the_warmup_once() {
         let open = parse_plan(GOOD, Path::new("plans/t.toml")).unwrap();
         assert_eq!(open.run_duration(), std::time::Duration::from_secs(30));
