@@ -70,6 +70,7 @@ pub use search::{
     check_plan, confirm_plan, confirm_rate, fit_window_s, fmt_margin, margin_terms, observations,
     probe_accumulator, probe_criteria, probe_plan, samples, standard_window_s, Baseline,
     MarginTerm, ProbeKind, ProbeVerdict, Recovery, SearchOutcome, SearchStatus, StopReason,
+    ThinEnds,
 };
 pub use settle::{is_settled, Settling, WarmupStep};
 pub use shelf::{

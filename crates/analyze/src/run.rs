@@ -477,11 +477,19 @@ fn search_warning(outcome: &SearchOutcome) -> Option<Warning> {
         SearchStatus::Narrowed => None,
         SearchStatus::Bracketed => Some(Warning::new(
             WarningKind::SearchNotNarrowed,
-            format!(
-                "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
-                outcome.tolerance * 100.0,
-                outcome.stop
-            ),
+            match &outcome.thin_ends {
+                Some(t) => format!(
+                    "search not narrowed: a cliff's bracket within ±{:.0}% whose ends were not replicated — {} ({})",
+                    outcome.tolerance * 100.0,
+                    t.describe(),
+                    outcome.stop
+                ),
+                None => format!(
+                    "search not narrowed: the 95% interval is wider than ±{:.0}% ({})",
+                    outcome.tolerance * 100.0,
+                    outcome.stop
+                ),
+            },
         )),
         st if st.is_lower_bound() => Some(Warning::new(
             WarningKind::SearchNotBracketed,

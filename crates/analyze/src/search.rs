@@ -5,10 +5,10 @@ use crate::capacity::{self, Bracket, CapacityInterval, Fit, Knee, Observation};
 use crate::criteria::ShelfCriteria;
 use crate::layout::ShelfSpec;
 use crate::pool::{LatencyCounts, ProbeCounts};
-use crate::pooled_fit::{pooled_interval, transition_zone, PooledFit, Sample};
+use crate::pooled_fit::{pooled_interval, transition_zone, IntervalMethod, PooledFit, Sample};
 use crate::shelf::{ShelfAccumulator, ShelfResult};
 use crate::verdict::{Reason, Verdict};
-use ceiling_plan::{pct_name, Model, Plan, Stage};
+use ceiling_plan::{pct_name, Plan, Stage};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -420,9 +420,8 @@ pub fn probe_accumulator(plan: &Plan, rate: f64, start_s: f64, shelf: usize) -> 
 fn hold_plan(plan: &Plan, rate: f64, duration: Duration) -> Plan {
     let mut p = plan.clone();
     p.warmup.clear();
-    p.load.model = Model::Open;
     p.load.stop_at_failure = false; // one shelf: its verdict is the probe's
-    p.stages = vec![Stage::Hold { rate, duration }];
+    p.set_stages(vec![Stage::Hold { rate, duration }]);
     p
 }
 
@@ -601,6 +600,47 @@ impl std::fmt::Display for StopReason {
     }
 }
 
+/// The ends of a cliff's final bracket, probed fewer times than the search asks before it calls
+/// the cliff's interval narrow (`search.repeat`, `--repeat`): one probe at each end of a cliff
+/// says where the service passed and failed once, not that it does so again — at a metastable
+/// knee the same rate passes and fails in turn (benchmarks/search.md §65).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ThinEnds {
+    /// The bracket's lower end (highest passing rate of the fit), RPS.
+    pub lo: f64,
+    /// The bracket's upper end (lowest failing rate of the fit), RPS.
+    pub hi: f64,
+    /// Probes pooled at `lo`, in probe windows of the search's length.
+    pub at_lo: f64,
+    /// Probes pooled at `hi`, likewise.
+    pub at_hi: f64,
+    /// Probes the search asks at each end (`search.repeat`).
+    pub repeat: u32,
+}
+
+impl ThinEnds {
+    /// `1184 and 1244 probed 1 and 1 times, 3 each asked before a cliff is called narrow`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{:.0} and {:.0} probed {} and {} times, {} each asked before a cliff is called narrow",
+            self.lo,
+            self.hi,
+            fmt_count(self.at_lo),
+            fmt_count(self.at_hi),
+            self.repeat
+        )
+    }
+}
+
+/// A probe count that may be fractional (a shorter probe weighs less): `1`, `2.5`.
+fn fmt_count(w: f64) -> String {
+    if (w - w.round()).abs() < 0.05 {
+        format!("{:.0}", w.round())
+    } else {
+        format!("{w:.1}")
+    }
+}
+
 /// The whole capacity search of one stack: every probe, the estimate and what it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchOutcome {
@@ -637,6 +677,11 @@ pub struct SearchOutcome {
     pub cause: Option<String>,
     /// The tolerance asked for (half-width as a fraction of the estimate).
     pub tolerance: f64,
+    /// A cliff's bracket within the tolerance whose ends have fewer probes than the search
+    /// replicates before calling a cliff narrow (its budget ran out first): the search is then
+    /// `bracketed`, not `narrowed`. `None` otherwise, and for searches stored before 2026-11-29.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thin_ends: Option<ThinEnds>,
     /// Why the loop ended.
     pub stop: StopReason,
     /// Wall time of the search, seconds.
@@ -648,12 +693,15 @@ impl SearchOutcome {
     /// invalid and disturbed probes left out), the ceiling and its interval from the pooled fit
     /// ([`crate::PooledFit`]), the transition zone of single probes, and — so that a result never
     /// contradicts its own evidence — a confirming shelf that failed bounds the ceiling below its
-    /// rate.
+    /// rate. `repeat`: the probes a cliff's bracket needs at each end before it is called narrow
+    /// (the search loop's own rule, so a search its budget ended is never called narrower than
+    /// the loop would have); 0 or 1 asks for none.
     pub fn conclude(
         probes: Vec<ProbeVerdict>,
         confirms: Vec<ShelfResult>,
         baseline: Option<Baseline>,
         tolerance: f64,
+        repeat: u32,
         stop: StopReason,
         elapsed_s: f64,
     ) -> SearchOutcome {
@@ -664,9 +712,26 @@ impl SearchOutcome {
             i.zone = transition_zone(&smp, standard_window_s(&probes), 0x20E5);
             revise_by_confirms(i, &probes);
         }
+        // As the loop decides (`ceiling_search`'s `next`): without a local line through the
+        // pooled margins (a cliff), the bracket's ends are replicated before the width counts.
+        let thin_ends = match (&interval, fit.bracket()) {
+            (Some(i), Bracket::Between { lo, hi })
+                if i.method == IntervalMethod::Bracket && repeat > 1 =>
+            {
+                let (at_lo, at_hi) = (fit.weight_at(lo), fit.weight_at(hi));
+                (at_lo.min(at_hi) < f64::from(repeat)).then_some(ThinEnds {
+                    lo,
+                    hi,
+                    at_lo,
+                    at_hi,
+                    repeat,
+                })
+            }
+            _ => None,
+        };
         let (status, ceiling) = match (&interval, fit.bracket()) {
             (Some(i), _) => (
-                if i.half_width_rel() <= tolerance {
+                if i.half_width_rel() <= tolerance && thin_ends.is_none() {
                     SearchStatus::Narrowed
                 } else {
                     SearchStatus::Bracketed
@@ -713,6 +778,7 @@ impl SearchOutcome {
             binding,
             cause,
             tolerance,
+            thin_ends,
             stop,
             elapsed_s,
         }
@@ -748,7 +814,11 @@ impl SearchOutcome {
                 i.zone
                     .as_ref()
                     .map(|z| format!("; {}", z.describe()))
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    + &self
+                        .thin_ends
+                        .map(|t| format!("; not narrowed: {}", t.describe()))
+                        .unwrap_or_default(),
                 i.revised
                     .as_ref()
                     .map(|r| format!("; revised: {r}"))

@@ -974,6 +974,7 @@ fn probes_for_the_search() {
         vec![r.clone()],
         None,
         0.05,
+        1,
         StopReason::Budget,
         60.0,
     );
@@ -1004,6 +1005,7 @@ fn probes_for_the_search() {
         vec![],
         None,
         0.05,
+        1,
         StopReason::GeneratorLimit { rate: 1600.0 },
         10.0,
     );
@@ -1041,6 +1043,7 @@ fn probes_for_the_search() {
         vec![],
         None,
         0.05,
+        1,
         StopReason::NotRecovered {
             after: 6750.0,
             waited_s: 69.0,
@@ -1088,6 +1091,7 @@ fn probes_for_the_search() {
         vec![],
         None,
         0.05,
+        1,
         StopReason::Converged,
         10.0,
     );

@@ -85,3 +85,67 @@ fn a_quiet_cliff_is_not_concluded_below_its_own_passing_probe() {
         iv.estimate, iv.lo, iv.hi, iv.method
     );
 }
+
+/// A cliff bracketed by one probe at each end is not called narrow, however close the two
+/// rates: the search loop replicates a cliff's ends (`search.repeat`) before its width counts,
+/// and a search its budget ended first must not be called narrower than the loop would have.
+/// Recorded: `ceiling search plans/002-orders-1cpu-1gb.toml --stacks
+/// helidon-nima,spring-webflux-data-r2dbc --max-time 25m --realtime` (2026-11-29 15:25 UTC,
+/// benchmarks/source-002.md §78), the WebFlux service's six probes: 500, 1000 and 1184 passed
+/// (1184 at p99 174 ms), 2000, 1400 and 1244 failed, the service wedged after each failure, and
+/// the budget ended with one probe at each end of 1184–1244. The search printed "±2.5%,
+/// narrowed".
+#[test]
+fn a_cliff_bracketed_by_single_probes_is_not_called_narrow() {
+    use ceiling_analyze::{SearchOutcome, SearchStatus, StopReason};
+    let text = include_str!("data/webflux-1cpu-probes.json");
+    let probes: Vec<ProbeVerdict> = serde_json::from_str(text).expect("recorded probes parse");
+    assert_eq!(probes.len(), 6);
+    let conclude = |probes: Vec<ProbeVerdict>, repeat| {
+        SearchOutcome::conclude(
+            probes,
+            vec![],
+            None,
+            0.05,
+            repeat,
+            StopReason::Budget,
+            1309.5,
+        )
+    };
+
+    let out = conclude(probes.clone(), 3);
+    let i = out.interval.clone().expect("bracketed");
+    assert_eq!((i.bracket_lo, i.bracket_hi), (1184.0, 1244.0), "{i:?}");
+    assert!(i.half_width_rel() <= 0.05, "{i:?}");
+    assert_eq!(out.status, SearchStatus::Bracketed, "{}", out.describe());
+    let t = out.thin_ends.expect("thin ends recorded");
+    assert_eq!((t.lo, t.hi, t.repeat), (1184.0, 1244.0, 3));
+    assert!(t.at_lo < 1.5 && t.at_hi < 1.5, "{t:?}");
+    assert!(
+        out.describe()
+            .contains("not narrowed: 1184 and 1244 probed 1 and 1 times"),
+        "{}",
+        out.describe()
+    );
+    // the rule is the repeat asked: one probe an end is enough when one is asked for
+    assert_eq!(conclude(probes.clone(), 1).status, SearchStatus::Narrowed);
+    assert!(conclude(probes.clone(), 1).thin_ends.is_none());
+
+    // replicated ends that agree (as the loop would have probed them): narrowed
+    let mut more = probes.clone();
+    for p in &probes {
+        if p.rate == 1184.0 || p.rate == 1244.0 {
+            more.push(p.clone());
+            more.push(p.clone());
+        }
+    }
+    let out = conclude(more, 3);
+    assert_eq!(out.status, SearchStatus::Narrowed, "{}", out.describe());
+    assert!(out.thin_ends.is_none());
+
+    // stored before the field existed: read as none
+    let mut v = serde_json::to_value(conclude(probes, 3)).unwrap();
+    v.as_object_mut().unwrap().remove("thin_ends");
+    let back: SearchOutcome = serde_json::from_value(v).unwrap();
+    assert!(back.thin_ends.is_none());
+}

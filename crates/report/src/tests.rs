@@ -216,6 +216,7 @@ fn simulate_demo() -> (RunReport, Series) {
         vec![],
         None,
         0.05,
+        1,
         StopReason::Budget,
         600.0,
     ));

@@ -903,6 +903,7 @@ impl Search {
             self.state.confirms,
             self.state.baseline,
             self.plan.search.tolerance,
+            self.plan.search.repeat,
             stop.or(self.stop).unwrap_or(StopReason::Budget),
             self.used_s,
         )
