@@ -7,7 +7,8 @@
 //! **holds**, **does not hold**, **not decided** (the figures' uncertainty straddles the claim) or
 //! **not testable here** (no run, no such shelf — said why, never guessed). A figure with a 95%
 //! interval (a search's ceiling) is judged by its whole interval; a single value by itself, and
-//! the verdict says "one run".
+//! the verdict says "one run" — but an order of two single values is decided only when they are
+//! more than [`SINGLE_VALUES_APART`] apart (one run's noise is no order).
 
 use crate::published::PublishedError;
 use ceiling_analyze::{Estimate, ShelfResult, StackAnalysis, Verdict};
@@ -97,7 +98,8 @@ pub struct Claim {
     pub op: Option<String>,
     /// The value compared with.
     pub value: Option<f64>,
-    /// With `~`: the relative tolerance (default 10%).
+    /// With `~`: the relative tolerance (default 10%). In an order of single values: how far
+    /// apart they must be to decide it (default [`SINGLE_VALUES_APART`]).
     pub within: Option<f64>,
     /// How the claim became this check.
     pub note: Option<String>,
@@ -106,6 +108,11 @@ pub struct Claim {
 fn ceiling_metric() -> String {
     "ceiling".into()
 }
+
+/// How far apart two single values (one run each, no interval) must be for an order claim to
+/// be decided by them: 10%, unless the claim's `within` says otherwise. A p99 or a CPU share of
+/// one shelf moves by more than a few percent from one run to the next on a shared machine.
+pub const SINGLE_VALUES_APART: f64 = 0.10;
 
 /// A claim's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -706,8 +713,28 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 .collect::<Result<_, _>>()?;
             let mut v = ClaimVerdict::Holds;
             let mut pairs_shown = Vec::new();
+            let apart = c.within.unwrap_or(SINGLE_VALUES_APART);
             for w in figs.windows(2) {
                 let (hi, lo) = (&w[0].1, &w[1].1);
+                // Two single values (one run each, no interval): what one run shows of a
+                // difference smaller than `apart` is the run's noise, not an order.
+                if hi.ci.is_none() && lo.ci.is_none() && !hi.lower_bound && !lo.lower_bound {
+                    if hi.value > lo.value * (1.0 + apart) {
+                        continue;
+                    }
+                    if lo.value > hi.value * (1.0 + apart) {
+                        v = ClaimVerdict::DoesNotHold;
+                        break;
+                    }
+                    pairs_shown.push(format!(
+                        "{} and {} within {:.0}% of each other in one run: not an order",
+                        w[0].0,
+                        w[1].0,
+                        apart * 100.0
+                    ));
+                    v = ClaimVerdict::NotDecided;
+                    continue;
+                }
                 // paired by round where the run interleaved its repetitions
                 if !hi.lower_bound && !lo.lower_bound {
                     if let Some(p) = paired_ratio(

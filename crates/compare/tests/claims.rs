@@ -661,3 +661,64 @@ point = "hold 3000"
     );
     assert!(!unpaired[0].ours.contains("paired"), "{}", unpaired[0].ours);
 }
+
+#[test]
+fn an_order_of_two_single_values_is_decided_only_when_they_are_apart() {
+    // Source 000's "an inflated max-threads over a small pool makes p99 jump" on one scaled run
+    // of each (2026-11-29): threads200 2.97 ms against 2.93 ms — read as an order it "held" on a
+    // 1.4% difference, one run's noise. Two single values decide an order only when they are more
+    // than 10% apart (or the claim's own `within`).
+    const ORDER: &str = r#"
+source = "999"
+seed = "999_x.txt"
+
+[[claims]]
+id = "slow-p99-over-fast"
+text = "slow's p99 is above fast's at 1500"
+line = 60
+plan = "gates"
+kind = "order"
+stacks = ["slow", "fast"]
+metric = "p99_ms"
+point = "hold 1500"
+
+[[claims]]
+id = "slow-p99-over-fast-1pct"
+text = "the same, where 1% apart is enough"
+line = 61
+plan = "gates"
+kind = "order"
+stacks = ["slow", "fast"]
+metric = "p99_ms"
+point = "hold 1500"
+within = 0.01
+"#;
+    let file: ClaimsFile = toml::from_str(ORDER).unwrap();
+    let mut r = fast_and_slow();
+    let mut set = |slow: f64, fast: f64| {
+        for st in r.stacks.iter_mut() {
+            let v = if st.stack == "slow" { slow } else { fast };
+            for s in st.shelves.iter_mut().filter(|s| s.label == "hold 1500") {
+                s.latency.p99_ms = v;
+            }
+        }
+        let res = evaluate(&file, std::slice::from_ref(&r));
+        (res[0].clone(), res[1].verdict)
+    };
+    let (close, one_pct) = set(2.97, 2.93);
+    assert_eq!(close.verdict, ClaimVerdict::NotDecided, "{}", close.ours);
+    assert!(
+        close.ours.contains("within 10% of each other"),
+        "{}",
+        close.ours
+    );
+    assert_eq!(one_pct, ClaimVerdict::Holds);
+    // WebFlux's 3.53 against Ktor's 2.49 ms the same day: apart, in the claimed order
+    assert_eq!(set(3.53, 2.49).0.verdict, ClaimVerdict::Holds);
+    // apart the other way: refuted by both
+    let (rev, rev_1pct) = set(2.49, 3.53);
+    assert_eq!(
+        (rev.verdict, rev_1pct),
+        (ClaimVerdict::DoesNotHold, ClaimVerdict::DoesNotHold)
+    );
+}
