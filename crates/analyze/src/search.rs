@@ -619,6 +619,31 @@ pub struct ThinEnds {
 }
 
 impl ThinEnds {
+    /// The search's rule for a cliff's bracket `lo`–`hi` (no local line through the margins): its
+    /// ends are replicated until each has `repeat` probes (at least one) before the width counts.
+    /// `None` when both have them. The loop (`ceiling_search`) probes the thinner end next; a
+    /// search's conclusion calls such a bracket not narrowed.
+    pub fn of(fit: &PooledFit, lo: f64, hi: f64, repeat: u32) -> Option<ThinEnds> {
+        let repeat = repeat.max(1);
+        let (at_lo, at_hi) = (fit.weight_at(lo), fit.weight_at(hi));
+        (at_lo.min(at_hi) < f64::from(repeat)).then_some(ThinEnds {
+            lo,
+            hi,
+            at_lo,
+            at_hi,
+            repeat,
+        })
+    }
+
+    /// The end with fewer probes (the lower one on a tie): where the next replicate goes.
+    pub fn thinner_end(&self) -> f64 {
+        if self.at_lo <= self.at_hi {
+            self.lo
+        } else {
+            self.hi
+        }
+    }
+
     /// `1184 and 1244 probed 1 and 1 times, 3 each asked before a cliff is called narrow`.
     pub fn describe(&self) -> String {
         format!(
@@ -695,7 +720,7 @@ impl SearchOutcome {
     /// contradicts its own evidence — a confirming shelf that failed bounds the ceiling below its
     /// rate. `repeat`: the probes a cliff's bracket needs at each end before it is called narrow
     /// (the search loop's own rule, so a search its budget ended is never called narrower than
-    /// the loop would have); 0 or 1 asks for none.
+    /// the loop would have); 0 counts as 1.
     pub fn conclude(
         probes: Vec<ProbeVerdict>,
         confirms: Vec<ShelfResult>,
@@ -715,17 +740,8 @@ impl SearchOutcome {
         // As the loop decides (`ceiling_search`'s `next`): without a local line through the
         // pooled margins (a cliff), the bracket's ends are replicated before the width counts.
         let thin_ends = match (&interval, fit.bracket()) {
-            (Some(i), Bracket::Between { lo, hi })
-                if i.method == IntervalMethod::Bracket && repeat > 1 =>
-            {
-                let (at_lo, at_hi) = (fit.weight_at(lo), fit.weight_at(hi));
-                (at_lo.min(at_hi) < f64::from(repeat)).then_some(ThinEnds {
-                    lo,
-                    hi,
-                    at_lo,
-                    at_hi,
-                    repeat,
-                })
+            (Some(i), Bracket::Between { lo, hi }) if i.method == IntervalMethod::Bracket => {
+                ThinEnds::of(&fit, lo, hi, repeat)
             }
             _ => None,
         };

@@ -41,7 +41,7 @@
 use ceiling_analyze::{
     capacity_noise, check_plan, confirm_plan, confirm_rate, observations, pooled_interval,
     probe_plan, samples, Baseline, Bracket, IntervalMethod, PooledFit, ProbeKind, ProbeVerdict,
-    Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason, Verdict,
+    Recovery, SearchOutcome, ShelfCriteria, StackAnalysis, StopReason, ThinEnds, Verdict,
 };
 use ceiling_plan::Plan;
 use std::time::{Duration, Instant};
@@ -577,7 +577,6 @@ impl Searcher<'_> {
         let smp = samples(&self.st.probes);
         let fit = PooledFit::of(&smp);
         let cap = self.st.gen_cap.unwrap_or(f64::INFINITY);
-        let reps = s.repeat.max(1) as f64;
         let round = |r: f64| r.round().max(MIN_RATE);
         match fit.bracket() {
             Bracket::Empty => Ok(Some((
@@ -621,9 +620,8 @@ impl Searcher<'_> {
                     .is_some_and(|i| i.method == IntervalMethod::PooledLine);
                 if !line {
                     // Replicate the bracket's ends (they pool) until each has `repeat` probes.
-                    let (wlo, whi) = (fit.weight_at(lo), fit.weight_at(hi));
-                    if wlo < reps || whi < reps {
-                        return Ok(Some((if wlo <= whi { lo } else { hi }, ProbeKind::Probe)));
+                    if let Some(t) = ThinEnds::of(&fit, lo, hi, s.repeat) {
+                        return Ok(Some((t.thinner_end(), ProbeKind::Probe)));
                     }
                 }
                 // Around the estimate: ±tol/2, then ±tol, on the side with fewer probes.
