@@ -3,7 +3,10 @@
 //! `--write docs/claims.md` regenerates the ledger and keeps a digest of every run it cites.
 
 use anyhow::Context;
-use ceiling_compare::claims::{evaluate, keep_evidence, load_claims, load_ledger_runs, ClaimsFile};
+use ceiling_compare::claims::{
+    changed_verdicts, evaluate, keep_evidence, load_claims, load_evidence_runs, load_ledger_runs,
+    ClaimsFile,
+};
 use ceiling_lab::repo_root;
 use clap::Args;
 use std::path::PathBuf;
@@ -72,6 +75,36 @@ pub fn run(a: ClaimsArgs) -> anyhow::Result<ExitCode> {
             (f, r)
         })
         .collect();
+    // what the runs at hand change against the ledger as its evidence gives it
+    let before = load_evidence_runs(&a.evidence).runs;
+    let changes: Vec<_> = judged
+        .iter()
+        .flat_map(|(f, now)| changed_verdicts(&evaluate(f, &before), now))
+        .collect();
+    if changes.is_empty() {
+        eprintln!(
+            "claims: every verdict as the ledger's evidence ({}) gives it",
+            a.evidence.display()
+        );
+    } else {
+        eprintln!(
+            "claims: {} verdicts differ from the ledger's evidence ({}):",
+            changes.len(),
+            a.evidence.display()
+        );
+        for c in &changes {
+            eprintln!(
+                "  {}: {} → {}{}",
+                c.id,
+                c.from.map_or("not in the ledger", |v| v.label()),
+                c.to.label(),
+                c.run
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
     if a.json {
         let all: Vec<_> = judged.iter().flat_map(|(_, r)| r.iter()).collect();
         println!("{}", serde_json::to_string_pretty(&all)?);

@@ -19,7 +19,7 @@ pub const HELP: &str = "CI gate, repeatable: [STACK:]METRIC OP VALUE[@RATE] with
 pub fn parse(texts: &[String]) -> anyhow::Result<Vec<Gate>> {
     texts
         .iter()
-        .map(|t| t.parse::<Gate>().map_err(|e| anyhow::anyhow!("{e}")))
+        .map(|t| t.parse::<Gate>().map_err(anyhow::Error::msg))
         .collect()
 }
 

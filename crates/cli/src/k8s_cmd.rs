@@ -74,7 +74,7 @@ fn dns_label(s: &str) -> String {
 /// Runs `ceiling k8s`.
 pub fn run(a: K8sArgs) -> anyhow::Result<ExitCode> {
     let root = repo_root()?;
-    let plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = ceiling_plan::load_plan(&a.plan)?;
     let plan_toml = std::fs::read_to_string(&a.plan)
         .with_context(|| format!("reading {}", a.plan.display()))?;
     let names = if a.stacks.is_empty() {
@@ -88,8 +88,7 @@ pub fn run(a: K8sArgs) -> anyhow::Result<ExitCode> {
     let st = &plan.stand;
     let mut stacks = Vec::new();
     for n in &names {
-        let s = ceiling_stand::StackSpec::load(&root.join("stacks"), n)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let s = ceiling_stand::StackSpec::load(&root.join("stacks"), n)?;
         stacks.push(StackInput {
             name: s.name.clone(),
             requires: s
@@ -146,7 +145,7 @@ pub fn run(a: K8sArgs) -> anyhow::Result<ExitCode> {
         // the run's planned length, plus start-up and a margin
         run_deadline_s: (length + 600.0).ceil() as i64,
     };
-    let files = render(&o, &stacks).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let files = render(&o, &stacks)?;
     for f in &files {
         let p = a.out.join(&f.path);
         if let Some(d) = p.parent() {

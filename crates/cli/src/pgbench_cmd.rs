@@ -92,7 +92,7 @@ pub struct PgbenchArgs {
 /// Runs `ceiling pgbench`.
 pub fn run(a: PgbenchArgs) -> anyhow::Result<ExitCode> {
     let root = repo_root()?;
-    let plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = ceiling_plan::load_plan(&a.plan)?;
     let duration = ceiling_plan::parse_duration(&a.duration)
         .map_err(|e| anyhow::anyhow!("--duration {}: {e}", a.duration))?;
     if duration < Duration::from_secs(1) || duration > Duration::from_secs(3600) {

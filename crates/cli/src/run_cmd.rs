@@ -193,7 +193,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let gates = crate::gates::parse(&a.asserts)?;
     crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
     let root = repo_root()?;
-    let mut plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut plan = ceiling_plan::load_plan(&a.plan)?;
     if a.quick {
         plan = plan.scaled(plan.quick_scale);
     }
@@ -213,8 +213,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let agents = a.agent.agents()?;
     // Unknown stacks and broken stack.toml files are reported before PostgreSQL starts.
     for name in &plan.target.stacks {
-        ceiling_stand::StackSpec::load(&root.join("stacks"), name)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        ceiling_stand::StackSpec::load(&root.join("stacks"), name)?;
     }
     let rounds = rounds_of(&plan, a.no_interleave);
     if rounds > 0 {
@@ -299,7 +298,7 @@ fn run_url(
     url: &str,
     gates: &[ceiling_compare::gate::Gate],
 ) -> anyhow::Result<ExitCode> {
-    ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+    ceiling_load::parse_target(url, a.allow_remote)?;
     let agents = a.agent.agents()?;
     let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
     let id = run_id(plan);

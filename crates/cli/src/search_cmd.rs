@@ -172,7 +172,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
     crate::gates::metrics_listen(a.metrics_listen.as_deref())?;
     let urls = a.url.as_deref().map(url_list).transpose()?;
     let mut plan = match (&a.plan, &urls) {
-        (Some(p), _) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+        (Some(p), _) => ceiling_plan::load_plan(p)?,
         (None, Some(u)) => {
             // one request for every service: their paths must agree
             let paths: Vec<String> = u
@@ -262,12 +262,12 @@ pub fn run(a: SearchArgs) -> anyhow::Result<ExitCode> {
             bail!("--stack-agent samples one service; with several --url, leave it out");
         }
         for (_, u) in urls {
-            ceiling_load::parse_target(u, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+            ceiling_load::parse_target(u, a.allow_remote)?;
         }
         ceiling_lab::record_no_stand(&mut report);
         ceiling_lab::search_urls(&mut cx, urls, &mut report, &mut series)?;
     } else if let Some((_, url)) = urls.as_ref().and_then(|u| u.first()) {
-        ceiling_load::parse_target(url, a.allow_remote).map_err(|e| anyhow::anyhow!("{e}"))?;
+        ceiling_load::parse_target(url, a.allow_remote)?;
         ceiling_lab::record_no_stand(&mut report);
         let stack_agent = a.agent.stack_agent(a.stack_agent.as_deref())?;
         ceiling_lab::search_url(&mut cx, "url", url, stack_agent, &mut report, &mut series)?;

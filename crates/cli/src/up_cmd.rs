@@ -41,14 +41,13 @@ pub struct UpArgs {
 /// Runs `ceiling up`.
 pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
     let root = repo_root()?;
-    let plan = ceiling_plan::load_plan(&a.plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = ceiling_plan::load_plan(&a.plan)?;
     let stay = parse_duration(&a.stay).map_err(|e| anyhow::anyhow!("--for: {e}"))?;
     if stay.is_zero() {
         anyhow::bail!("--for must be longer than 0s");
     }
     // A stack that does not exist (or a broken stack.toml) is known before PostgreSQL starts.
-    ceiling_stand::StackSpec::load(&root.join("stacks"), &a.stack)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    ceiling_stand::StackSpec::load(&root.join("stacks"), &a.stack)?;
     let mut opts = StandOptions::new(&root);
     let dir = opts.cache_dir.join("up").join(&a.stack);
     std::fs::create_dir_all(dir.join("logs"))

@@ -44,7 +44,7 @@ pub struct VerifyArgs {
 /// Runs `ceiling verify`.
 pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
     let report = if let Some(url) = &a.url {
-        ceiling_load::parse_target(url, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+        ceiling_load::parse_target(url, false)?;
         let db = ceiling_verify::DbConfig::from_url(a.db_url.as_deref().unwrap_or_default())
             .map_err(|e| anyhow::anyhow!("--db-url: {e}"))?;
         run_suite(url, db, &a.only, None)?
@@ -54,16 +54,14 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<ExitCode> {
         };
         let root = repo_root()?;
         // A stack that does not exist (or has a broken stack.toml) is known before PostgreSQL starts.
-        let spec =
-            StackSpec::load(&root.join("stacks"), name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let spec = StackSpec::load(&root.join("stacks"), name)?;
         let mut opts = StandOptions::new(&root);
         opts.db_url = a.db_url.clone();
         let log_dir: PathBuf = opts.cache_dir.join("logs");
         opts.log_dir = log_dir;
         let settings = match &a.plan {
-            Some(p) => ceiling_plan::load_plan(p).map_err(|e| anyhow::anyhow!("{e}"))?.stand,
-            None => ceiling_plan::parse_plan("name = \"verify\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n", std::path::Path::new("<verify>"))
-                .map_err(|e| anyhow::anyhow!("{e}"))?
+            Some(p) => ceiling_plan::load_plan(p)?.stand,
+            None => ceiling_plan::parse_plan("name = \"verify\"\n[[requests]]\nname = \"x\"\npath = \"/\"\n[[stages]]\nhold = 1\nduration = \"1s\"\n", std::path::Path::new("<verify>"))?
                 .stand,
         };
         let mut stand = ceiling_lab::open_stand(

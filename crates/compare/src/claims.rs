@@ -71,6 +71,11 @@ pub struct Claim {
     pub quote: String,
     /// The plan whose runs answer it (none: not testable).
     pub plan: Option<String>,
+    /// Other plans whose runs measure the same figure the same way — a plan that runs only the
+    /// levels the claims read, at the same length (`003-people-claims` beside `003-people`). A
+    /// run of any of them answers: the latest unscaled one first, as for `plan` alone.
+    #[serde(default)]
+    pub also: Vec<String>,
     /// The check.
     pub kind: ClaimKind,
     /// Threshold: the stack.
@@ -454,20 +459,24 @@ fn run_for<'a>(c: &Claim, runs: &'a [RunReport]) -> Option<&'a RunReport> {
         }
         _ => stacks_of(c),
     };
-    find_run(
-        c.plan.as_deref()?,
-        &need,
-        &c.metric,
-        c.point.as_deref(),
-        runs,
+    find_run(&plans_of(c)?, &need, &c.metric, c.point.as_deref(), runs)
+}
+
+/// The claim's plan and its `also` plans, the plan first (none: not testable).
+fn plans_of(c: &Claim) -> Option<Vec<&str>> {
+    let plan = c.plan.as_deref()?;
+    Some(
+        std::iter::once(plan)
+            .chain(c.also.iter().map(String::as_str))
+            .collect(),
     )
 }
 
-/// The latest run of `plan` holding every stack of `need` (with `point` measured, when `metric`
+/// The latest run of one of `plans` holding every stack of `need` (with `point` measured, when `metric`
 /// is read at one): unscaled ones first; failing that, the latest run of the plan, which says
 /// which points it has.
 fn find_run<'a>(
-    plan: &str,
+    plans: &[&str],
     need: &[String],
     metric: &str,
     point: Option<&str>,
@@ -478,7 +487,7 @@ fn find_run<'a>(
         metric == "ceiling" || point.is_none_or(|p| a.shelves.iter().any(|s| s.label == p))
     };
     let fits = |r: &RunReport, strict: bool| {
-        r.plan.name == plan
+        plans.contains(&r.plan.name.as_str())
             && need.iter().all(|n| {
                 r.stacks
                     .iter()
@@ -514,13 +523,15 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
         b_run: None,
         notes: c.note.iter().cloned().collect(),
     };
-    let Some(plan) = &c.plan else {
+    if c.plan.is_none() {
         r.ours = "no plan reproduces this".into();
         return r;
-    };
+    }
     let Some(run) = run_for(c, runs) else {
+        let plans = plans_of(c).unwrap_or_default();
         r.ours = format!(
-            "no run of plan `{plan}` with {} here",
+            "no run of plan `{}` with {} here",
+            plans.join("` or `"),
             stacks_of(c).join(", ")
         );
         return r;
@@ -534,12 +545,16 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
     }
     // a ratio whose denominator is another plan's figure, or another point's
     let cross = c.kind == ClaimKind::Ratio && (c.b_plan.is_some() || c.b_point.is_some());
-    let b_plan = c.b_plan.as_deref().unwrap_or(plan.as_str());
+    // the denominator's plan: its own when named, else the claim's (and its `also` plans)
+    let b_plans = match c.b_plan.as_deref() {
+        Some(b) => vec![b],
+        None => plans_of(c).unwrap_or_default(),
+    };
     let b_point = c.b_point.as_deref().or(c.point.as_deref());
     let b_run = match (cross, c.b.as_deref()) {
         (true, Some(b)) => {
-            let Some(br) = find_run(b_plan, &[b.to_string()], &c.metric, b_point, runs) else {
-                r.ours = format!("no run of plan `{b_plan}` with {b} here");
+            let Some(br) = find_run(&b_plans, &[b.to_string()], &c.metric, b_point, runs) else {
+                r.ours = format!("no run of plan `{}` with {b} here", b_plans.join("` or `"));
                 return r;
             };
             if br.run_id != run.run_id {
@@ -601,8 +616,8 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
                 }
             };
             let (la, lb) = (
-                label(an, plan.as_str(), c.point.as_deref()),
-                label(bn, b_plan, b_point),
+                label(an, &run.plan.name, c.point.as_deref()),
+                label(bn, &b_run.unwrap_or(run).plan.name, b_point),
             );
             if fb.value <= 0.0 {
                 return Err(format!("{bn}'s figure is {} — no ratio", fb.value));
@@ -826,25 +841,32 @@ pub struct LedgerRuns {
 /// A missing directory holds no runs.
 pub fn load_ledger_runs(results: &Path, evidence: &Path) -> LedgerRuns {
     let mut out = LedgerRuns::default();
-    let read = |path: &Path, out: &mut LedgerRuns| match ceiling_records::read_run_json(path) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            out.unreadable.push(e.to_string());
-            None
-        }
-    };
     for dir_entry in sorted_entries(results) {
         let path = dir_entry.join("run.json");
         if path.is_file() {
-            if let Some(r) = read(&path, &mut out) {
+            if let Some(r) = read_into(&path, &mut out) {
                 out.runs.push(r);
                 out.from_results += 1;
             }
         }
     }
+    add_evidence(evidence, &mut out);
+    out
+}
+
+/// The runs of `evidence` alone: those the committed ledger was judged on (its digests), so
+/// judging the claims on them gives the ledger as it stands — what [`changed_verdicts`] compares
+/// a new judgement with.
+pub fn load_evidence_runs(evidence: &Path) -> LedgerRuns {
+    let mut out = LedgerRuns::default();
+    add_evidence(evidence, &mut out);
+    out
+}
+
+fn add_evidence(evidence: &Path, out: &mut LedgerRuns) {
     for path in sorted_entries(evidence) {
         if path.extension().is_some_and(|x| x == "json") {
-            if let Some(r) = read(&path, &mut out) {
+            if let Some(r) = read_into(&path, out) {
                 if !out.runs.iter().any(|x| x.run_id == r.run_id) {
                     out.runs.push(r);
                     out.from_evidence += 1;
@@ -852,7 +874,48 @@ pub fn load_ledger_runs(results: &Path, evidence: &Path) -> LedgerRuns {
             }
         }
     }
-    out
+}
+
+/// A run read, or why not kept in `out.unreadable`.
+fn read_into(path: &Path, out: &mut LedgerRuns) -> Option<RunReport> {
+    match ceiling_records::read_run_json(path) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            out.unreadable.push(e.to_string());
+            None
+        }
+    }
+}
+
+/// A claim whose verdict differs between two judgements (the ledger's evidence, and the runs at
+/// hand now).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictChange {
+    /// The claim's id.
+    pub id: String,
+    /// Its verdict before (`None`: the claim was not judged before — new in its file).
+    pub from: Option<ClaimVerdict>,
+    /// Its verdict now.
+    pub to: ClaimVerdict,
+    /// The run that answers it now.
+    pub run: Option<String>,
+}
+
+/// The claims of `after` whose verdict differs from `before`'s (matched by id), in `after`'s
+/// order. A claim's figure may move without its verdict moving: only verdicts count here.
+pub fn changed_verdicts(before: &[ClaimResult], after: &[ClaimResult]) -> Vec<VerdictChange> {
+    after
+        .iter()
+        .filter_map(|a| {
+            let from = before.iter().find(|b| b.id == a.id).map(|b| b.verdict);
+            (from != Some(a.verdict)).then(|| VerdictChange {
+                id: a.id.clone(),
+                from,
+                to: a.verdict,
+                run: a.run.clone(),
+            })
+        })
+        .collect()
 }
 
 fn sorted_entries(dir: &Path) -> Vec<std::path::PathBuf> {

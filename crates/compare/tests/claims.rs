@@ -126,6 +126,111 @@ fn the_latest_unscaled_run_of_the_plan_answers() {
     );
 }
 
+/// A claim's `also` plans answer it as its own plan does (a plan of the levels the claims read,
+/// at full length, beside the whole ladder): the latest unscaled run of either first — and a
+/// run of any other plan never.
+#[test]
+fn a_run_of_an_also_plan_answers_before_a_scaled_run_of_the_plan() {
+    let mut file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let p = plan();
+    // the plan itself ran only scaled, where fast is the slower one (1.2 s at 3000)
+    let mut scaled = RunReport::new(&p.scaled(0.5), "20261128-000000-gates");
+    scaled.stacks.push(simulate(
+        &p,
+        "fast",
+        |r| if r > 2000.0 { 1200.0 } else { 5.0 },
+    ));
+    scaled.stacks.push(simulate(&p, "slow", |_| 8.0));
+    // the levels' plan ran at full length, earlier, with the truth: fast at 5 ms
+    let mut levels = p.clone();
+    levels.name = "gates-levels".into();
+    let mut full = RunReport::new(&levels, "20261127-000000-gates-levels");
+    full.stacks.push(simulate(&levels, "fast", |_| 5.0));
+    full.stacks.push(simulate(&levels, "slow", |_| 8.0));
+    // and an unrelated plan's newer full-length run with the same stacks
+    let mut other = p.clone();
+    other.name = "other".into();
+    let mut unrelated = RunReport::new(&other, "20261129-000000-other");
+    unrelated.stacks = scaled.stacks.clone();
+    let runs = [scaled, full, unrelated];
+    let fast = |res: &[ceiling_compare::claims::ClaimResult]| {
+        let r = res.iter().find(|r| r.id == "fast-holds-3000").unwrap();
+        (r.run.clone().unwrap_or_default(), r.verdict)
+    };
+    // without `also`: the plan's own (scaled) run, the wrong figure it holds
+    assert_eq!(
+        fast(&evaluate(&file, &runs)),
+        ("20261128-000000-gates".into(), ClaimVerdict::DoesNotHold)
+    );
+    for c in &mut file.claims {
+        c.also = vec!["gates-levels".into()];
+    }
+    assert_eq!(
+        fast(&evaluate(&file, &runs)),
+        ("20261127-000000-gates-levels".into(), ClaimVerdict::Holds)
+    );
+    // with no run of either, the message names both plans
+    let res = evaluate(&file, &runs[2..]);
+    let r = res.iter().find(|r| r.id == "fast-holds-3000").unwrap();
+    assert_eq!(r.verdict, ClaimVerdict::NotTestable);
+    assert!(r.ours.contains("`gates` or `gates-levels`"), "{}", r.ours);
+}
+
+/// What `ceiling claims` says a new run changes: exactly the claims whose verdict moved, each
+/// with where it came from and the run that moved it; a figure that moves without its verdict is
+/// no change, and a claim new to its file is said to be so.
+#[test]
+fn the_verdicts_a_new_run_changes_are_exactly_those_that_moved() {
+    use ceiling_compare::claims::changed_verdicts;
+    let file: ClaimsFile = toml::from_str(CLAIMS).unwrap();
+    let old = fast_and_slow();
+    let before = evaluate(&file, std::slice::from_ref(&old));
+    // the same judgement: nothing moved
+    assert!(changed_verdicts(&before, &before).is_empty());
+    // a newer run in which fast takes 20 ms at every rate: "fast serves 3000 within 10 ms" no
+    // longer holds; slow's verdicts stay as they were
+    let p = plan();
+    let mut new = RunReport::new(&p, "20261128-000000-gates");
+    new.stacks.push(simulate(&p, "fast", |_| 20.0));
+    new.stacks.push(old.stacks[1].clone());
+    new.stacks[0].search = old.stacks[0].search.clone();
+    let after = evaluate(&file, &[old.clone(), new]);
+    let moved = changed_verdicts(&before, &after);
+    let expect: Vec<(String, ClaimVerdict)> = before
+        .iter()
+        .zip(&after)
+        .filter(|(b, a)| b.verdict != a.verdict)
+        .map(|(_, a)| (a.id.clone(), a.verdict))
+        .collect();
+    assert!(
+        expect
+            .iter()
+            .any(|(id, v)| id == "fast-holds-3000" && *v == ClaimVerdict::DoesNotHold),
+        "{expect:?}"
+    );
+    assert!(
+        !expect.iter().any(|(id, _)| id == "slow-fails-3000"),
+        "{expect:?}"
+    );
+    assert_eq!(
+        moved
+            .iter()
+            .map(|c| (c.id.clone(), c.to))
+            .collect::<Vec<_>>(),
+        expect
+    );
+    let c = moved.iter().find(|c| c.id == "fast-holds-3000").unwrap();
+    assert_eq!(c.from, Some(ClaimVerdict::Holds));
+    assert_eq!(c.run.as_deref(), Some("20261128-000000-gates"));
+    // a claim the ledger did not have
+    let moved = changed_verdicts(&before[1..], &before);
+    assert_eq!(moved.len(), 1);
+    assert_eq!(
+        (moved[0].id.as_str(), moved[0].from),
+        (before[0].id.as_str(), None)
+    );
+}
+
 /// The ledger's evidence: a digest of each cited run judges every claim exactly as the full run
 /// does, so a checkout without `results/` regenerates the same ledger; the evidence directory
 /// holds the cited runs and, pruned, nothing else.
@@ -380,6 +485,12 @@ fn every_shipped_claim_names_plans_and_stacks_that_exist() {
             }
             if c.metric != "ceiling" {
                 assert!(c.point.is_some(), "{at}: `{}` needs a point", c.metric);
+            }
+            // an `also` plan answers what the claim's plan answers: it must run the same stacks
+            let own: Vec<_> = need.iter().filter(|(p, _)| p == plan).cloned().collect();
+            for also in &c.also {
+                assert_ne!(also, plan, "{at}: `also` repeats the plan");
+                need.extend(own.iter().map(|(_, s)| (also.clone(), s.clone())));
             }
             for (p, stacks) in need {
                 let path = root.join(format!("plans/{p}.toml"));

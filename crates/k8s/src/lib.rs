@@ -56,8 +56,8 @@ pub const AGENTS_SERVICE: &str = "ceiling-agents";
 /// What went wrong rendering.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// YAML serialisation failed.
-    #[error("serialising {what}: {source}")]
+    /// YAML serialisation failed (the serialiser's error is its source: `{:#}` prints both).
+    #[error("serialising {what}")]
     Yaml {
         /// Which object.
         what: String,
