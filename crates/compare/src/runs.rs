@@ -327,6 +327,7 @@ fn environment_warnings(a: &RunReport, b: &RunReport) -> Vec<String> {
         let fields = |e: &ceiling_metrics::Environment| {
             [
                 ("cpu_model", e.cpu_model.clone()),
+                ("cpu_signature", e.cpu_signature.clone()),
                 ("usable_cpus", e.usable_cpus.to_string()),
                 ("kernel", e.kernel.clone()),
                 ("postgres", e.postgres.clone().unwrap_or_default()),

@@ -909,6 +909,11 @@ fn run_condition(run: &RunReport, key: &str) -> Option<String> {
         "hardware" => {
             let e = env(run)?;
             let cpu = nonempty(&e.cpu_model)?;
+            // the model name a hypervisor shows may hide the generation: the signature says it
+            let cpu = match nonempty(&e.cpu_signature) {
+                Some(sig) => format!("{cpu} ({sig})"),
+                None => cpu,
+            };
             let cores = if e.usable_cpus > 0 {
                 e.usable_cpus.to_string()
             } else {

@@ -183,6 +183,41 @@ fn two_runs_with_a_known_difference() {
     assert!(go.points.iter().any(|p| p.point == "hold 3000"));
 }
 
+/// Two runs on hosts that both call their CPU "AMD EPYC" but are generations apart: the
+/// comparison says so (the CPU's signature), where the model name alone would not.
+#[test]
+fn runs_on_different_cpus_under_one_model_name_are_said_to_differ() {
+    let env = |sig: &str| ceiling_metrics::Environment {
+        cpu_model: "AMD EPYC".into(),
+        cpu_signature: sig.into(),
+        ..Default::default()
+    };
+    let (mut a, mut b) = (run("350ms", 5.0), run("350ms", 10.0));
+    a.environment = Some(env("AuthenticAMD family 25 model 1 stepping 1"));
+    b.environment = Some(env("AuthenticAMD family 26 model 2 stepping 1"));
+    let w = compare_runs(&a, &b).unwrap().warnings;
+    assert!(
+        w.iter().any(|w| w.contains("cpu_signature")
+            && w.contains("family 25 model 1")
+            && w.contains("family 26 model 2")),
+        "{w:?}"
+    );
+    assert!(!w.iter().any(|w| w.contains("cpu_model")), "{w:?}");
+    // the same CPU, or a run recorded before the signature was (empty), is no difference
+    b.environment = Some(env("AuthenticAMD family 25 model 1 stepping 1"));
+    assert!(compare_runs(&a, &b)
+        .unwrap()
+        .warnings
+        .iter()
+        .all(|w| !w.contains("cpu_")));
+    b.environment = Some(env(""));
+    assert!(compare_runs(&a, &b)
+        .unwrap()
+        .warnings
+        .iter()
+        .all(|w| !w.contains("cpu_")));
+}
+
 #[test]
 fn different_slos_are_refused() {
     let a = run("350ms", 5.0);

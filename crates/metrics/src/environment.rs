@@ -12,6 +12,10 @@ pub struct Environment {
     pub hostname: String,
     /// CPU model name from /proc/cpuinfo.
     pub cpu_model: String,
+    /// The CPU below its model name, which a hypervisor may mask ("AMD EPYC" on every host):
+    /// vendor, family, model and stepping from /proc/cpuinfo (`AuthenticAMD family 26 model 2
+    /// stepping 1`); empty where the kernel gives none of them, and in runs recorded before it.
+    pub cpu_signature: String,
     /// Logical CPUs online.
     pub logical_cpus: usize,
     /// CPUs this process may run on (sched affinity).

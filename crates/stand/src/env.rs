@@ -18,6 +18,7 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
+    let cpu_signature = cpu_signature(&cpuinfo);
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let memory_bytes = meminfo
         .lines()
@@ -74,6 +75,7 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
     Environment {
         hostname,
         cpu_model,
+        cpu_signature,
         logical_cpus,
         usable_cpus,
         memory_bytes,
@@ -86,6 +88,29 @@ pub fn fingerprint(postgres: Option<&str>, cgroups: &CgroupSystem) -> Environmen
         cgroups: cgroups.describe(),
         ceiling_version: env!("CARGO_PKG_VERSION").to_string(),
     }
+}
+
+/// Vendor, family, model and stepping of the first processor in `cpuinfo` (/proc/cpuinfo's
+/// text), in that order, each field that is there: two hosts that both call themselves "AMD EPYC"
+/// may be CPUs generations apart, and a run's CPU per request moves with that.
+fn cpu_signature(cpuinfo: &str) -> String {
+    let first = || cpuinfo.lines().take_while(|l| !l.trim().is_empty());
+    let field = |key: &str| {
+        first().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_string())
+        })
+    };
+    [
+        ("vendor_id", ""),
+        ("cpu family", "family "),
+        ("model", "model "),
+        ("stepping", "stepping "),
+    ]
+    .iter()
+    .filter_map(|(key, label)| field(key).map(|v| format!("{label}{v}")))
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// First non-empty line of `<tool> <args>` (stdout, else stderr), ANSI codes removed; `None` when
@@ -155,6 +180,23 @@ mod tests {
         assert_eq!(
             strip_ansi("\u{1b}[1mApache Maven 3.8.7\u{1b}[m"),
             "Apache Maven 3.8.7"
+        );
+    }
+
+    #[test]
+    fn the_cpu_signature_reads_the_first_processor_exactly() {
+        // "model name" must not be read as "model"; the second processor is not read
+        let text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n";
+        assert_eq!(
+            cpu_signature(text),
+            "AuthenticAMD family 26 model 2 stepping 1"
+        );
+        // a model name before the model, a missing stepping, an ARM kernel's text
+        let text = "vendor_id : AuthenticAMD\nmodel name : AMD EPYC\ncpu family : 25\nmodel : 1\n";
+        assert_eq!(cpu_signature(text), "AuthenticAMD family 25 model 1");
+        assert_eq!(
+            cpu_signature("processor : 0\nBogoMIPS : 50.00\nCPU implementer : 0x41\n"),
+            ""
         );
     }
 
