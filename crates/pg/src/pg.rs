@@ -454,6 +454,14 @@ fn lock_root(root: &Path) -> Result<std::fs::File> {
         .write(true)
         .open(&path)
         .ctx(|| format!("opening {}", path.display()))?;
+    // A lock this process has just released can stay held for a moment: a child another thread
+    // is forking copies every descriptor, and the copy keeps the lock until the child's exec
+    // closes it (seen when PostgreSQL restarts while other tests spawn processes). A second run
+    // holds it for its whole length, so a short grace tells the two apart.
+    let grace = Instant::now() + Duration::from_secs(2);
+    while !ceiling_supervise::sys::try_lock_exclusive(&f) && Instant::now() < grace {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     if !ceiling_supervise::sys::try_lock_exclusive(&f) {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         return Err(PgError::Postgres {
