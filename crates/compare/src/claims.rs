@@ -450,8 +450,8 @@ fn stacks_of(c: &Claim) -> Vec<String> {
     }
 }
 
-/// The latest run of the claim's plan holding every stack it needs: unscaled ones first.
-fn run_for<'a>(c: &Claim, runs: &'a [RunReport]) -> Option<&'a RunReport> {
+/// The latest run of the claim's `plans` holding every stack it needs: unscaled ones first.
+fn run_for<'a>(c: &Claim, plans: &[&str], runs: &'a [RunReport]) -> Option<&'a RunReport> {
     let need = match c.kind {
         // a ratio across runs or points: the numerator's run needs the numerator's stack only
         ClaimKind::Ratio if c.b_plan.is_some() || c.b_point.is_some() => {
@@ -459,7 +459,7 @@ fn run_for<'a>(c: &Claim, runs: &'a [RunReport]) -> Option<&'a RunReport> {
         }
         _ => stacks_of(c),
     };
-    find_run(&plans_of(c)?, &need, &c.metric, c.point.as_deref(), runs)
+    find_run(plans, &need, &c.metric, c.point.as_deref(), runs)
 }
 
 /// The claim's plan and its `also` plans, the plan first (none: not testable).
@@ -523,12 +523,11 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
         b_run: None,
         notes: c.note.iter().cloned().collect(),
     };
-    if c.plan.is_none() {
+    let Some(plans) = plans_of(c) else {
         r.ours = "no plan reproduces this".into();
         return r;
-    }
-    let Some(run) = run_for(c, runs) else {
-        let plans = plans_of(c).unwrap_or_default();
+    };
+    let Some(run) = run_for(c, &plans, runs) else {
         r.ours = format!(
             "no run of plan `{}` with {} here",
             plans.join("` or `"),
@@ -548,7 +547,7 @@ fn evaluate_one(c: &Claim, runs: &[RunReport]) -> ClaimResult {
     // the denominator's plan: its own when named, else the claim's (and its `also` plans)
     let b_plans = match c.b_plan.as_deref() {
         Some(b) => vec![b],
-        None => plans_of(c).unwrap_or_default(),
+        None => plans.clone(),
     };
     let b_point = c.b_point.as_deref().or(c.point.as_deref());
     let b_run = match (cross, c.b.as_deref()) {

@@ -459,10 +459,16 @@ fn lock_root(root: &Path) -> Result<std::fs::File> {
     // closes it (seen when PostgreSQL restarts while other tests spawn processes). A second run
     // holds it for its whole length, so a short grace tells the two apart.
     let grace = Instant::now() + Duration::from_secs(2);
-    while !ceiling_supervise::sys::try_lock_exclusive(&f) && Instant::now() < grace {
+    let locked = loop {
+        if ceiling_supervise::sys::try_lock_exclusive(&f) {
+            break true;
+        }
+        if Instant::now() >= grace {
+            break false;
+        }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    if !ceiling_supervise::sys::try_lock_exclusive(&f) {
+    };
+    if !locked {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         return Err(PgError::Postgres {
             message: format!(
