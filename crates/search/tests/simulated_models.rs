@@ -1086,6 +1086,95 @@ fn the_bursty_models_pooled_truth_is_what_a_large_pool_of_its_probes_shows() {
     }
 }
 
+/// Two simulated services searched in interleaved rounds of 4 probes (A B A B …) until both
+/// concluded or `rounds` ran out; `each_round` may change the services before each round (the
+/// box's drift). Returns both outcomes and their ranking's pair.
+fn search_pair(
+    pl: &Plan,
+    (mut ma, mut mb): (Sim, Sim),
+    rounds: usize,
+    mut each_round: impl FnMut(&mut Sim, &mut Sim),
+) -> (SearchOutcome, SearchOutcome, ceiling_analyze::PairRatio) {
+    let mut sa = ceiling_search::Search::new(pl, &SearchOptions::default());
+    let mut sb = ceiling_search::Search::new(pl, &SearchOptions::default());
+    for _ in 0..rounds {
+        each_round(&mut ma, &mut mb);
+        let da = sa.run_round(&mut ma, Some(4), &mut |_| {});
+        let db = sb.run_round(&mut mb, Some(4), &mut |_| {});
+        if da && db {
+            break;
+        }
+    }
+    let (oa, ob) = (sa.finish(None), sb.finish(None));
+    let searched = |name: &str, o: &SearchOutcome| {
+        (
+            name.to_string(),
+            o.probes.clone(),
+            o.interval.as_ref().map(|i| (o.ceiling_rps, i.lo, i.hi)),
+        )
+    };
+    let r = ceiling_analyze::rank(&[searched("a", &oa), searched("b", &ob)], 0.05);
+    (oa, ob, r[0].clone())
+}
+
+/// How the ranking of a pair whose true ratio a/b is known did over seeded trials.
+#[derive(Default)]
+struct RankTally {
+    trials: usize,
+    compared: usize,
+    paired: usize,
+    covered: usize,
+    ranked: usize,
+    /// b ranked above a: the wrong order, decided.
+    wrong: usize,
+}
+
+impl RankTally {
+    fn add(&mut self, seed: u64, p: &ceiling_analyze::PairRatio, truth: f64) {
+        self.trials += 1;
+        let (Some(lo), Some(hi)) = (p.lo, p.hi) else {
+            eprintln!("seed {seed}: not compared: {}", p.describe());
+            return;
+        };
+        eprintln!("seed {seed}: {}", p.describe());
+        if p.a == "b" && p.order == ceiling_analyze::Order::Higher {
+            self.wrong += 1;
+        }
+        self.compared += 1;
+        self.paired += usize::from(p.paired);
+        let ratio = if p.a == "a" { truth } else { 1.0 / truth };
+        if lo <= ratio && ratio <= hi {
+            self.covered += 1;
+        } else {
+            eprintln!("seed {seed}: ratio {ratio:.3} outside {}", p.describe());
+        }
+        self.ranked += usize::from(p.a == "a" && p.order == ceiling_analyze::Order::Higher);
+    }
+
+    /// Says the tally; never b ranked above a, compared in ≥ 90% of trials, the interval
+    /// covering the truth in ≥ 90% of those.
+    fn assert_covered(&self, what: &str, truth: f64) {
+        let t = self;
+        eprintln!(
+            "{what}: {} trials, {} compared ({} paired), the ratio's interval covered ×{truth:.3} in {}, a ranked above b in {}",
+            t.trials, t.compared, t.paired, t.covered, t.ranked
+        );
+        assert_eq!(t.wrong, 0, "b ranked above a");
+        assert!(
+            t.compared * 10 >= t.trials * 9,
+            "only {} of {} compared",
+            t.compared,
+            t.trials
+        );
+        assert!(
+            t.covered * 10 >= t.compared * 9,
+            "coverage {}/{}",
+            t.covered,
+            t.compared
+        );
+    }
+}
+
 #[test]
 fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
     // Two noisy knees whose long-run ceilings differ by exactly ×1.1, searched in interleaved
@@ -1103,43 +1192,19 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
         },
     );
     let truth = a.truth(2.0, 8.0) / b.truth(2.0, 8.0);
-    let n = 20u64;
-    let (mut covered, mut ranked, mut compared) = (0, 0, 0);
-    for seed in 0..n {
+    let mut tally = RankTally::default();
+    for seed in 0..20u64 {
         let mut pa = plan();
         pa.load.seed = seed * 7919;
-        let mut sa = ceiling_search::Search::new(&pa, &SearchOptions::default());
-        let mut sb = ceiling_search::Search::new(&pa, &SearchOptions::default());
-        let (mut ma, mut mb) = (Sim::new(a, seed), Sim::new(b, 1000 + seed));
-        for _ in 0..100 {
-            let da = sa.run_round(&mut ma, Some(4), &mut |_| {});
-            let db = sb.run_round(&mut mb, Some(4), &mut |_| {});
-            if da && db {
-                break;
-            }
-        }
-        let (oa, ob) = (sa.finish(None), sb.finish(None));
-        let stacks = vec![
-            (
-                "a".to_string(),
-                oa.probes.clone(),
-                oa.interval.as_ref().map(|i| (oa.ceiling_rps, i.lo, i.hi)),
-            ),
-            (
-                "b".to_string(),
-                ob.probes.clone(),
-                ob.interval.as_ref().map(|i| (ob.ceiling_rps, i.lo, i.hi)),
-            ),
-        ];
-        let r = ceiling_analyze::rank(&stacks, 0.05);
-        let p = &r[0];
+        let sims = (Sim::new(a, seed), Sim::new(b, 1000 + seed));
+        let (oa, ob, p) = search_pair(&pa, sims, 100, |_, _| {});
         // `ceiling compare` of the two stacks of this search reads the ranking's own paired
         // interval (B against A: a over b), not two intervals taken for normals
         let mut run = ceiling_records::RunReport::new(&pa, "t");
         let criteria = ceiling_analyze::probe_criteria(&pa);
         run.stacks = vec![
-            StackAnalysis::from_search("a", criteria.clone(), oa.clone()),
-            StackAnalysis::from_search("b", criteria, ob.clone()),
+            StackAnalysis::from_search("a", criteria.clone(), oa),
+            StackAnalysis::from_search("b", criteria, ob),
         ];
         let c = ceiling_compare::compare_stacks(&run, "b", "a").unwrap();
         let ceiling = &c.stacks[0].ceiling;
@@ -1154,28 +1219,59 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
             );
             assert_eq!(ceiling.ratio_ci, p.lo.zip(p.hi), "seed {seed}");
         }
-        if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
-            compared += 1;
-
-            let ratio = if p.a == "a" { truth } else { 1.0 / truth };
-            if lo <= ratio && ratio <= hi {
-                covered += 1;
-            } else {
-                eprintln!("seed {seed}: ratio {ratio:.3} outside {}", p.describe());
-            }
-            ranked += usize::from(p.a == "a" && p.order == ceiling_analyze::Order::Higher);
-        }
+        tally.add(seed, &p, truth);
     }
-    eprintln!("ranking: {n} trials, {compared} compared, the ratio's interval covered ×{truth:.3} in {covered}, a ranked above b in {ranked}");
+    tally.assert_covered("ranking", truth);
     assert!(
-        compared * 10 >= n as usize * 9,
-        "only {compared} of {n} compared"
+        tally.ranked * 10 >= tally.compared * 8,
+        "ranked {}/{}",
+        tally.ranked,
+        tally.compared
     );
+}
+
+#[test]
+fn two_services_on_a_drifting_box_keep_their_pairing_and_coverage() {
+    // The box of docs/benchmarks/search.md §63: between rounds the whole machine moves (another
+    // tenant, WAL stalls), every stack of a round alike — here a shared lognormal factor of sd
+    // 0.15 on both services' capacity, drawn afresh each round, so a stack's ceiling wanders by
+    // ±30% over a search while the ratio of the two stays exactly ×1.1. A stack fails in the
+    // rounds where the box was slow, and a paired draw that leaves those rounds out has no
+    // bracket. The pairing must survive that (paired by round in most trials, covering ×1.1,
+    // never ranking b above a).
+    let (mu_a, mu_b, sigma) = (1320.0, 1200.0, 0.05);
+    let noisy = |mu: f64| Model::Noisy { mu, sigma };
+    let truth = noisy(mu_a).truth(2.0, 8.0) / noisy(mu_b).truth(2.0, 8.0);
+    let mut tally = RankTally::default();
+    for seed in 0..20u64 {
+        let mut pa = plan();
+        pa.load.seed = seed * 7919;
+        let sims = (
+            Sim::new(noisy(mu_a), seed),
+            Sim::new(noisy(mu_b), 1000 + seed),
+        );
+        let mut box_rng = rand_chacha::ChaCha8Rng::seed_from_u64(77 + seed);
+        let (_, _, p) = search_pair(&pa, sims, 8, |ma, mb| {
+            let box_speed = (0.15 * normal(&mut box_rng)).exp();
+            ma.model = noisy(mu_a * box_speed);
+            mb.model = noisy(mu_b * box_speed);
+        });
+        tally.add(seed, &p, truth);
+    }
+    // Measured 2026-11-29 (docs/benchmarks/search.md §83): 14 of 20 paired (7 before paired
+    // draws that lose a bracket were set aside), the interval covering ×1.1 in 18 (15 before),
+    // never the wrong order — and a ranked above b in only 7: each search's pooled estimate
+    // moves with the rounds its probes fell in, so the paired interval is honest but wide. What
+    // would decide more is a joint fit with a factor per round (not built); the test holds what
+    // the estimator promises, and says the rest.
+    tally.assert_covered("drifting box", truth);
+    let t = &tally;
     assert!(
-        covered * 10 >= compared * 9,
-        "coverage {covered}/{compared}"
+        t.paired * 3 >= t.compared * 2,
+        "paired {}/{}",
+        t.paired,
+        t.compared
     );
-    assert!(ranked * 10 >= compared * 8, "ranked {ranked}/{compared}");
 }
 
 /// Host stalls injected into one probe in five (a CPU hog outside the run, seen by the control):
