@@ -906,19 +906,17 @@ impl BurstyTally {
     /// At least 90% of the trials narrowed, and the interval covered the truth in at least 90% of
     /// those.
     fn assert_narrowed_and_covered(&self) {
-        assert!(
-            self.narrowed * 10 >= self.trials * 9,
-            "only {} of {} narrowed",
-            self.narrowed,
-            self.trials
-        );
-        assert!(
-            self.covered * 10 >= self.narrowed * 9,
-            "coverage {}/{} < 90%",
-            self.covered,
-            self.narrowed
-        );
+        assert_90(self.narrowed, self.trials, "narrowed");
+        assert_90(self.covered, self.narrowed, "coverage");
     }
+}
+
+/// Asserts that `part` is at least 90% of `whole` (`what` names the count in the message).
+fn assert_90(part: usize, whole: usize, what: &str) {
+    assert!(
+        part * 10 >= whole * 9,
+        "{what}: {part} of {whole}, under 90%"
+    );
 }
 
 /// Searches the bursty knee (`sigma` per 8-s block) over `n` seeded trials (`SIM_TRIALS`
@@ -1160,18 +1158,8 @@ impl RankTally {
             t.trials, t.compared, t.paired, t.covered, t.ranked
         );
         assert_eq!(t.wrong, 0, "b ranked above a");
-        assert!(
-            t.compared * 10 >= t.trials * 9,
-            "only {} of {} compared",
-            t.compared,
-            t.trials
-        );
-        assert!(
-            t.covered * 10 >= t.compared * 9,
-            "coverage {}/{}",
-            t.covered,
-            t.compared
-        );
+        assert_90(t.compared, t.trials, "compared");
+        assert_90(t.covered, t.compared, "coverage");
     }
 }
 
