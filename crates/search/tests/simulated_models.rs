@@ -1086,13 +1086,14 @@ fn the_bursty_models_pooled_truth_is_what_a_large_pool_of_its_probes_shows() {
 
 /// Two simulated services searched in interleaved rounds of 4 probes (A B A B …) until both
 /// concluded or `rounds` ran out; `each_round` may change the services before each round (the
-/// box's drift). Returns both outcomes and their ranking's pair.
+/// box's drift). Returns both analyses, named "a" and "b", and their ranking's pair as
+/// `ceiling search` ranks them.
 fn search_pair(
     pl: &Plan,
     (mut ma, mut mb): (Sim, Sim),
     rounds: usize,
     mut each_round: impl FnMut(&mut Sim, &mut Sim),
-) -> (SearchOutcome, SearchOutcome, ceiling_analyze::PairRatio) {
+) -> (Vec<StackAnalysis>, ceiling_analyze::PairRatio) {
     let mut sa = ceiling_search::Search::new(pl, &SearchOptions::default());
     let mut sb = ceiling_search::Search::new(pl, &SearchOptions::default());
     for _ in 0..rounds {
@@ -1103,16 +1104,13 @@ fn search_pair(
             break;
         }
     }
-    let (oa, ob) = (sa.finish(None), sb.finish(None));
-    let searched = |name: &str, o: &SearchOutcome| {
-        (
-            name.to_string(),
-            o.probes.clone(),
-            o.interval.as_ref().map(|i| (o.ceiling_rps, i.lo, i.hi)),
-        )
-    };
-    let r = ceiling_analyze::rank(&[searched("a", &oa), searched("b", &ob)], 0.05);
-    (oa, ob, r[0].clone())
+    let criteria = ceiling_analyze::probe_criteria(pl);
+    let stacks = vec![
+        StackAnalysis::from_search("a", criteria.clone(), sa.finish(None)),
+        StackAnalysis::from_search("b", criteria, sb.finish(None)),
+    ];
+    let pair = ceiling_analyze::rank_searched(&stacks, 0.05)[0].clone();
+    (stacks, pair)
 }
 
 /// How the ranking of a pair whose true ratio a/b is known did over seeded trials.
@@ -1134,18 +1132,20 @@ impl RankTally {
             eprintln!("seed {seed}: not compared: {}", p.describe());
             return;
         };
-        eprintln!("seed {seed}: {}", p.describe());
         if p.a == "b" && p.order == ceiling_analyze::Order::Higher {
             self.wrong += 1;
         }
         self.compared += 1;
         self.paired += usize::from(p.paired);
         let ratio = if p.a == "a" { truth } else { 1.0 / truth };
-        if lo <= ratio && ratio <= hi {
-            self.covered += 1;
+        let covered = lo <= ratio && ratio <= hi;
+        self.covered += usize::from(covered);
+        let miss = if covered {
+            String::new()
         } else {
-            eprintln!("seed {seed}: ratio {ratio:.3} outside {}", p.describe());
-        }
+            format!(" — ratio {ratio:.3} outside")
+        };
+        eprintln!("seed {seed}: {}{miss}", p.describe());
         self.ranked += usize::from(p.a == "a" && p.order == ceiling_analyze::Order::Higher);
     }
 
@@ -1185,15 +1185,11 @@ fn two_services_ten_percent_apart_are_ranked_by_their_paired_ratio() {
         let mut pa = plan();
         pa.load.seed = seed * 7919;
         let sims = (Sim::new(a, seed), Sim::new(b, 1000 + seed));
-        let (oa, ob, p) = search_pair(&pa, sims, 100, |_, _| {});
+        let (stacks, p) = search_pair(&pa, sims, 100, |_, _| {});
         // `ceiling compare` of the two stacks of this search reads the ranking's own paired
         // interval (B against A: a over b), not two intervals taken for normals
         let mut run = ceiling_records::RunReport::new(&pa, "t");
-        let criteria = ceiling_analyze::probe_criteria(&pa);
-        run.stacks = vec![
-            StackAnalysis::from_search("a", criteria.clone(), oa),
-            StackAnalysis::from_search("b", criteria, ob),
-        ];
+        run.stacks = stacks;
         let c = ceiling_compare::compare_stacks(&run, "b", "a").unwrap();
         let ceiling = &c.stacks[0].ceiling;
         if p.a == "a" && p.lo.is_some() {
@@ -1239,7 +1235,7 @@ fn two_services_on_a_drifting_box_keep_their_pairing_and_coverage() {
             Sim::new(noisy(mu_b), 1000 + seed),
         );
         let mut box_rng = rand_chacha::ChaCha8Rng::seed_from_u64(77 + seed);
-        let (_, _, p) = search_pair(&pa, sims, 8, |ma, mb| {
+        let (_, p) = search_pair(&pa, sims, 8, |ma, mb| {
             let box_speed = (0.15 * normal(&mut box_rng)).exp();
             ma.model = noisy(mu_a * box_speed);
             mb.model = noisy(mu_b * box_speed);
